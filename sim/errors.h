@@ -1,0 +1,31 @@
+/* errors.h — user-facing errors: file, JSON path, bad value, what was expected; exit codes.
+ *
+ * Every function that can fail on user input takes a `moe_error *` and returns non-zero on failure
+ * after filling it with moe_error_set(). The tools print err.msg and exit with err.code.
+ * Message form (one line):  FILE: PATH: got VALUE; expected WHAT
+ */
+#ifndef MOESIM_ERRORS_H
+#define MOESIM_ERRORS_H
+
+#include <stdarg.h>
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2 };
+
+typedef struct {
+    int code;            /* EXIT_BADINPUT for bad input, EXIT_RUNTIME otherwise */
+    char msg[1024];
+} moe_error;
+
+/* "FILE: PATH: got VALUE; expected EXPECTED_FMT..." with code EXIT_BADINPUT. file/path may be NULL
+ * or "" (then left out); value may be NULL (then "got" is left out). Always returns EXIT_BADINPUT. */
+int moe_error_input(moe_error *err, const char *file, const char *path, const char *value,
+                    const char *expected_fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Free-form message with an explicit code. Returns code. */
+int moe_error_set(moe_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Suggest the closest of `candidates` (NULL-terminated) to `word` (Levenshtein distance <= 3 or
+ * a prefix match); NULL if none is close. Used for "did you mean" hints. */
+const char *moe_did_you_mean(const char *word, const char *const *candidates);
+
+#endif

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# setup.sh — install what is missing (Debian), build, then run the default scenario or the tests.
+#   bash tools/setup.sh run    install + build + simrun scenarios/seed-4096.json
+#   bash tools/setup.sh test   install + build (normal and ASan/UBSan) + every ctest test in both
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-run}
+
+pkgs="build-essential cmake pkg-config git libsimgrid-dev libcjson-dev libgsl-dev libcmocka-dev
+      libopenmpi-dev openmpi-bin gnuplot-nox"
+missing=""
+for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  echo "setup: installing$missing"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+
+case "$what" in
+  run)
+    ./build/tools/simrun scenarios/seed-4096.json --out results/seed-4096
+    ;;
+  test)
+    # OpenMPI refuses to run as root unless told; CI runs as root.
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    ctest --test-dir build --output-on-failure -j"$jobs"
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMOESIM_SANITIZE=ON -DMOESIM_CUDA=OFF >/dev/null
+    cmake --build build-asan -j"$jobs"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
+    ;;
+  *) echo "usage: tools/setup.sh run|test" >&2; exit 2 ;;
+esac
