@@ -1,0 +1,245 @@
+/* test_simrun_cli.c — simrun end to end, as a user runs it: exit codes, files written, the results
+ * contract (SCENARIO.md keys), determinism, sharding + merge and resume giving the same results. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char simrun[4096];
+static char tmpdir[] = "/tmp/moesim-cli-XXXXXX";
+
+/* Run simrun with args; capture stdout/stderr (truncated to cap). Returns the exit code. */
+static int run(char *out, size_t out_cap, char *errbuf, size_t err_cap, ...) {
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = simrun;
+    va_list ap;
+    va_start(ap, err_cap);
+    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 31;) argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+    char po[4200], pe[4200];
+    snprintf(po, sizeof po, "%s/stdout", tmpdir);
+    snprintf(pe, sizeof pe, "%s/stderr", tmpdir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(simrun, argv);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    const char *paths[2] = {po, pe};
+    char *bufs[2] = {out, errbuf};
+    size_t caps[2] = {out_cap, err_cap};
+    for (int i = 0; i < 2; i++) {
+        if (!bufs[i]) continue;
+        FILE *f = fopen(paths[i], "r");
+        size_t n = f ? fread(bufs[i], 1, caps[i] - 1, f) : 0;
+        bufs[i][n] = '\0';
+        if (f) fclose(f);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    b[fread(b, 1, (size_t)n, f)] = '\0';
+    fclose(f);
+    return b;
+}
+
+static cJSON *load_results(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    char *t = slurp(path);
+    assert_non_null(t);
+    cJSON *doc = cJSON_Parse(t);
+    free(t);
+    assert_non_null(doc);
+    return doc;
+}
+
+static int setup(void **state) {
+    (void)state;
+    const char *bin = getenv("MOESIM_BIN");
+    snprintf(simrun, sizeof simrun, "%s/simrun", bin ? bin : "build/tools");
+    if (!mkdtemp(tmpdir)) return -1;
+    return access(simrun, X_OK);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_usage_and_exit_codes(void **state) {
+    (void)state;
+    char out[8192], err[8192];
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "--help", NULL), 0);
+    assert_non_null(strstr(out, "usage: simrun"));
+    assert_int_equal(run(out, sizeof out, err, sizeof err, NULL), 2);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "/nonexistent/x.json", NULL), 2);
+    assert_non_null(strstr(err, "/nonexistent/x.json"));
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "scenarios/seed-4096.json", "--levels", "plan,wow", NULL), 2);
+    assert_non_null(strstr(err, "wow"));
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "scenarios/seed-4096.json", "--bogus", NULL), 2);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "scenarios/seed-4096.json", "--shard", "2/2", NULL), 2);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "scenarios/seed-4096.json", "--jobs", "0", NULL), 2);
+
+    char bad[4200];
+    snprintf(bad, sizeof bad, "%s/bad.json", tmpdir);
+    FILE *f = fopen(bad, "w");
+    fputs("{\n  \"layout\": {\"pp\": 16,\n", f);   /* truncated */
+    fclose(f);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, bad, NULL), 2);
+    assert_non_null(strstr(err, "bad.json"));
+}
+
+/* The seed scenario at plan level: the contract's keys, the seed's numbers, nothing half-written. */
+static void test_plan_results_contract(void **state) {
+    (void)state;
+    char dir[4200], out[16384], err[8192];
+    snprintf(dir, sizeof dir, "%s/plan", tmpdir);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "scenarios/seed-4096.json", "--levels", "plan",
+                         "--out", dir, NULL), 0);
+    cJSON *doc = load_results(dir);
+    assert_string_equal(cJSON_GetObjectItem(doc, "format")->valuestring, "moesim-results/1");
+    cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "points"), 0);
+    assert_non_null(cJSON_GetObjectItem(p0, "scenario"));
+    assert_non_null(cJSON_GetObjectItem(p0, "calibration"));
+    assert_null(cJSON_GetObjectItem(p0, "step"));   /* not computed: absent, not zero */
+    assert_null(cJSON_GetObjectItem(p0, "run"));
+    cJSON *plan = cJSON_GetObjectItem(p0, "plan");
+    const char *keys[] = {"params_total", "params_active", "flops_per_token", "flops_per_token_6n", "total_flops",
+                          "pure_compute_days", "memory_GiB", "fits_memory", "warnings", "step_time_s",
+                          "bubble_fraction", "mtbf_cluster_h", "young_interval_min", "daly_interval_min", NULL};
+    for (const char **k = keys; *k; k++) assert_non_null(cJSON_GetObjectItem(plan, *k));
+    /* seed 003: 26,000 h / 4096 = 6.35 h; 18.3 days at 52% MFU */
+    assert_true(fabs(cJSON_GetObjectItem(plan, "mtbf_cluster_h")->valuedouble - 26000.0 / 4096) < 1e-9);
+    assert_true(fabs(cJSON_GetObjectItem(plan, "pure_compute_days")->valuedouble - 18.3) < 0.05);
+
+    char csv_path[4300];
+    snprintf(csv_path, sizeof csv_path, "%s/results.csv", dir);
+    char *csv = slurp(csv_path);
+    assert_non_null(csv);
+    assert_non_null(strstr(csv, "plan.step_time_s"));
+    assert_non_null(strstr(csv, "plan.memory_GiB.total"));
+    assert_int_equal((int)(strchr(csv, '\n') - csv) > 0, 1);
+    free(csv);
+    /* no temporary files left behind */
+    DIR *d = opendir(dir);
+    for (struct dirent *e; (e = readdir(d));) assert_null(strstr(e->d_name, ".tmp"));
+    closedir(d);
+    assert_non_null(strstr(out, "results.json"));
+    cJSON_Delete(doc);
+}
+
+/* A sweep split into shards and merged equals the single run; --resume recomputes only what is missing. */
+static void test_shards_merge_resume(void **state) {
+    (void)state;
+    char one[4200], s0[4200], s1[4200], merged[4200], out[65536], err[8192];
+    snprintf(one, sizeof one, "%s/one", tmpdir);
+    snprintf(s0, sizeof s0, "%s/s0", tmpdir);
+    snprintf(s1, sizeof s1, "%s/s1", tmpdir);
+    snprintf(merged, sizeof merged, "%s/merged", tmpdir);
+    const char *sc = "scenarios/layout-sweep.json";
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", one, "--quiet", NULL), 0);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", s0, "--shard", "0/2",
+                         "--quiet", NULL), 0);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", s1, "--shard", "1/2",
+                         "--quiet", NULL), 0);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "merge", s0, s1, "--out", merged, NULL), 0);
+    char a[4300], b[4300];
+    snprintf(a, sizeof a, "%s/results.json", one);
+    snprintf(b, sizeof b, "%s/results.json", merged);
+    char *ta = slurp(a), *tb = slurp(b);
+    assert_non_null(ta);
+    assert_non_null(tb);
+    assert_string_equal(ta, tb);
+    cJSON *doc = cJSON_Parse(ta);
+    int n = cJSON_GetArraySize(cJSON_GetObjectItem(doc, "points"));
+    assert_true(n > 10);
+    cJSON_Delete(doc);
+
+    /* resume: remove one point, touch-proof the others by checking their content is unchanged */
+    char victim[4300];
+    snprintf(victim, sizeof victim, "%s/points/point-000003.json", one);
+    assert_int_equal(unlink(victim), 0);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", one, "--resume",
+                         "--quiet", NULL), 0);
+    char *tc = slurp(a);
+    assert_string_equal(ta, tc);
+    free(ta);
+    free(tb);
+    free(tc);
+}
+
+/* Same scenario and seed: byte-identical results (wall-clock fields zeroed by --reproducible). */
+static void test_deterministic(void **state) {
+    (void)state;
+    char d1[4200], d2[4200], out[16384], err[8192];
+    snprintf(d1, sizeof d1, "%s/det1", tmpdir);
+    snprintf(d2, sizeof d2, "%s/det2", tmpdir);
+    const char *sc = "scenarios/seed-4096.json";
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan,step,run", "--reproducible",
+                         "--out", d1, "--quiet", NULL), 0);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan,step,run", "--reproducible",
+                         "--out", d2, "--quiet", NULL), 0);
+    char a[4300], b[4300];
+    snprintf(a, sizeof a, "%s/results.json", d1);
+    snprintf(b, sizeof b, "%s/results.json", d2);
+    char *ta = slurp(a), *tb = slurp(b);
+    assert_non_null(ta);
+    assert_string_equal(ta, tb);
+    cJSON *doc = cJSON_Parse(ta);
+    cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "points"), 0);
+    assert_non_null(cJSON_GetObjectItem(p0, "step"));
+    assert_non_null(cJSON_GetObjectItem(p0, "run"));
+    cJSON_Delete(doc);
+    free(ta);
+    free(tb);
+}
+
+static void test_dump_platform(void **state) {
+    (void)state;
+    char path[4200], out[8192], err[8192];
+    snprintf(path, sizeof path, "%s/fabric.xml", tmpdir);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "--dump-platform", path, "scenarios/seed-4096.json", NULL), 0);
+    char *x = slurp(path);
+    assert_non_null(x);
+    assert_non_null(strstr(x, "<platform"));
+    free(x);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage_and_exit_codes),
+        cmocka_unit_test(test_plan_results_contract),
+        cmocka_unit_test(test_shards_merge_resume),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_dump_platform),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
