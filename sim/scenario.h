@@ -108,7 +108,7 @@ typedef struct {
     int node_limit;          /* max nodes a token's top-k may span; 0 = unlimited */
     double capacity_factor;  /* <= 0: no cap */
     int drop;                /* bool: drop tokens over capacity (else dropless) */
-    char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace") */
+    char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
 } routing_cfg;
 
 /* ---- precision -------------------------------------------------------------------------------- */
@@ -165,7 +165,7 @@ typedef struct {
     double gpu_mtbf_h;
     failure_dist_kind distribution;
     double weibull_shape;
-    char failure_trace[SCN_PATH_MAX];   /* "" = draw failures */
+    char failure_trace[SCN_PATH_MAX];   /* "" = draw failures; relative path, see scenario.file */
     failure_class_cfg classes[FAIL_NCLASSES];
     checkpoint_cfg checkpoint;
     recovery_cfg recovery;
@@ -178,11 +178,17 @@ typedef enum { LINK_NIC = 0, LINK_NVLINK } link_kind;
 typedef struct { int gpu; double factor; } slow_gpu_fault;           /* compute takes factor x longer */
 typedef struct { int gpu; link_kind kind; double factor; } link_fault; /* bandwidth x factor (0<f<=1) */
 
+/* A stalled rank (seed 000 §3.1 NCCL hang): the rank on `gpu` stops before the forward of MoE/attention
+ * block `layer` for `micro_batch` and never arrives at its next collective; everyone else waits. */
+typedef struct { int gpu; int layer; int micro_batch; } stall_fault;
+
 typedef struct {
     int n_slow_gpus;
     slow_gpu_fault slow_gpus[SCN_MAX_FAULTS];
     int n_links;
     link_fault links[SCN_MAX_FAULTS];
+    int n_stalls;
+    stall_fault stalls[SCN_MAX_FAULTS];
 } faults_cfg;
 
 /* ---- run, output -------------------------------------------------------------------------------- */
@@ -211,7 +217,11 @@ typedef struct {
 
 /* ---- the whole scenario --------------------------------------------------------------------------- */
 typedef struct scenario {
-    char file[SCN_PATH_MAX];   /* where it came from, for error messages and relative paths */
+    /* Where it came from, for error messages and relative paths. The paths a scenario names
+     * (calibration, routing.trace, reliability.failure_trace) are kept exactly as written; consumers
+     * resolve them relative to the current directory first, then to the directory of `file`, with
+     * scenario_resolve_path() (sim/scenario_paths.h). */
+    char file[SCN_PATH_MAX];
     char name[SCN_NAME_MAX];
     uint64_t seed;
     model_cfg model;
@@ -219,7 +229,7 @@ typedef struct scenario {
     layout_cfg layout;
     routing_cfg routing;
     precision_cfg precision;
-    char calibration[SCN_PATH_MAX];
+    char calibration[SCN_PATH_MAX];   /* cost-model JSON ("" = none); relative path, see `file` */
     reliability_cfg reliability;
     faults_cfg faults;
     step_cfg step;
@@ -242,11 +252,16 @@ static inline double dtype_bytes(dtype_kind d) {
 }
 
 /* ---- API (sim/scenario.c, sim/sweep.c) --------------------------------------------------------- */
+/* Related headers: sim/scenario_defaults.h (scenario_defaults: the built-in defaults),
+ * sim/scenario_fields.h (the one table of fields: JSON paths, types, ranges), sim/scenario_paths.h
+ * (scenario_resolve_path), sim/sweep.h (sweep keys, for result columns). */
 struct cJSON;
 typedef struct sweep sweep;   /* opaque: the parsed "sweep" section */
 
 /* Parse and validate a scenario file: presets, then the file's fields, then validation. `*sw`
- * receives the sweep (a single point when the file has none); pass NULL to forbid a sweep. */
+ * receives the sweep (a single point when the file has none); pass NULL to forbid a sweep.
+ * With a sweep, cross-field validation happens per point in sweep_point (a base that only its
+ * sweep makes consistent is accepted); types and ranges of every value are checked here. */
 int scenario_load(const char *path, scenario *out, sweep **sw, moe_error *err);
 /* Same from text; `file_label` names the source in error messages. */
 int scenario_parse(const char *file_label, const char *json_text, scenario *out, sweep **sw,

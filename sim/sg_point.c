@@ -7,23 +7,13 @@
 
 #include "sim/costmodel.h"
 #include "sim/plan.h"
-#include "sim/scenario_paths.h"
 #include "sim/step.h"
 #include "sim/trainrun.h"
 
 /* The results' "calibration" object: where the cost model came from (SCENARIO.md). */
 static cJSON *calibration_json(const scenario *s, moe_error *err) {
     costmodel cm;
-    if (s->calibration[0]) {
-        char path[SCN_PATH_MAX * 2];
-        if (scenario_resolve_path(s, s->calibration, path, sizeof path) != 0) {
-            moe_error_input(err, s->file, "calibration", s->calibration, "an existing cost-model file");
-            return NULL;
-        }
-        if (costmodel_load(path, &cm, err)) return NULL;
-    } else {
-        costmodel_from_gpu(&s->cluster.gpu, &cm);
-    }
+    if (costmodel_for_scenario(s, &cm, err)) return NULL;
     return costmodel_provenance_json(&cm);
 }
 

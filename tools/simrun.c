@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
+#include "sim/plots.h"
 #include "sim/point_runner.h"
 #include "sim/report_table.h"
 #include "sim/results.h"
@@ -24,12 +25,14 @@
 static const char USAGE[] =
     "usage: simrun SCENARIO.json [options]\n"
     "       simrun merge DIR... --out DIR\n"
+    "       simrun plot DIR\n"
     "       simrun --dump-platform FILE SCENARIO.json\n"
     "       simrun --a2a EP [--tokens T] [--hidden H] [--topk K] [--dtype fp8|bf16] [--node-limit M] [SCENARIO.json]\n"
     "\n"
     "Evaluates every sweep point of SCENARIO at the levels asked for and writes DIR/results.json and\n"
     "DIR/results.csv (SCENARIO.md keys), one file per finished point in DIR/points/, and a Perfetto\n"
-    "trace of the simulated step (DIR/trace.json, or DIR/traces/trace-ID.json for sweeps).\n"
+    "trace of the simulated step (DIR/trace.json, or DIR/traces/trace-ID.json for sweeps), and, when\n"
+    "output.plots is set, gnuplot figures (PNG + SVG) for what the sweep varies.\n"
     "\n"
     "options:\n"
     "  --out DIR            output folder (default: the scenario's output.dir)\n"
@@ -119,7 +122,14 @@ static cJSON *eval_point(int id, void *vctx, moe_error *err) {
     return point_evaluate(&s, id, values, &po, err);
 }
 
-static int finish(const char *out_dir, int quiet, moe_error *err) {
+static int draw_plots(const char *out_dir, const cJSON *doc, int quiet, moe_error *err) {
+    int n = 0;
+    int rc = plots_write(out_dir, doc, &n, err);
+    if (!rc && !quiet && n) printf("drew %d figure%s (PNG + SVG) in %s\n", n, n == 1 ? "" : "s", out_dir);
+    return rc;
+}
+
+static int finish(const char *out_dir, int plots, int quiet, moe_error *err) {
     char points_dir[4096];
     snprintf(points_dir, sizeof points_dir, "%s/points", out_dir);
     const char *dirs[1] = {points_dir};
@@ -132,6 +142,7 @@ static int finish(const char *out_dir, int quiet, moe_error *err) {
         printf("wrote %s/results.json and %s/results.csv (%d points)\n", out_dir, out_dir,
                cJSON_GetArraySize(points));
     }
+    if (!rc && plots) rc = draw_plots(out_dir, doc, quiet, err);
     cJSON_Delete(doc);
     return rc;
 }
@@ -198,7 +209,7 @@ static int cmd_run(int argc, char **argv) {
     free(ids);
     ids = NULL;
     if (rc) goto fail;
-    rc = finish(out, quiet, &err);
+    rc = finish(out, base.output.plots, quiet, &err);
     sweep_free(sw);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     return rc;
@@ -248,6 +259,28 @@ static int cmd_merge(int argc, char **argv) {
 done:
     free(dirs);
     free(paths);
+    return rc;
+}
+
+/* simrun plot DIR: redraw the figures from DIR/results.json. */
+static int cmd_plot(int argc, char **argv) {
+    if (argc != 3) return usage_error("%s", "plot: expected DIR (a folder holding results.json)");
+    moe_error err = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results.json", argv[2]);
+    char *text = read_file_text(path, &err);
+    if (!text) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "points"))) {
+        cJSON_Delete(doc);
+        moe_error_input(&err, path, "points", NULL, "a moesim results document");
+        fprintf(stderr, "simrun: %s\n", err.msg);
+        return err.code;
+    }
+    int rc = draw_plots(argv[2], doc, 0, &err);
+    if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
+    cJSON_Delete(doc);
     return rc;
 }
 
@@ -303,6 +336,7 @@ int main(int argc, char **argv) {
             return 0;
         }
     if (strcmp(argv[1], "merge") == 0) return cmd_merge(argc, argv);
+    if (strcmp(argv[1], "plot") == 0) return cmd_plot(argc, argv);
     if (strcmp(argv[1], "--dump-platform") == 0) return cmd_dump_platform(argc, argv);
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--a2a") == 0) return cmd_a2a(argc, argv);

@@ -1,0 +1,381 @@
+/* trace.c — reading, writing and validating "moesim-trace/1" files (format: calibration/README.md). */
+#define _POSIX_C_SOURCE 200809L
+#include "calibration/trace.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MOESIM_VERSION
+#define MOESIM_VERSION "unknown"
+#endif
+
+static const char *const kind_names[] = { "gpu", "cpu", "nccl-tests", NULL };
+
+const char *trace_kind_name(trace_kind k) {
+    return (k >= TRACE_KIND_GPU && k <= TRACE_KIND_NCCL_TESTS) ? kind_names[k] : "unknown";
+}
+
+dtype_kind calib_dtype_of(const char *d) {
+    if (!strcmp(d, "fp8") || !strcmp(d, "e4m3") || !strcmp(d, "e5m2")) return DT_FP8;
+    if (!strcmp(d, "fp16") || !strcmp(d, "half")) return DT_FP16;
+    if (!strcmp(d, "fp32") || !strcmp(d, "float")) return DT_FP32;
+    return DT_BF16;
+}
+
+void trace_init(trace *t) { memset(t, 0, sizeof *t); }
+
+void trace_free(trace *t) {
+    free(t->pts);
+    memset(t, 0, sizeof *t);
+}
+
+trace_point *trace_add(trace *t, const trace_point *p) {
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        trace_point *np = realloc(t->pts, (size_t)cap * sizeof *np);
+        if (!np) return NULL;
+        t->pts = np;
+        t->cap = cap;
+    }
+    t->pts[t->n] = *p;
+    return &t->pts[t->n++];
+}
+
+void trace_point_set_dim(trace_point *p, const char *key, double value) {
+    for (int i = 0; i < p->n_dims; i++)
+        if (strcmp(p->shape[i].key, key) == 0) {
+            p->shape[i].value = value;
+            return;
+        }
+    if (p->n_dims >= TRACE_MAX_DIMS) return;
+    snprintf(p->shape[p->n_dims].key, sizeof p->shape[0].key, "%s", key);
+    p->shape[p->n_dims++].value = value;
+}
+
+double trace_point_dim(const trace_point *p, const char *key, double dflt) {
+    for (int i = 0; i < p->n_dims; i++)
+        if (strcmp(p->shape[i].key, key) == 0) return p->shape[i].value;
+    return dflt;
+}
+
+void trace_provenance_defaults(trace_provenance *pv, trace_kind kind) {
+    memset(pv, 0, sizeof *pv);
+    pv->kind = kind;
+    snprintf(pv->device, sizeof pv->device, "n/a");
+    snprintf(pv->driver, sizeof pv->driver, "n/a");
+    snprintf(pv->cuda, sizeof pv->cuda, "n/a");
+    snprintf(pv->cublas, sizeof pv->cublas, "n/a");
+    snprintf(pv->nccl, sizeof pv->nccl, "n/a");
+    if (gethostname(pv->host, sizeof pv->host - 1) != 0) snprintf(pv->host, sizeof pv->host, "n/a");
+    /* Reproducible-builds convention: SOURCE_DATE_EPOCH pins the date (imports, tests). */
+    time_t now = time(NULL);
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    if (sde && *sde) now = (time_t)strtoll(sde, NULL, 10);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(pv->date, sizeof pv->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(pv->git, sizeof pv->git, "%s", MOESIM_VERSION);
+}
+
+/* ---- serialisation ------------------------------------------------------------------------------ */
+
+cJSON *trace_to_json(const trace *t) {
+    const trace_provenance *pv = &t->prov;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", TRACE_FORMAT);
+    cJSON *p = cJSON_AddObjectToObject(root, "provenance");
+    cJSON_AddStringToObject(p, "kind", trace_kind_name(pv->kind));
+    cJSON_AddStringToObject(p, "device", pv->device);
+    if (pv->sm_count > 0) cJSON_AddNumberToObject(p, "sm_count", pv->sm_count);
+    else cJSON_AddStringToObject(p, "sm_count", "n/a");
+    if (pv->clock_mhz > 0) cJSON_AddNumberToObject(p, "clock_mhz", pv->clock_mhz);
+    else cJSON_AddStringToObject(p, "clock_mhz", "n/a");
+    cJSON_AddStringToObject(p, "driver", pv->driver);
+    cJSON_AddStringToObject(p, "cuda", pv->cuda);
+    cJSON_AddStringToObject(p, "cublas", pv->cublas);
+    cJSON_AddStringToObject(p, "nccl", pv->nccl);
+    cJSON_AddStringToObject(p, "host", pv->host);
+    cJSON_AddStringToObject(p, "date", pv->date);
+    cJSON_AddStringToObject(p, "git", pv->git);
+    if (pv->peak_bf16_tflops > 0) cJSON_AddNumberToObject(p, "peak_bf16_tflops", pv->peak_bf16_tflops);
+    if (pv->hbm_GBps > 0) cJSON_AddNumberToObject(p, "hbm_GBps", pv->hbm_GBps);
+    if (pv->source[0]) cJSON_AddStringToObject(p, "source", pv->source);
+
+    cJSON *arr = cJSON_AddArrayToObject(root, "points");
+    for (int i = 0; i < t->n; i++) {
+        const trace_point *q = &t->pts[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kernel", q->kernel);
+        cJSON *s = cJSON_AddObjectToObject(o, "shape");
+        for (int d = 0; d < q->n_dims; d++) cJSON_AddNumberToObject(s, q->shape[d].key, q->shape[d].value);
+        if (q->dtype[0]) cJSON_AddStringToObject(o, "dtype", q->dtype);
+        cJSON_AddNumberToObject(o, "time_us", q->time_us);
+        cJSON_AddNumberToObject(o, "bytes", q->bytes);
+        cJSON_AddNumberToObject(o, "flops", q->flops);
+        cJSON_AddNumberToObject(o, "ranks", q->ranks);
+        if (q->link[0]) cJSON_AddStringToObject(o, "link", q->link);
+        if (q->busbw_GBps > 0) cJSON_AddNumberToObject(o, "busbw_GBps", q->busbw_GBps);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return root;
+}
+
+int json_write_atomic(const char *path, const cJSON *root, moe_error *err) {
+    char *txt = cJSON_Print(root);
+    if (!txt) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory serialising JSON", path);
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(txt);
+        return moe_error_input(err, path, NULL, NULL, "a writable output path (%s)", strerror(errno));
+    }
+    int ok = fputs(txt, f) >= 0 && fputc('\n', f) != EOF;
+    ok = (fclose(f) == 0) && ok;
+    free(txt);
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot write (%s)", path, strerror(e));
+    }
+    return 0;
+}
+
+int trace_write(const char *path, const trace *t, moe_error *err) {
+    cJSON *root = trace_to_json(t);
+    int rc = json_write_atomic(path, root, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---- reading -------------------------------------------------------------------------------------- */
+
+char *calib_slurp(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf[n] = '\0';
+                if (len) *len = n;
+            }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+int calib_file_hash(const char *path, char hex[17], moe_error *err) {
+    long n = 0;
+    char *buf = calib_slurp(path, &n);
+    if (!buf) return moe_error_input(err, path, NULL, NULL, "a readable file (%s)", strerror(errno));
+    uint64_t h = 1469598103934665603ULL;          /* FNV-1a 64 offset basis */
+    for (long i = 0; i < n; i++) {
+        h ^= (unsigned char)buf[i];
+        h *= 1099511628211ULL;                     /* FNV 64 prime */
+    }
+    free(buf);
+    snprintf(hex, 17, "%016" PRIx64, h);
+    return 0;
+}
+
+typedef struct {
+    const char *file;
+    moe_error *err;
+} rd;
+
+static int bad(rd *r, const char *path, const cJSON *v, const char *expected) {
+    char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+    char shown[100];
+    snprintf(shown, sizeof shown, "%s", txt ? txt : "nothing");
+    free(txt);
+    moe_error_input(r->err, r->file, path, shown, "%s", expected);
+    return EXIT_BADINPUT;
+}
+
+/* Provenance string field: required, copied (numbers allowed for versions). */
+static int prov_str(rd *r, const cJSON *p, const char *key, char *dst, size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "provenance.%s", key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, key);
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        snprintf(dst, cap, "%s", v->valuestring);
+        return 0;
+    }
+    if (cJSON_IsNumber(v)) {
+        snprintf(dst, cap, "%g", v->valuedouble);
+        return 0;
+    }
+    return bad(r, path, v, "a non-empty string (\"n/a\" when not applicable)");
+}
+
+static int prov_num(rd *r, const cJSON *p, const char *key, double *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, key);
+    *out = 0;
+    if (!v || (cJSON_IsString(v) && strcmp(v->valuestring, "n/a") == 0)) return 0;
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && isfinite(v->valuedouble)) {
+        *out = v->valuedouble;
+        return 0;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "provenance.%s", key);
+    return bad(r, path, v, "a non-negative number or \"n/a\"");
+}
+
+static int parse_provenance(rd *r, const cJSON *p, trace_provenance *pv) {
+    if (!cJSON_IsObject(p)) return bad(r, "provenance", p, "an object");
+    memset(pv, 0, sizeof *pv);
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "kind");
+    int kind = -1;
+    for (int i = 0; kind_names[i] && cJSON_IsString(k); i++)
+        if (strcmp(k->valuestring, kind_names[i]) == 0) kind = i;
+    if (kind < 0) return bad(r, "provenance.kind", k, "\"gpu\", \"cpu\" or \"nccl-tests\"");
+    pv->kind = (trace_kind)kind;
+    double sm = 0;
+    if (prov_str(r, p, "device", pv->device, sizeof pv->device) ||
+        prov_str(r, p, "driver", pv->driver, sizeof pv->driver) ||
+        prov_str(r, p, "cuda", pv->cuda, sizeof pv->cuda) ||
+        prov_str(r, p, "cublas", pv->cublas, sizeof pv->cublas) ||
+        prov_str(r, p, "nccl", pv->nccl, sizeof pv->nccl) ||
+        prov_str(r, p, "host", pv->host, sizeof pv->host) ||
+        prov_str(r, p, "date", pv->date, sizeof pv->date) ||
+        prov_str(r, p, "git", pv->git, sizeof pv->git) ||
+        prov_num(r, p, "sm_count", &sm) || prov_num(r, p, "clock_mhz", &pv->clock_mhz) ||
+        prov_num(r, p, "peak_bf16_tflops", &pv->peak_bf16_tflops) ||
+        prov_num(r, p, "hbm_GBps", &pv->hbm_GBps))
+        return EXIT_BADINPUT;
+    pv->sm_count = (int)sm;
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(p, "source");
+    if (cJSON_IsString(src)) snprintf(pv->source, sizeof pv->source, "%s", src->valuestring);
+    return 0;
+}
+
+static int point_num(rd *r, const cJSON *o, int i, const char *key, int required, int positive,
+                     double *out) {
+    char path[64];
+    snprintf(path, sizeof path, "points[%d].%s", i, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v && !required) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+        (positive ? v->valuedouble <= 0 : v->valuedouble < 0))
+        return bad(r, path, v, positive ? "a positive number" : "a non-negative number");
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int point_str(rd *r, const cJSON *o, int i, const char *key, int required, char *dst,
+                     size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "points[%d].%s", i, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v && !required) return 0;
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap) {
+        char want[64];
+        snprintf(want, sizeof want, "a non-empty string of at most %zu characters", cap - 1);
+        return bad(r, path, v, want);
+    }
+    snprintf(dst, cap, "%s", v->valuestring);
+    return 0;
+}
+
+static int parse_point(rd *r, const cJSON *o, int i, trace_point *q) {
+    char path[64];
+    snprintf(path, sizeof path, "points[%d]", i);
+    if (!cJSON_IsObject(o)) return bad(r, path, o, "an object");
+    memset(q, 0, sizeof *q);
+    if (point_str(r, o, i, "kernel", 1, q->kernel, sizeof q->kernel)) return EXIT_BADINPUT;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "shape");
+    snprintf(path, sizeof path, "points[%d].shape", i);
+    if (!cJSON_IsObject(s)) return bad(r, path, s, "an object of numbers");
+    const cJSON *d;
+    cJSON_ArrayForEach(d, s) {
+        snprintf(path, sizeof path, "points[%d].shape.%.24s", i, d->string);
+        if (!cJSON_IsNumber(d) || !isfinite(d->valuedouble)) return bad(r, path, d, "a number");
+        if (q->n_dims >= TRACE_MAX_DIMS || strlen(d->string) >= sizeof q->shape[0].key)
+            return bad(r, path, d, "at most 10 shape keys of at most 23 characters");
+        trace_point_set_dim(q, d->string, d->valuedouble);
+    }
+    double ranks = 1;
+    if (point_str(r, o, i, "dtype", 0, q->dtype, sizeof q->dtype) ||
+        point_num(r, o, i, "time_us", 1, 1, &q->time_us) ||
+        point_num(r, o, i, "bytes", 1, 0, &q->bytes) ||
+        point_num(r, o, i, "flops", 1, 0, &q->flops) ||
+        point_num(r, o, i, "ranks", 0, 1, &ranks) ||
+        point_str(r, o, i, "link", 0, q->link, sizeof q->link) ||
+        point_num(r, o, i, "busbw_GBps", 0, 0, &q->busbw_GBps))
+        return EXIT_BADINPUT;
+    if (ranks != floor(ranks) || ranks > 1e6) {
+        snprintf(path, sizeof path, "points[%d].ranks", i);
+        return bad(r, path, cJSON_GetObjectItemCaseSensitive(o, "ranks"), "a positive integer");
+    }
+    q->ranks = (int)ranks;
+    if (q->link[0] && q->ranks < 2) {
+        snprintf(path, sizeof path, "points[%d].ranks", i);
+        return bad(r, path, cJSON_GetObjectItemCaseSensitive(o, "ranks"),
+                   "at least 2 for a collective (a point with a \"link\")");
+    }
+    if (q->bytes <= 0 && q->flops <= 0) {
+        snprintf(path, sizeof path, "points[%d].bytes", i);
+        return bad(r, path, cJSON_GetObjectItemCaseSensitive(o, "bytes"),
+                   "bytes > 0 or flops > 0 (a point must say how much work it timed)");
+    }
+    return 0;
+}
+
+int trace_parse(const char *file_label, const char *text, trace *t, moe_error *err) {
+    trace_init(t);
+    rd r = { file_label ? file_label : "(trace)", err };
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        long line = 1;
+        for (const char *c = text; end && c < end && *c; c++) line += *c == '\n';
+        char where[48];
+        snprintf(where, sizeof where, "line %ld", line);
+        return moe_error_input(err, r.file, where, NULL, "valid JSON");
+    }
+    int rc = 0;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsObject(root)) rc = bad(&r, "(root)", root, "a JSON object");
+    else if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, TRACE_FORMAT) != 0)
+        rc = bad(&r, "format", fmt, "\"" TRACE_FORMAT "\"");
+    else rc = parse_provenance(&r, cJSON_GetObjectItemCaseSensitive(root, "provenance"), &t->prov);
+    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(root, "points");
+    if (!rc && (!cJSON_IsArray(pts) || cJSON_GetArraySize(pts) == 0))
+        rc = bad(&r, "points", pts, "a non-empty array of points");
+    int i = 0;
+    const cJSON *o;
+    if (!rc) cJSON_ArrayForEach(o, pts) {
+        trace_point q;
+        if ((rc = parse_point(&r, o, i++, &q))) break;
+        if (!trace_add(t, &q)) {
+            rc = moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", r.file);
+            break;
+        }
+    }
+    cJSON_Delete(root);
+    if (rc) trace_free(t);
+    return rc;
+}
+
+int trace_read(const char *path, trace *t, moe_error *err) {
+    trace_init(t);
+    char *text = calib_slurp(path, NULL);
+    if (!text) return moe_error_input(err, path, NULL, NULL, "a readable trace file (%s)",
+                                      strerror(errno ? errno : ENOENT));
+    int rc = trace_parse(path, text, t, err);
+    free(text);
+    return rc;
+}

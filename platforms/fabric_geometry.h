@@ -1,0 +1,163 @@
+/* fabric_geometry.h — the numbers of the rail-optimized fabric (seed 003, step 2), in one place.
+ *
+ * Both the SimGrid platform (platforms/rail_fabric.cpp) and the hand-computed bottleneck model
+ * (sim/comm_analytic.c, core: no SimGrid) read the fabric through these inline functions, so that a
+ * link means the same thing in both. What the two models compute *with* these numbers (max-min flow
+ * sharing vs. a closed-form bottleneck) is independent; tests hold one to the other.
+ *
+ * The fabric, per `cluster_cfg`:
+ *   - GPU g = node * gpus_per_node + local; local index k is the GPU's rail (GPU k of every node on
+ *     rail k, one NIC per GPU).
+ *   - NVLink/NVSwitch: one full-duplex link per GPU into the node's switch, nvlink_GBps per direction.
+ *     Intra-node route: nvl(src).up, nvl(dst).down. The switch itself is non-blocking.
+ *   - Rails: NIC link per GPU (full duplex, nic_gbps line rate) into the leaf switch of its rail;
+ *     leaf_down_ports nodes share a leaf; every leaf has an uplink bundle to its rail's spine layer of
+ *     leaf_down_ports x NIC bandwidth / oversubscription (ECMP over the bundle assumed perfect: the
+ *     rail design exists to avoid hash collisions). The spine layer of a rail is non-blocking.
+ *     Same-leaf route: nic(src).up, nic(dst).down; cross-leaf adds uplink(leaf src).up, spine(rail),
+ *     uplink(leaf dst).down.
+ *   - Cross-rail inter-node traffic (GPU (n,a) -> GPU (m,b), a != b) is forwarded over NVLink to GPU
+ *     (n,b) first, then sent on rail b (NCCL's PXN; rails are separate planes in seed 003).
+ *   - Storage: per GPU a PCIe link to host memory (pcie_GBps); per node one storage NIC (a 400 Gb/s
+ *     front-end port: nic_gbps) into the storage network; the parallel file system is one shared
+ *     resource of storage_GBps aggregate bandwidth.
+ *   - Latencies (cluster.latency_us) are end-to-end per hop class; each route's links carry a share
+ *     so that the route sum is exactly the class latency: nvlink, same_leaf, cross_leaf.
+ *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor.
+ */
+#ifndef MOESIM_FABRIC_GEOMETRY_H
+#define MOESIM_FABRIC_GEOMETRY_H
+
+#include "sim/scenario.h"
+
+static inline int fabric_node_of(const cluster_cfg *c, int gpu) { return gpu / c->gpus_per_node; }
+static inline int fabric_rail_of(const cluster_cfg *c, int gpu) { return gpu % c->gpus_per_node; }
+static inline int fabric_gpu(const cluster_cfg *c, int node, int local) {
+    return node * c->gpus_per_node + local;
+}
+static inline int fabric_leaf_of_node(const cluster_cfg *c, int node) {
+    return c->leaf_down_ports > 0 ? node / c->leaf_down_ports : 0;
+}
+static inline int fabric_leaves_per_rail(const cluster_cfg *c) {
+    int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+    return (c->nodes + per - 1) / per;
+}
+
+/* Bandwidths in bytes/s (SI), before faults. */
+static inline double fabric_nvlink_Bps(const cluster_cfg *c) { return c->nvlink_GBps * 1e9; }
+static inline double fabric_nic_Bps(const cluster_cfg *c) { return c->nic_gbps * 1e9 / 8.0; }
+static inline double fabric_uplink_Bps(const cluster_cfg *c) {
+    double over = c->oversubscription > 0 ? c->oversubscription : 1.0;
+    int ports = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+    return ports * fabric_nic_Bps(c) / over;
+}
+/* A rail's spine layer: non-blocking, i.e. as wide as all leaf uplinks of the rail together. */
+static inline double fabric_spine_Bps(const cluster_cfg *c) {
+    return fabric_leaves_per_rail(c) * fabric_uplink_Bps(c);
+}
+static inline double fabric_pcie_Bps(const cluster_cfg *c) { return c->pcie_GBps * 1e9; }
+static inline double fabric_storage_nic_Bps(const cluster_cfg *c) { return fabric_nic_Bps(c); }
+static inline double fabric_storage_Bps(const cluster_cfg *c) { return c->storage_GBps * 1e9; }
+
+/* Bandwidth factor of a GPU's NIC or NVLink under faults.links (1 when healthy; factors of several
+ * faults on the same link multiply). */
+static inline double fabric_fault_factor(const faults_cfg *f, int gpu, link_kind kind) {
+    double x = 1.0;
+    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
+        if (f->links[i].gpu == gpu && f->links[i].kind == kind) x *= f->links[i].factor;
+    return x;
+}
+
+/* Per-link latency shares (s) so that a route's sum is its class latency. */
+static inline double fabric_nvl_lat_s(const cluster_cfg *c) { return 0.5 * c->latency_us.nvlink * 1e-6; }
+static inline double fabric_nic_lat_s(const cluster_cfg *c) { return 0.5 * c->latency_us.same_leaf * 1e-6; }
+static inline double fabric_uplink_lat_s(const cluster_cfg *c) {
+    double d = c->latency_us.cross_leaf - c->latency_us.same_leaf;
+    return d > 0 ? 0.5 * d * 1e-6 : 0.0;
+}
+
+/* ---- GPU-to-GPU routing: the one definition both models use ------------------------------------ */
+typedef enum {
+    FL_NVL_UP = 0, FL_NVL_DOWN,   /* index: GPU */
+    FL_NIC_UP, FL_NIC_DOWN,       /* index: GPU */
+    FL_UPLINK_UP, FL_UPLINK_DOWN, /* index: rail * leaves_per_rail + leaf */
+    FL_SPINE,                     /* index: rail */
+    FL_NCLASSES
+} fabric_link_class;
+
+typedef struct {
+    fabric_link_class cls;
+    int index;
+} fabric_hop;
+
+#define FABRIC_MAX_HOPS 7
+
+static inline int fabric_rail_route_(const cluster_cfg *c, int src, int dst, fabric_hop *h, int n) {
+    int ls = fabric_leaf_of_node(c, fabric_node_of(c, src)), ld = fabric_leaf_of_node(c, fabric_node_of(c, dst));
+    int rail = fabric_rail_of(c, src), L = fabric_leaves_per_rail(c);
+    h[n++] = (fabric_hop){FL_NIC_UP, src};
+    if (ls != ld) {
+        h[n++] = (fabric_hop){FL_UPLINK_UP, rail * L + ls};
+        h[n++] = (fabric_hop){FL_SPINE, rail};
+        h[n++] = (fabric_hop){FL_UPLINK_DOWN, rail * L + ld};
+    }
+    h[n++] = (fabric_hop){FL_NIC_DOWN, dst};
+    return n;
+}
+
+/* Links of the route src -> dst (at most FABRIC_MAX_HOPS); returns their number (0 if src == dst).
+ * Same node: NVLink. Same rail: NIC, [uplink, spine, uplink], NIC. Otherwise PXN: NVLink to the
+ * source node's GPU on the destination's rail, then that rail. */
+static inline int fabric_gpu_route(const cluster_cfg *c, int src, int dst, fabric_hop h[FABRIC_MAX_HOPS]) {
+    if (src == dst) return 0;
+    int ns = fabric_node_of(c, src), nd = fabric_node_of(c, dst);
+    if (ns == nd) {
+        h[0] = (fabric_hop){FL_NVL_UP, src};
+        h[1] = (fabric_hop){FL_NVL_DOWN, dst};
+        return 2;
+    }
+    int rd = fabric_rail_of(c, dst);
+    if (fabric_rail_of(c, src) == rd) return fabric_rail_route_(c, src, dst, h, 0);
+    int relay = fabric_gpu(c, ns, rd);
+    h[0] = (fabric_hop){FL_NVL_UP, src};
+    h[1] = (fabric_hop){FL_NVL_DOWN, relay};
+    return fabric_rail_route_(c, relay, dst, h, 2);
+}
+
+/* Bandwidth (bytes/s) and latency share (s) of one hop, faults applied. */
+static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, fabric_hop h) {
+    switch (h.cls) {
+    case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvlink_Bps(c) * fabric_fault_factor(f, h.index, LINK_NVLINK);
+    case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * fabric_fault_factor(f, h.index, LINK_NIC);
+    case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps(c);
+    case FL_SPINE: return fabric_spine_Bps(c);
+    default: return 0;
+    }
+}
+static inline double fabric_hop_lat_s(const cluster_cfg *c, fabric_hop h) {
+    switch (h.cls) {
+    case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvl_lat_s(c);
+    case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_lat_s(c);
+    case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_lat_s(c);
+    default: return 0;
+    }
+}
+/* Number of links of each class (for load arrays indexed by fabric_hop.index). */
+static inline int fabric_class_size(const cluster_cfg *c, fabric_link_class cls) {
+    switch (cls) {
+    case FL_UPLINK_UP: case FL_UPLINK_DOWN: return c->rails * fabric_leaves_per_rail(c);
+    case FL_SPINE: return c->rails;
+    default: return c->nodes * c->gpus_per_node;
+    }
+}
+
+/* End-to-end latency (s) between two GPUs, as routed by the fabric. */
+static inline double fabric_route_latency_s(const cluster_cfg *c, int src, int dst) {
+    fabric_hop h[FABRIC_MAX_HOPS];
+    int n = fabric_gpu_route(c, src, dst, h);
+    double lat = 0;
+    for (int i = 0; i < n; i++) lat += fabric_hop_lat_s(c, h[i]);
+    return lat;
+}
+
+#endif

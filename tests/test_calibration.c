@@ -1,0 +1,488 @@
+/* test_calibration.c — traces, nccl-tests import, GSL fits and the `simcal check` regression.
+ *
+ * Truths: parameters planted in synthetic traces (GSL Gaussian noise, fixed seed); the numbers printed
+ * in the sample nccl-tests logs (hand-read rows, and the algbw/busbw definitions of nccl-tests);
+ * the committed models (check passes) and deliberately perturbed copies (check fails). */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "calibration/fit.h"
+#include "calibration/nccl_tests.h"
+#include "calibration/trace.h"
+#include "sim/costmodel.h"
+
+#define NCCL_DIR "tests/data/nccl/"
+
+static char tmpdir[256];
+
+static int setup_tmp(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/moesim_calib_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_tmp(void **state) {
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static double num_at(const cJSON *root, const char *sec, const char *key) {
+    const cJSON *o = cJSON_GetObjectItem(root, sec);
+    assert_non_null(o);
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+/* ---- fitting recovers planted parameters --------------------------------------------------------- */
+
+/* Truth: a GPU-like device with 989 TFLOP/s peak; GEMMs at eff_max 0.70, operand bandwidth 2.5 TB/s,
+ * 4 us launch; memory kernels at 2.8 TB/s + 2.5 us; an alltoall at alpha 20 us, beta 150 GB/s.
+ * 2% multiplicative Gaussian noise (mt19937, seed 42). */
+static void test_fit_recovers_planted_parameters(void **state) {
+    (void)state;
+    const double peak = 989e12, eff = 0.70, op_bw = 2.5e12, launch = 4e-6;
+    const double mem_bw = 2.8e12, mem_launch = 2.5e-6, alpha = 20e-6, beta = 150e9;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 42);
+    trace t;
+    trace_init(&t);
+    trace_provenance_defaults(&t.prov, TRACE_KIND_GPU);
+    snprintf(t.prov.device, sizeof t.prov.device, "synthetic");
+    t.prov.peak_bf16_tflops = 989;
+    static const double M[] = { 16, 64, 256, 1024, 4096, 16384 }, NK[] = { 1024, 2048, 4096, 7168 };
+    for (size_t a = 0; a < 6; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 4; c++) {
+                trace_point p = { 0 };
+                snprintf(p.kernel, sizeof p.kernel, "gemm");
+                snprintf(p.dtype, sizeof p.dtype, "bf16");
+                double m = M[a], n = NK[b], k = NK[c];
+                trace_point_set_dim(&p, "m", m);
+                trace_point_set_dim(&p, "n", n);
+                trace_point_set_dim(&p, "k", k);
+                p.flops = 2 * m * n * k;
+                p.bytes = 2 * (m * k + k * n + m * n);
+                p.ranks = 1;
+                double ts = launch + p.flops / (peak * eff) + p.bytes / op_bw;
+                p.time_us = 1e6 * ts * (1 + gsl_ran_gaussian(rng, 0.02));
+                assert_non_null(trace_add(&t, &p));
+            }
+    for (int i = 0; i < 24; i++) {
+        trace_point p = { 0 };
+        snprintf(p.kernel, sizeof p.kernel, "permute");
+        p.bytes = 4096.0 * pow(2.0, i);
+        trace_point_set_dim(&p, "bytes", p.bytes);
+        p.ranks = 1;
+        p.time_us = 1e6 * (mem_launch + p.bytes / mem_bw) * (1 + gsl_ran_gaussian(rng, 0.02));
+        assert_non_null(trace_add(&t, &p));
+    }
+    for (int i = 0; i < 24; i++) {
+        trace_point p = { 0 };
+        snprintf(p.kernel, sizeof p.kernel, "alltoall");
+        snprintf(p.link, sizeof p.link, "nvlink");
+        p.ranks = 8;
+        p.bytes = 1024.0 * pow(2.0, i);
+        trace_point_set_dim(&p, "size", p.bytes);
+        p.time_us = 1e6 * (alpha + p.bytes * 7.0 / 8.0 / beta) * (1 + gsl_ran_gaussian(rng, 0.02));
+        assert_non_null(trace_add(&t, &p));
+    }
+    gsl_rng_free(rng);
+    char path[320];
+    snprintf(path, sizeof path, "%s/synthetic.json", tmpdir);
+    moe_error err = { 0, "" };
+    assert_int_equal(trace_write(path, &t, &err), 0);
+    trace_free(&t);
+
+    const char *paths[1] = { path };
+    fit_options o = { paths, 1, NULL, "synthetic", NULL };
+    cJSON *m = NULL;
+    int rc = fit_build_model(&o, &m, NULL, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    /* tolerances: 2% noise on 96 GEMM points resolves eff_max to ~1%, the launch (a small part of
+     * every point but the tiniest) to ~10% */
+    assert_float_equal(num_at(m, "gemm", "eff_max"), eff, 0.02 * eff);
+    assert_float_equal(num_at(m, "gemm", "operand_GBps"), op_bw / 1e9, 0.05 * op_bw / 1e9);
+    assert_float_equal(num_at(m, "gemm", "launch_us"), launch * 1e6, 0.15 * launch * 1e6);
+    assert_float_equal(num_at(m, "memory", "GBps"), mem_bw / 1e9, 0.03 * mem_bw / 1e9);
+    assert_float_equal(num_at(m, "memory", "launch_us"), mem_launch * 1e6, 0.05 * mem_launch * 1e6);
+    const cJSON *coll = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "collectives"), 0);
+    assert_non_null(coll);
+    assert_float_equal(cJSON_GetObjectItem(coll, "GBps")->valuedouble, beta / 1e9, 0.03 * beta / 1e9);
+    assert_float_equal(cJSON_GetObjectItem(coll, "alpha_us")->valuedouble, alpha * 1e6, 0.05 * alpha * 1e6);
+    /* the standard errors are honest: the truth lies within 4 of them, and they are not zero */
+    const cJSON *se = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gemm"), "stderr");
+    double se_eff = cJSON_GetObjectItem(se, "eff_max")->valuedouble;
+    assert_true(se_eff > 0);
+    assert_true(fabs(num_at(m, "gemm", "eff_max") - eff) < 4 * se_eff);
+    /* residual statistics reflect the planted 2% noise */
+    double rms = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gemm"), "fit"), "rms_rel_err")->valuedouble;
+    assert_true(rms > 0.012 && rms < 0.03);
+    /* links.nvlink is taken from the alltoall fit */
+    assert_float_equal(num_at(cJSON_GetObjectItem(m, "links"), "nvlink", "GBps"), beta / 1e9, 0.03 * beta / 1e9);
+    cJSON_Delete(m);
+}
+
+/* fit_terms on an exact straight line: the answer to rounding, and too few points is refused. */
+static void test_fit_terms_exact_and_underdetermined(void **state) {
+    (void)state;
+    fit_term_kind kind[2] = { TERM_CONST, TERM_RATE };
+    double x[10], y[5];
+    for (int i = 0; i < 5; i++) {
+        x[2 * i] = 0;
+        x[2 * i + 1] = 1e6 * (i + 1);
+        y[i] = 1e-5 + x[2 * i + 1] / 1e10;
+    }
+    fit_result r;
+    moe_error err;
+    assert_int_equal(fit_terms("line", 5, 2, kind, x, y, &r, &err), 0);
+    assert_float_equal(r.p[0], 1e-5, 1e-12);
+    assert_float_equal(r.p[1], 1e10, 1e3);
+    assert_true(r.max_rel_err < 1e-8);
+    assert_int_not_equal(fit_terms("two points", 2, 2, kind, x, y, &r, &err), 0);
+    assert_non_null(strstr(err.msg, "two points"));
+}
+
+/* ---- nccl-tests parser -------------------------------------------------------------------------------- */
+
+static void test_nccl_parser_reads_the_table(void **state) {
+    (void)state;
+    nt_log log;
+    moe_error err = { 0, "" };
+    assert_int_equal(nccl_tests_read(NCCL_DIR "h100-8gpu-all_reduce_perf.log", &log, &err), 0);
+    assert_string_equal(log.op, "all_reduce");
+    assert_int_equal(log.nranks, 8);
+    assert_int_equal(log.nnodes, 1);
+    assert_string_equal(log.device, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(log.nccl_version, "2.21.5");
+    assert_int_equal(log.n_rows, 31);   /* 8 B .. 8 GiB, factor 2 */
+    assert_float_equal(log.avg_busbw_GBps, 130.7860, 1e-9);
+    /* first row: "8  2  float  sum  -1  10.88  0.00  0.00  0  11.16  0.00  0.00  0" */
+    assert_float_equal(log.rows[0].size_bytes, 8, 0);
+    assert_float_equal(log.rows[0].count, 2, 0);
+    assert_string_equal(log.rows[0].type, "float");
+    assert_string_equal(log.rows[0].redop, "sum");
+    assert_float_equal(log.rows[0].time_us[0], 10.88, 1e-12);
+    assert_float_equal(log.rows[0].time_us[1], 11.16, 1e-12);
+    /* 1 MiB: "23.99  43.71  76.49 ... 23.90  43.87  76.78" */
+    assert_float_equal(log.rows[17].size_bytes, 1048576, 0);
+    assert_float_equal(log.rows[17].time_us[0], 23.99, 1e-12);
+    assert_float_equal(log.rows[17].algbw_GBps[0], 43.71, 1e-12);
+    assert_float_equal(log.rows[17].busbw_GBps[0], 76.49, 1e-12);
+    assert_float_equal(log.rows[17].busbw_GBps[1], 76.78, 1e-12);
+    /* 8 GiB: "41147.3  208.76  365.33 ... 41782.0  205.59  359.78"; and busbw = algbw x 2(n-1)/n */
+    const nt_row *big = &log.rows[30];
+    assert_float_equal(big->size_bytes, 8589934592.0, 0);
+    assert_float_equal(big->time_us[0], 41147.3, 1e-9);
+    assert_float_equal(big->algbw_GBps[0], 208.76, 1e-12);
+    assert_float_equal(big->busbw_GBps[0], 365.33, 1e-12);
+    assert_float_equal(big->busbw_GBps[0], big->algbw_GBps[0] * 2 * 7 / 8.0, 0.01);
+    assert_float_equal(big->time_us[1], 41782.0, 1e-9);
+    assert_int_equal(big->line, 45);
+    nt_log_free(&log);
+
+    /* 2-node alltoall: 16 ranks on two hosts (rank lines), NCCL INFO lines skipped, link rdma */
+    assert_int_equal(nccl_tests_read(NCCL_DIR "h800-16gpu-2node-alltoall_perf.log", &log, &err), 0);
+    assert_string_equal(log.op, "alltoall");
+    assert_int_equal(log.nranks, 16);
+    assert_int_equal(log.nnodes, 2);
+    assert_string_equal(log.hosts, "h800-a031,h800-a032");
+    assert_float_equal(nccl_busbw_factor(log.op, log.nranks), 15.0 / 16.0, 1e-15);
+    const nt_row *last = &log.rows[log.n_rows - 1];
+    assert_float_equal(last->size_bytes, 4294967296.0, 0);
+    assert_float_equal(last->time_us[0], 87675.2, 1e-9);
+    assert_float_equal(last->busbw_GBps[0], 45.93, 1e-12);
+    trace t;
+    trace_init(&t);
+    assert_int_equal(nccl_tests_append(&log, NULL, &t, &err), 0);
+    assert_int_equal(t.n, 2 * log.n_rows);
+    assert_string_equal(t.pts[0].link, "rdma");
+    assert_int_equal(t.pts[0].ranks, 16);
+    assert_float_equal(t.pts[t.n - 2].time_us, 87675.2, 1e-9);   /* out-of-place point of the last row */
+    assert_float_equal(t.pts[t.n - 1].time_us, 88411.6, 1e-9);   /* in-place */
+    trace_free(&t);
+    nt_log_free(&log);
+}
+
+/* Alpha-beta over each sample log: beta (bus bandwidth) within 10% of the log's large-message busbw
+ * (mean out-of-place busbw of the four largest sizes, read from the table). */
+static void test_alpha_beta_matches_large_message_busbw(void **state) {
+    (void)state;
+    static const char *logs[] = { "h100-8gpu-all_reduce_perf.log", "h800-8gpu-alltoall_perf.log",
+                                  "h800-8gpu-sendrecv_perf.log", "h800-16gpu-2node-alltoall_perf.log" };
+    for (size_t i = 0; i < 4; i++) {
+        char lp[256], tp[320];
+        snprintf(lp, sizeof lp, NCCL_DIR "%s", logs[i]);
+        snprintf(tp, sizeof tp, "%s/t%zu.json", tmpdir, i);
+        nt_log log;
+        moe_error err = { 0, "" };
+        assert_int_equal(nccl_tests_read(lp, &log, &err), 0);
+        double big = 0;
+        for (int r = log.n_rows - 4; r < log.n_rows; r++) big += log.rows[r].busbw_GBps[0] / 4;
+        trace t;
+        trace_init(&t);
+        assert_int_equal(nccl_tests_append(&log, NULL, &t, &err), 0);
+        assert_int_equal(trace_write(tp, &t, &err), 0);
+        trace_free(&t);
+        nt_log_free(&log);
+        const char *paths[1] = { tp };
+        fit_options o = { paths, 1, "calibration/models/h800-published.json", "x", NULL };
+        cJSON *m = NULL;
+        int rc = fit_build_model(&o, &m, NULL, &err);
+        if (rc) fprintf(stderr, "%s\n", err.msg);
+        assert_int_equal(rc, 0);
+        double beta = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "collectives"), 0), "GBps")->valuedouble;
+        fprintf(stderr, "  %s: beta %.1f GB/s vs large-message busbw %.1f GB/s (%+.1f%%)\n", logs[i], beta, big,
+                100 * (beta - big) / big);
+        assert_true(fabs(beta - big) / big < 0.10);
+        assert_false(cJSON_IsTrue(cJSON_GetObjectItem(m, "measured")));   /* sections from the base */
+        cJSON_Delete(m);
+    }
+}
+
+static const char *GOOD_HEAD =
+    "# nThread 1 nGpus 8 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+
+static void expect_bad_log(const char *name, const char *text, const char *where, const char *what) {
+    char path[320];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    write_text(path, text);
+    nt_log log;
+    moe_error err = { 0, "" };
+    int rc = nccl_tests_read(path, &log, &err);
+    if (rc != EXIT_BADINPUT || !strstr(err.msg, path) || !strstr(err.msg, where) || !strstr(err.msg, what))
+        fprintf(stderr, "unexpected for %s: rc %d, %s\n", name, rc, err.msg);
+    assert_int_equal(rc, EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, where));
+    assert_non_null(strstr(err.msg, what));
+}
+
+static void test_malformed_logs_are_rejected(void **state) {
+    (void)state;
+    char buf[2048];
+    /* a good two-row log parses (control) */
+    snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
+             "           8             2     float     sum      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0\n"
+             "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n");
+    char path[320];
+    snprintf(path, sizeof path, "%s/all_reduce_ok.log", tmpdir);
+    write_text(path, buf);
+    nt_log log;
+    moe_error err = { 0, "" };
+    assert_int_equal(nccl_tests_read(path, &log, &err), 0);
+    assert_int_equal(log.nranks, 8);
+    nt_log_free(&log);
+
+    snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
+             "     1048576        262144     float     sum      -1    20.00   52.43\n");
+    expect_bad_log("all_reduce_truncated.log", buf, "line 3", "13 columns");
+    snprintf(buf, sizeof buf, "%s",
+             "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n");
+    expect_bad_log("all_reduce_noheader.log", buf, "line 1", "column header");
+    snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
+             "     1048576        262144     float     sum      -1    20.00   52.43   99.00      0    20.00   52.43   91.75      0\n");
+    expect_bad_log("all_reduce_busbw.log", buf, "line 3", "busbw = algbw x 1.7500");
+    snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
+             "     1048576        262144     float     sum      -1    20.00   52.43   91.75      3    20.00   52.43   91.75      0\n");
+    expect_bad_log("all_reduce_wrong.log", buf, "line 3", "#wrong = 0");
+    snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
+             "     1048576        262144     float     sum      -1    fast   52.43   91.75      0    20.00   52.43   91.75      0\n");
+    expect_bad_log("all_reduce_nan.log", buf, "line 3", "a number in column 6");
+    snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
+             "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n");
+    expect_bad_log("mystery.log", buf, "line 1", "Collective test starting");
+}
+
+/* ---- traces --------------------------------------------------------------------------------------------- */
+
+static void expect_bad_trace(const char *text, const char *path_in_msg, const char *what) {
+    char path[320];
+    snprintf(path, sizeof path, "%s/bad_trace.json", tmpdir);
+    write_text(path, text);
+    trace t;
+    moe_error err = { 0, "" };
+    int rc = trace_read(path, &t, &err);
+    if (rc != EXIT_BADINPUT || !strstr(err.msg, path_in_msg) || !strstr(err.msg, what))
+        fprintf(stderr, "unexpected: rc %d, %s\n", rc, err.msg);
+    assert_int_equal(rc, EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, path_in_msg));
+    assert_non_null(strstr(err.msg, what));
+}
+
+#define PROV "\"provenance\":{\"kind\":\"cpu\",\"device\":\"x\",\"driver\":\"n/a\",\"cuda\":\"n/a\"," \
+             "\"cublas\":\"n/a\",\"nccl\":\"n/a\",\"host\":\"h\",\"date\":\"2025-01-01T00:00:00Z\",\"git\":\"g\"}"
+#define PT_OK "{\"kernel\":\"permute\",\"shape\":{\"tokens\":4},\"time_us\":1.5,\"bytes\":100,\"flops\":0}"
+
+static void test_malformed_traces_are_rejected(void **state) {
+    (void)state;
+    char path[320];
+    snprintf(path, sizeof path, "%s/good_trace.json", tmpdir);
+    write_text(path, "{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[" PT_OK "]}");
+    trace t;
+    moe_error err = { 0, "" };
+    assert_int_equal(trace_read(path, &t, &err), 0);
+    assert_int_equal(t.n, 1);
+    assert_float_equal(trace_point_dim(&t.pts[0], "tokens", 0), 4, 0);
+    trace_free(&t);
+
+    expect_bad_trace("{\"format\":\"moesim-trace/2\"," PROV ",\"points\":[" PT_OK "]}", "format", "moesim-trace/1");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[" PT_OK ","
+                     "{\"kernel\":\"permute\",\"shape\":{},\"time_us\":-1,\"bytes\":100,\"flops\":0}]}",
+                     "points[1].time_us", "a positive number");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[]}", "points", "non-empty array");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":["
+                     "{\"kernel\":\"alltoall\",\"shape\":{},\"time_us\":5,\"bytes\":100,\"flops\":0,\"link\":\"nvlink\"}]}",
+                     "points[0].ranks", "at least 2");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\",\"provenance\":{\"kind\":\"tpu\"},\"points\":[" PT_OK "]}",
+                     "provenance.kind", "\"gpu\", \"cpu\" or \"nccl-tests\"");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\n\"points\":[" PT_OK ",]}", "line 2", "valid JSON");
+}
+
+/* ---- the CI regression ------------------------------------------------------------------------------------ */
+
+static void test_check_passes_on_committed_models(void **state) {
+    (void)state;
+    FILE *devnull = fopen("/dev/null", "w");
+    moe_error err = { 0, "" };
+    int rc = fit_check_models("calibration/models", NULL, FIT_CHECK_REL_TOL, devnull, &err);
+    fclose(devnull);
+    if (rc) {   /* show the report on failure */
+        fit_check_models("calibration/models", NULL, FIT_CHECK_REL_TOL, stderr, &err);
+        fprintf(stderr, "%s\n", err.msg);
+    }
+    assert_int_equal(rc, 0);
+}
+
+/* Copy `src` into dir/name, multiplying the number at section.key by `factor`. */
+static void copy_perturbed(const char *src, const char *dir, const char *name, const char *section,
+                           const char *key, double factor) {
+    char *text = calib_slurp(src, NULL);
+    assert_non_null(text);
+    cJSON *m = cJSON_Parse(text);
+    free(text);
+    assert_non_null(m);
+    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(m, section), key);
+    assert_true(cJSON_IsNumber(v));
+    cJSON_SetNumberValue(v, v->valuedouble * factor);
+    char out[400];
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    moe_error err;
+    assert_int_equal(json_write_atomic(out, m, &err), 0);
+    cJSON_Delete(m);
+}
+
+static int run_simcal_check(const char *models_dir) {
+    const char *bin = getenv("MOESIM_BIN");
+    char exe[512];
+    snprintf(exe, sizeof exe, "%s/simcal", bin ? bin : "build/tools");
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(127);
+        execl(exe, exe, "check", "--models", models_dir, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_check_fails_on_perturbed_model(void **state) {
+    (void)state;
+    char dir[320];
+    snprintf(dir, sizeof dir, "%s/models", tmpdir);
+    mkdir(dir, 0755);
+    /* unperturbed copy passes (control), then a 2% change of one fitted parameter must fail */
+    copy_perturbed("calibration/models/cpu-measured.json", dir, "cpu.json", "gemm", "eff_max", 1.0);
+    FILE *devnull = fopen("/dev/null", "w");
+    moe_error err = { 0, "" };
+    assert_int_equal(fit_check_models(dir, NULL, FIT_CHECK_REL_TOL, devnull, &err), 0);
+    copy_perturbed("calibration/models/cpu-measured.json", dir, "cpu.json", "gemm", "eff_max", 1.02);
+    assert_int_equal(fit_check_models(dir, NULL, FIT_CHECK_REL_TOL, devnull, &err), EXIT_RUNTIME);
+    /* the same through the command line: exit code 1 */
+    assert_int_equal(run_simcal_check(dir), 1);
+    /* the comm model: a perturbed link bandwidth fails too */
+    char old[400];
+    snprintf(old, sizeof old, "%s/cpu.json", dir);
+    remove(old);
+    copy_perturbed("calibration/models/h800-nccl-samples.json", dir, "comm.json", "links", "rdma", 1.0);
+    cJSON *m = NULL;
+    {
+        char p[400];
+        snprintf(p, sizeof p, "%s/comm.json", dir);
+        char *text = calib_slurp(p, NULL);
+        m = cJSON_Parse(text);
+        free(text);
+        cJSON *rd = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "links"), "rdma");
+        cJSON *g = cJSON_GetObjectItem(rd, "GBps");
+        cJSON_SetNumberValue(g, g->valuedouble * 0.97);
+        assert_int_equal(json_write_atomic(p, m, &err), 0);
+        cJSON_Delete(m);
+    }
+    assert_int_equal(fit_check_models(dir, NULL, FIT_CHECK_REL_TOL, devnull, &err), EXIT_RUNTIME);
+    fclose(devnull);
+}
+
+static void test_check_fails_on_drifted_trace(void **state) {
+    (void)state;
+    /* a trace re-measured without refitting: its hash no longer matches the model's record */
+    char tdir[320], mdir[320];
+    snprintf(tdir, sizeof tdir, "%s/traces", tmpdir);
+    snprintf(mdir, sizeof mdir, "%s/models2", tmpdir);
+    mkdir(tdir, 0755);
+    mkdir(mdir, 0755);
+    copy_perturbed("calibration/models/h800-nccl-samples.json", mdir, "comm.json", "gemm", "eff_max", 1.0);
+    trace t;
+    moe_error err = { 0, "" };
+    assert_int_equal(trace_read("calibration/traces/nccl-samples-h800.json", &t, &err), 0);
+    t.pts[t.n - 1].time_us *= 1.10;   /* one point 10% slower */
+    char tp[400];
+    snprintf(tp, sizeof tp, "%s/nccl-samples-h800.json", tdir);
+    assert_int_equal(trace_write(tp, &t, &err), 0);
+    trace_free(&t);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(fit_check_models(mdir, tdir, FIT_CHECK_REL_TOL, devnull, &err), EXIT_RUNTIME);
+    fclose(devnull);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fit_recovers_planted_parameters),
+        cmocka_unit_test(test_fit_terms_exact_and_underdetermined),
+        cmocka_unit_test(test_nccl_parser_reads_the_table),
+        cmocka_unit_test(test_alpha_beta_matches_large_message_busbw),
+        cmocka_unit_test(test_malformed_logs_are_rejected),
+        cmocka_unit_test(test_malformed_traces_are_rejected),
+        cmocka_unit_test(test_check_passes_on_committed_models),
+        cmocka_unit_test(test_check_fails_on_perturbed_model),
+        cmocka_unit_test(test_check_fails_on_drifted_trace),
+    };
+    return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
+}

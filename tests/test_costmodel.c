@@ -1,0 +1,186 @@
+/* test_costmodel.c — sim/costmodel: loading model JSON and the closed-form predictions.
+ *
+ * Truths: the public H800 figures (989 TFLOP/s BF16, 3.35 TB/s HBM; REFERENCE.md §6) and the
+ * published model's stated choices (eff_max 0.82, 90% of HBM, 3 us launch), typed here by hand, so
+ * a change to either the file or the formulas shows up; hand-computed alpha-beta times. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/costmodel.h"
+#include "sim/presets.h"
+
+#define H800 "calibration/models/h800-published.json"
+
+static void test_h800_published_gemm_closed_form(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = { 0, "" };
+    assert_int_equal(costmodel_load(H800, &cm, &err), 0);
+    assert_false(cm.measured);
+    assert_string_equal(cm.source, "h800-published");
+    /* 8192^3 BF16: t = 3 us + 2*8192^3 / (989e12 * 0.82) + 2*3*8192^2 / (0.9 * 3.35e12) */
+    const double n = 8192, f = 2 * n * n * n, B = 2.0 * 3 * n * n;
+    double closed = 3e-6 + f / (989e12 * 0.82) + B / (0.9 * 3350e9);
+    assert_float_equal(costmodel_gemm_s(&cm, n, n, n, DT_BF16), closed, 1e-12 * closed);
+    /* "~75-80% of peak for large shapes" (REFERENCE.md §6) */
+    double eff = costmodel_gemm_eff(&cm, n, n, n, DT_BF16);
+    assert_true(eff > 0.72 && eff < 0.80);
+    assert_true(costmodel_gemm_eff(&cm, 16384, 16384, 16384, DT_BF16) > 0.75);
+    /* the FLOP term alone is the brief's formula 2*8192^3 / (989e12 * eff_max) */
+    double flop_term = f / (989e12 * 0.82);
+    assert_float_equal(closed - 3e-6 - B / (0.9 * 3350e9), flop_term, 1e-15);
+    /* FP8 doubles the peak: the FLOP part halves, inputs are 1 byte */
+    double closed8 = 3e-6 + f / (1979e12 * 0.82) + (1.0 * 2 * n * n + 2.0 * n * n) / (0.9 * 3350e9);
+    assert_float_equal(costmodel_gemm_s(&cm, n, n, n, DT_FP8), closed8, 1e-12 * closed8);
+    /* "much lower for skinny expert GEMMs": 128 tokens x (7168 -> 2048) */
+    assert_true(costmodel_gemm_eff(&cm, 128, 2048, 7168, DT_BF16) < 0.35);
+    assert_float_equal(costmodel_gemm_s(&cm, 0, n, n, DT_BF16), 0.0, 0);
+}
+
+static void test_grouped_gemm_and_hot_expert(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = { 0, "" };
+    assert_int_equal(costmodel_load(H800, &cm, &err), 0);
+    const double H = 7168, F = 2048;
+    /* one launch + per-expert bodies; empty experts cost nothing */
+    double tok[4] = { 300, 0, 20, 4 };
+    double body = 0;
+    for (int e = 0; e < 4; e++)
+        if (tok[e] > 0) body += 2 * tok[e] * F * H / (989e12 * 0.82) + 2 * (tok[e] * H + H * F + tok[e] * F) / (0.9 * 3350e9);
+    assert_float_equal(costmodel_grouped_gemm_s(&cm, tok, 4, F, H, DT_BF16), 3e-6 + body, 1e-12 * body);
+    /* a rank whose one expert is hot (60% of 8 x 4096 tokens, seed 000's incident) is slower than a
+     * rank with uniform load on the same experts */
+    double hot[8], uni[8], total = 8 * 4096;
+    for (int e = 0; e < 8; e++) uni[e] = total / 64;   /* 64 experts over 8 ranks, uniform */
+    for (int e = 0; e < 8; e++) hot[e] = uni[e];
+    hot[0] = 0.6 * total;
+    double t_hot = costmodel_expert_ffn_fwd_s(&cm, hot, 8, H, F, DT_BF16);
+    double t_uni = costmodel_expert_ffn_fwd_s(&cm, uni, 8, H, F, DT_BF16);
+    assert_true(t_hot > 5 * t_uni);
+}
+
+static void test_memory_attention_links(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = { 0, "" };
+    assert_int_equal(costmodel_load(H800, &cm, &err), 0);
+    assert_float_equal(costmodel_memory_bound_s(&cm, 1e9), 2e-6 + 1e9 / 3015e9, 1e-15);
+    assert_float_equal(costmodel_kernel_s(&cm, "permute", 1e9), 2e-6 + 1e9 / 3015e9, 1e-15);
+    assert_float_equal(costmodel_attention_s(&cm, 1e12, DT_BF16), 3e-6 + 1e12 / (989e12 * 0.5), 1e-15);
+    assert_float_equal(costmodel_link_s(&cm, CM_LINK_NVLINK, 64e6), 3e-6 + 64e6 / 160e9, 1e-15);
+    assert_float_equal(costmodel_link_s(&cm, CM_LINK_RDMA, 64e6), 10e-6 + 64e6 / 45e9, 1e-15);
+    assert_float_equal(costmodel_link_s(&cm, CM_LINK_PCIE, 0), 0, 0);
+    assert_int_equal(cm_link_class_parse("roce"), CM_LINK_RDMA);
+    assert_int_equal(cm_link_class_parse("ethernet"), -1);
+    cJSON *p = costmodel_provenance_json(&cm);
+    assert_string_equal(cJSON_GetObjectItem(p, "source")->valuestring, "h800-published");
+    assert_string_equal(cJSON_GetObjectItem(p, "device")->valuestring, "NVIDIA H800 SXM5");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(p, "measured")));
+    cJSON_Delete(p);
+}
+
+/* The nccl-tests-fitted model: the RDMA link's beta near the logs' ~45 GB/s large-message busbw. */
+static void test_fitted_comm_model_loads(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = { 0, "" };
+    assert_int_equal(costmodel_load("calibration/models/h800-nccl-samples.json", &cm, &err), 0);
+    assert_true(cm.link[CM_LINK_RDMA].present);
+    assert_true(fabs(cm.link[CM_LINK_RDMA].beta_Bps - 45.5e9) < 0.1 * 45.5e9);
+    assert_true(fabs(cm.link[CM_LINK_NVLINK].beta_Bps - 150e9) < 0.1 * 150e9);   /* from sendrecv */
+    assert_false(cm.link[CM_LINK_PCIE].present == 0);                             /* from the base */
+    /* the CPU model loads too (operand term unresolved -> null) */
+    assert_int_equal(costmodel_load("calibration/models/cpu-measured.json", &cm, &err), 0);
+    assert_true(cm.measured);
+    assert_true(costmodel_gemm_s(&cm, 64, 64, 64, DT_BF16) > 0);
+}
+
+static void test_builtin_roofline(void **state) {
+    (void)state;
+    cluster_cfg c;
+    assert_int_equal(preset_cluster(preset_cluster_names[0], &c), 0);
+    costmodel cm = costmodel_from_cluster(&c);
+    assert_false(cm.measured);
+    assert_string_equal(cm.source, "built-in roofline");
+    assert_float_equal(cm.peak_flops[DT_BF16], c.gpu.bf16_tflops * 1e12, 1);
+    assert_float_equal(cm.link[CM_LINK_RDMA].beta_Bps, c.nic_gbps / 8 * 0.9 * 1e9, 1);
+    /* gpu_cfg alone: H800-class link defaults */
+    costmodel g = costmodel_from_gpu(&c.gpu);
+    assert_float_equal(g.link[CM_LINK_NVLINK].beta_Bps, 160e9, 1);
+    scenario s;
+    memset(&s, 0, sizeof s);
+    s.cluster = c;
+    moe_error err = { 0, "" };
+    costmodel out;
+    assert_int_equal(costmodel_for_scenario(&s, &out, &err), 0);
+    assert_string_equal(out.source, "built-in roofline");
+    snprintf(s.calibration, sizeof s.calibration, "calibration/models/nope.json");
+    snprintf(s.file, sizeof s.file, "x.json");
+    assert_int_equal(costmodel_for_scenario(&s, &out, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "calibration"));
+    snprintf(s.calibration, sizeof s.calibration, H800);
+    assert_int_equal(costmodel_for_scenario(&s, &out, &err), 0);
+    assert_string_equal(out.source, "h800-published");
+}
+
+static void expect_bad(const char *text, const char *path, const char *what) {
+    costmodel cm;
+    moe_error err = { 0, "" };
+    int rc = costmodel_parse("m.json", text, &cm, &err);
+    if (rc != EXIT_BADINPUT || !strstr(err.msg, path) || !strstr(err.msg, what))
+        fprintf(stderr, "unexpected: rc %d: %s\n", rc, err.msg);
+    assert_int_equal(rc, EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "m.json"));
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, what));
+}
+
+#define HEAD "{\"format\":\"moesim-costmodel/1\",\"source\":\"s\",\"device\":\"d\",\"measured\":false,"
+#define PEAK "\"peak_tflops\":{\"bf16\":989},"
+#define GEMM "\"gemm\":{\"eff_max\":0.8,\"operand_GBps\":3000,\"launch_us\":3},"
+#define MEM "\"memory\":{\"GBps\":3000,\"launch_us\":2},\"attention\":{\"eff\":0.5}"
+
+static void test_bad_models(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = { 0, "" };
+    assert_int_equal(costmodel_parse("m.json", HEAD PEAK GEMM MEM "}", &cm, &err), 0);   /* control */
+    assert_float_equal(cm.peak_flops[DT_FP8], 1978e12, 1);   /* default 2x BF16 */
+    assert_int_equal(cm.link[CM_LINK_NVLINK].present, 0);
+    assert_true(isinf(costmodel_link_s(&cm, CM_LINK_NVLINK, 1e6)));
+    expect_bad("{\"format\":\"moesim-costmodel/9\"}", "format", "moesim-costmodel/1");
+    expect_bad(HEAD PEAK "\"gemm\":{\"eff_max\":1.5,\"operand_GBps\":3000,\"launch_us\":3}," MEM "}",
+               "gemm.eff_max", "(0, 1]");
+    expect_bad(HEAD PEAK "\"gemm\":{\"operand_GBps\":3000,\"launch_us\":3}," MEM "}", "gemm.eff_max", "required");
+    expect_bad(HEAD GEMM MEM "}", "peak_tflops", "an object");
+    expect_bad(HEAD PEAK GEMM MEM ",\"links\":{\"ethernet\":{\"alpha_us\":1,\"GBps\":10}}}", "links",
+               "nvlink, rdma or pcie");
+    expect_bad(HEAD PEAK GEMM MEM ",\"links\":{\"rdma\":{\"alpha_us\":1,\"GBps\":\"fast\"}}}", "links.rdma.GBps",
+               "a number");
+    expect_bad(HEAD PEAK GEMM "\"memory\":{\"GBps\":3000,\"launch_us\":2}}", "attention", "an object");
+    expect_bad("{\n\"format\": ,}", "line 2", "valid JSON");
+    assert_int_equal(costmodel_load("/nonexistent/model.json", &cm, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "/nonexistent/model.json"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_h800_published_gemm_closed_form),
+        cmocka_unit_test(test_grouped_gemm_and_hot_expert),
+        cmocka_unit_test(test_memory_attention_links),
+        cmocka_unit_test(test_fitted_comm_model_loads),
+        cmocka_unit_test(test_builtin_roofline),
+        cmocka_unit_test(test_bad_models),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,375 @@
+/* test_plan.c — the analytic level (sim/plan.h) against seed 003's back-of-the-envelope numbers,
+ * seed 000's all-to-all volume, the pipeline-bubble closed forms, hand-counted memory ledgers and
+ * the layout warnings. Scenarios are built in C from the presets (no parser involved). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "sim/compute_budget.h"
+#include "sim/pipeline_forms.h"
+#include "sim/plan.h"
+#include "sim/presets.h"
+
+#define GiB 1073741824.0
+
+static void assert_within(double got, double want, double rel_tol) {
+    double rel = fabs(got - want) / fabs(want);
+    if (rel > rel_tol) fail_msg("got %.9g, want %.9g (rel. error %.3g > %.3g)", got, want, rel, rel_tol);
+}
+
+/* The seed 003 layout: DeepSeek-V3 on 4096 H800, TP1 x PP16 x EP64 x DP4, ZeRO-1, DualPipe, FP8,
+ * node-limited routing M = 4; GPU MTBF 26,000 h, 5 min checkpoint write, 15T tokens at 52% MFU. */
+static scenario seed_scenario(void) {
+    scenario s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(preset_model("deepseek-v3", &s.model), 0);
+    assert_int_equal(preset_cluster("h800-8rail", &s.cluster), 0);
+    s.layout = (layout_cfg){.tp = 1, .pp = 16, .ep = 64, .dp = 4, .zero = 1, .micro_batch = 1,
+                            .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
+                            .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER};
+    s.routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .node_limit = 4, .capacity_factor = 1.25,
+                              .drop = 1};
+    s.precision = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16,
+                                  .master = DT_FP32};
+    s.reliability.gpu_mtbf_h = 26000;
+    s.reliability.checkpoint.state_bytes = -1;
+    s.reliability.checkpoint.write_min = 5;
+    s.run.tokens = 15e12;
+    s.run.assumed_mfu = 0.52;
+    return s;
+}
+
+static plan_result eval(const scenario *s) {
+    plan_result p;
+    moe_error err = {0};
+    int rc = plan_evaluate(s, &p, &err);
+    if (rc) fail_msg("plan_evaluate failed: %s", err.msg);
+    return p;
+}
+
+static int has_warning(const plan_result *p, const char *needle) {
+    for (int i = 0; i < p->n_warnings; i++)
+        if (strstr(p->warnings[i], needle)) return 1;
+    return 0;
+}
+
+/* Seed 003 step 1 with its own input N = 37e9: 2.22e11 FLOPs/token, 3.33e24 FLOPs, 2.106 EFLOP/s,
+ * 1.58e6 s, 18.3 days (the seed rounds to 3 significant digits). */
+static void seed_budget_chain_with_37e9(void **state) {
+    (void)state;
+    double fpt = budget_flops_per_token_6n(37e9);
+    assert_within(fpt, 2.22e11, 1e-12);
+    double total = budget_total_flops(15e12, fpt);
+    assert_within(total, 3.33e24, 1e-12);
+    double cluster = budget_cluster_flops_per_s(4096, 989, 0.52);
+    assert_within(cluster, 2.106e18, 5e-4);
+    assert_within(budget_seconds(total, cluster), 1.58e6, 3e-3);
+    assert_within(budget_days(total, cluster), 18.3, 3e-3);
+}
+
+/* The same chain through plan_evaluate, with moesim's exact active count (within 1.5% of 37e9). */
+static void seed_plan_chain(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    plan_result p = eval(&s);
+    assert_within(p.params_active, 37e9, 0.015);
+    assert_within(p.params_total, 671e9, 0.015);
+    assert_within(p.flops_per_token_6n, 6.0 * p.params_active, 1e-12);
+    assert_within(p.total_flops, 15e12 * 6.0 * p.params_active, 1e-12);
+    /* 18.3 days scaled by the exact count's ratio to the seed's 37e9 */
+    assert_within(p.pure_compute_days, 18.3 * p.params_active / 37e9, 3e-3);
+    /* the exact count with attention score/value FLOPs lies above 6N (seq 4096, MLA dims 192/128) */
+    assert_true(p.flops_per_token > p.flops_per_token_6n);
+    assert_true(p.flops_per_token < 1.25 * p.flops_per_token_6n);
+}
+
+/* Seed 003 step 4: 26,000 h / 4096 = 6.35 h; Daly first order with t_save = 5 min:
+ * sqrt(2 x 381 x 5) - 5 = 56.7 min; Young sqrt(2 delta M) = 61.7 min. */
+static void seed_reliability(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    plan_result p = eval(&s);
+    assert_within(p.mtbf_cluster_h, 6.35, 1e-3);
+    assert_within(p.daly_first_order_min, 56.7, 1e-3);
+    assert_within(p.young_interval_min, 61.7, 1e-3);
+    /* higher order adds sqrt(delta/2M)/3 + delta/(18M) of Young: 61.71 x 1.0396 - 5 = 59.2 */
+    assert_true(p.daly_interval_min > p.daly_first_order_min);
+    assert_true(p.checkpoint_write_s == 300.0);
+}
+
+/* "auto" checkpoint state: the whole model's FP8 weights + FP32 master + Adam m, v = 13 B/param,
+ * written at the storage bandwidth (2000 GB/s). */
+static void checkpoint_auto_state(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    s.reliability.checkpoint.write_min = -1;
+    plan_result p = eval(&s);
+    assert_within(p.checkpoint_state_bytes, 13.0 * p.params_total, 1e-12);
+    assert_within(p.checkpoint_write_s, 13.0 * p.params_total / 2000e9, 1e-12);
+}
+
+/* Seed 000 §2.4: 8 x 8 x 7168 x 2 B = 917,504 B ~ 917.5 KB per token per MoE layer round trip in
+ * BF16 (bytes sent + received over dispatch and combine, forward and backward); with FP8 dispatch
+ * (DeepSeek-V3): 4 x 8 x 7168 x (1 + 2) = 688,128 B. */
+static void seed_a2a_volume(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    s.precision.dispatch = DT_BF16;
+    plan_result p = eval(&s);
+    assert_true(p.a2a_bytes_per_token_layer == 917504.0);
+    s.precision.dispatch = DT_FP8;
+    p = eval(&s);
+    assert_true(p.a2a_bytes_per_token_layer == 688128.0);
+}
+
+/* A dense GPT-3 on 4096 H100, TP8, ep 1, layers divisible by PP: the plan's bubble fraction equals
+ * the closed forms (REFERENCE.md §4), whatever the per-stage time is. */
+static scenario gpt3_scenario(int tp, int pp, int dp, int m, schedule_kind sched, int v) {
+    scenario s = seed_scenario();
+    assert_int_equal(preset_model("gpt3-175b", &s.model), 0);
+    assert_int_equal(preset_cluster("h100-8rail", &s.cluster), 0);
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.layout.tp = tp; s.layout.pp = pp; s.layout.ep = 1; s.layout.dp = dp;
+    s.layout.global_batch = m * dp;
+    s.layout.schedule = sched;
+    s.layout.vpp = v;
+    return s;
+}
+
+static void bubble_closed_forms(void **state) {
+    (void)state;
+    struct { int tp, pp, dp, m, v; schedule_kind sched; double want; } cases[] = {
+        {8, 4, 128, 8, 1, SCHED_1F1B, 3.0 / 11},
+        {8, 16, 32, 60, 1, SCHED_1F1B, 15.0 / 75},
+        {8, 2, 256, 1, 1, SCHED_1F1B, 1.0 / 2},
+        {8, 8, 64, 64, 2, SCHED_INTERLEAVED, 7.0 / 135},
+        {8, 4, 128, 16, 3, SCHED_INTERLEAVED, 3.0 / 51},
+        /* DualPipe without exposed communication: (p/2 - 1)(F&B + B - 3W) with F&B = 3F, B = 2F,
+         * W = F gives (p/2 - 1) 2F over m x 3F of work: (p - 2) / (3m + p - 2) */
+        {8, 16, 32, 60, 1, SCHED_DUALPIPE, 14.0 / 194},
+        {8, 2, 256, 8, 1, SCHED_DUALPIPE, 0.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scenario s = gpt3_scenario(cases[i].tp, cases[i].pp, cases[i].dp, cases[i].m, cases[i].sched,
+                                   cases[i].v);
+        plan_result p = eval(&s);
+        if (fabs(p.bubble_fraction - cases[i].want) > 1e-12)
+            fail_msg("case %zu: bubble %.12f, want %.12f", i, p.bubble_fraction, cases[i].want);
+    }
+    assert_true(fabs(bubble_1f1b(16, 60) - 0.2) < 1e-15);
+    assert_true(fabs(bubble_interleaved(8, 64, 2) - 7.0 / 135) < 1e-15);
+}
+
+/* Hand-counted ledgers. Dense model: 4 layers, MHA h = 8 (2 heads of 4), GeLU FFN 32 = 4h, vocab 16
+ * untied, seq 4; 1 node x 8 GPUs, BF16, ZeRO-1, 1F1B.
+ *   per layer: attention 256 + FFN 512 + norms 16 = 784
+ *   TP1 PP2 DP4: stage 0 = 2 layers + embedding 128 = 1696 (it holds 2 micro-batches, stage 1 one)
+ *     params 2 x 1696, grads 2 x 1696, optimizer 12 x 1696 / 4 (= the seed's 2psi/(TP*PP),
+ *     12psi/(TP*PP*DP) with psi/PP the stage's share)
+ *   activations per token per layer (Korthikanti's 34 h bytes minus the two dropout masks 2h, plus
+ *     the flash-attention logsumexp 4 B per head): 32 x 8 + 8 = 264 B;
+ *     stage 0: 2 in flight x 4 tokens x 2 layers x 264 = 4224 B
+ *   TP2 PP2 DP2: split attention and FFN, replicated norms, vocabulary-parallel embedding:
+ *     stage 0 = 2 x (384 + 16) + 64 = 864; optimizer over attention-DP 8/(2x2) = 2 ranks;
+ *     activations halved (sequence parallelism) */
+static scenario tiny_dense(int tp, int pp, int dp) {
+    scenario s = seed_scenario();
+    s.model = (model_cfg){.layers = 4, .dense_layers = 4, .hidden = 8, .heads = 2, .head_dim = 4,
+                          .kv_heads = 2, .v_head_dim = 4, .ffn_hidden = 32, .ffn_act = FFN_GELU,
+                          .vocab = 16, .seq_len = 4, .attention = ATTN_MHA};
+    s.cluster.nodes = 1;
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.layout = (layout_cfg){.tp = tp, .pp = pp, .ep = 1, .dp = dp, .zero = 1, .micro_batch = 1,
+                            .global_batch = 8 * dp, .schedule = SCHED_1F1B, .vpp = 1};
+    return s;
+}
+
+static void memory_ledgers_by_hand(void **state) {
+    (void)state;
+    scenario s = tiny_dense(1, 2, 4);
+    plan_result p = eval(&s);
+    assert_true(p.memory_GiB.params * GiB == 2.0 * 1696);
+    assert_true(p.memory_GiB.grads * GiB == 2.0 * 1696);
+    assert_true(p.memory_GiB.optimizer * GiB == 12.0 * 1696 / 4);
+    assert_true(p.memory_GiB.activations * GiB == 4224.0);
+    assert_true(p.fits_memory);
+
+    s = tiny_dense(2, 2, 2);
+    p = eval(&s);
+    assert_true(p.memory_GiB.params * GiB == 2.0 * 864);
+    assert_true(p.memory_GiB.optimizer * GiB == 12.0 * 864 / 2);
+    assert_true(p.memory_GiB.activations * GiB == 4224.0 / 2);
+
+    /* ZeRO-2 shards gradients, ZeRO-3 also the weights, over the same group */
+    s = tiny_dense(1, 2, 4);
+    s.layout.zero = 3;
+    p = eval(&s);
+    assert_true(p.memory_GiB.grads * GiB == 2.0 * 1696 / 4);
+    assert_true(p.memory_GiB.params * GiB == 2.0 * 1696 / 4);
+}
+
+/* MoE ledger by hand: 2 layers (1 dense, 1 MoE) of the model counted in test_model.c (GQA h = 8,
+ * 4 experts of 96, 1 shared, router 32, embedding = head = 80, final norm 8); TP1 PP1 EP2 DP4.
+ *   non-expert: 592 + (192 + 96 + 32 + 16) + 80 + 80 + 8 = 1096, over attention-DP 8
+ *   expert: 4 / EP2 = 2 experts x 96 = 192, over expert-DP 4
+ *   params BF16 2 x 1288; optimizer 12 x (1096/8 + 192/4) = 2220 */
+static void memory_moe_expert_dp(void **state) {
+    (void)state;
+    scenario s = tiny_dense(1, 1, 4);
+    s.model = (model_cfg){.layers = 2, .dense_layers = 1, .hidden = 8, .heads = 4, .head_dim = 2,
+                          .kv_heads = 2, .v_head_dim = 2, .ffn_hidden = 16, .ffn_act = FFN_SWIGLU,
+                          .experts = 4, .shared_experts = 1, .expert_hidden = 4, .top_k = 2,
+                          .vocab = 10, .seq_len = 8, .attention = ATTN_GQA};
+    s.layout.ep = 2;
+    s.layout.global_batch = 8;
+    plan_result p = eval(&s);
+    assert_true(p.memory_GiB.params * GiB == 2.0 * 1288);
+    assert_true(p.memory_GiB.optimizer * GiB == 2220.0);
+}
+
+static void zero3_with_pp_warns(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    plan_result p = eval(&s);
+    assert_false(has_warning(&p, "ZeRO"));
+    s.layout.zero = 3;
+    p = eval(&s);
+    assert_true(has_warning(&p, "ZeRO-3 with PP=16"));
+    s.layout.zero = 2;
+    p = eval(&s);
+    assert_true(has_warning(&p, "ZeRO-2 with PP=16"));
+    /* ZeRO-3 + PP repeats the all-gather per micro-batch: the step gets longer */
+    scenario s1 = seed_scenario(), s3 = seed_scenario();
+    s3.layout.zero = 3;
+    assert_true(eval(&s3).step_time_s > eval(&s1).step_time_s);
+}
+
+static void layout_warnings(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    s.layout.tp = 16; s.layout.ep = 4;   /* TP across two nodes */
+    plan_result p = eval(&s);
+    assert_true(has_warning(&p, "TP=16 spans nodes"));
+    s = seed_scenario();
+    s.layout.pp = 1; s.layout.ep = 256; s.layout.dp = 16;   /* EP over 32 nodes is still one leaf */
+    s.layout.global_batch = 4096 * 4;
+    p = eval(&s);
+    assert_false(has_warning(&p, "crosses the spine"));
+    s.layout.placement = PLACE_DP_INNER;                    /* stride 16: 256 nodes */
+    p = eval(&s);
+    assert_true(has_warning(&p, "crosses the spine"));
+    s = seed_scenario();
+    s.layout.global_batch = 256 * 20;                       /* m = 20 < 2 x PP */
+    p = eval(&s);
+    assert_true(has_warning(&p, "DualPipe needs"));
+    s.layout.schedule = SCHED_1F1B;                         /* 15/35 = 43% bubble */
+    p = eval(&s);
+    assert_true(has_warning(&p, "bubble 43%"));
+}
+
+/* DeepSeek-V3 whole on one 8-GPU node: the optimizer shard is 12 x (16.4B/8 + 81.7B) ~ 1 TB. */
+static void huge_model_does_not_fit(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    s.cluster.nodes = 1;
+    s.layout = (layout_cfg){.tp = 1, .pp = 1, .ep = 8, .dp = 1, .zero = 1, .micro_batch = 1,
+                            .global_batch = 64, .schedule = SCHED_1F1B, .vpp = 1};
+    plan_result p = eval(&s);
+    assert_false(p.fits_memory);
+    assert_string_equal(p.overflow, "optimizer");
+    assert_true(p.memory_GiB.optimizer > 900);
+    scenario ok = tiny_dense(1, 2, 4);
+    plan_result q = eval(&ok);
+    assert_true(q.fits_memory);
+    assert_string_equal(q.overflow, "");
+}
+
+/* DualPipe exposes only the communication beyond compute; 1F1B exposes all of it. With the NIC cut
+ * to 50 Gb/s the all-to-all exceeds compute and DualPipe says so. */
+static void dualpipe_exposes_only_the_excess(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    plan_result dual = eval(&s);
+    s.layout.schedule = SCHED_1F1B;
+    plan_result one = eval(&s);
+    assert_true(one.exposed_comm_s > dual.exposed_comm_s);
+    assert_false(has_warning(&dual, "DualPipe hides only"));
+    s = seed_scenario();
+    s.cluster.nic_gbps = 50;
+    plan_result slow = eval(&s);
+    assert_true(has_warning(&slow, "DualPipe hides only"));
+    assert_true(slow.step_time_s > dual.step_time_s);
+}
+
+static void step_metrics_consistent(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    plan_result p = eval(&s);
+    double tokens = 15360.0 * 4096;
+    assert_within(p.tokens_per_s_per_gpu, tokens / p.step_time_s / 4096, 1e-12);
+    assert_within(p.mfu, p.tokens_per_s_per_gpu * p.flops_per_token / 989e12, 1e-12);
+    assert_within(p.step_time_s, p.compute_s + p.exposed_comm_s + p.bubble_s + p.optimizer_s, 1e-12);
+    assert_true(p.mfu > 0 && p.mfu < 2.0);   /* FP8 GEMMs may exceed the BF16 peak in principle */
+}
+
+static void bad_layout_is_an_error(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    s.layout.dp = 3;
+    plan_result p;
+    moe_error err = {0};
+    assert_int_equal(plan_evaluate(&s, &p, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "tp*pp*ep*dp = 3072"));
+    s = seed_scenario();
+    s.layout.global_batch = 100;   /* fewer sequences than attention-DP ranks */
+    assert_int_equal(plan_evaluate(&s, &p, &err), EXIT_BADINPUT);
+}
+
+static void json_has_contract_keys(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    plan_result p = eval(&s);
+    cJSON *o = cJSON_CreateObject();
+    plan_result_to_json(&p, o);
+    const char *keys[] = {"params_total", "params_active", "flops_per_token", "flops_per_token_6n",
+                          "total_flops", "pure_compute_days", "memory_GiB", "fits_memory", "warnings",
+                          "step_time_s", "bubble_fraction", "mtbf_cluster_h", "young_interval_min",
+                          "daly_interval_min", "daly_first_order_min", "a2a_bytes_per_token_layer",
+                          "mfu", "tokens_per_s_per_gpu", "tflops_per_gpu", "compute_s",
+                          "exposed_comm_s", "bubble_s", "optimizer_s", "overflow", "params_breakdown"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!cJSON_HasObjectItem(o, keys[i])) fail_msg("missing key %s", keys[i]);
+    const char *mem[] = {"params", "grads", "optimizer", "activations", "total"};
+    cJSON *m = cJSON_GetObjectItem(o, "memory_GiB");
+    for (size_t i = 0; i < 5; i++) assert_true(cJSON_IsNumber(cJSON_GetObjectItem(m, mem[i])));
+    assert_true(cJSON_IsBool(cJSON_GetObjectItem(o, "fits_memory")));
+    assert_true(cJSON_IsArray(cJSON_GetObjectItem(o, "warnings")));
+    cJSON_Delete(o);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(seed_budget_chain_with_37e9),
+        cmocka_unit_test(seed_plan_chain),
+        cmocka_unit_test(seed_reliability),
+        cmocka_unit_test(checkpoint_auto_state),
+        cmocka_unit_test(seed_a2a_volume),
+        cmocka_unit_test(bubble_closed_forms),
+        cmocka_unit_test(memory_ledgers_by_hand),
+        cmocka_unit_test(memory_moe_expert_dp),
+        cmocka_unit_test(zero3_with_pp_warns),
+        cmocka_unit_test(layout_warnings),
+        cmocka_unit_test(huge_model_does_not_fit),
+        cmocka_unit_test(dualpipe_exposes_only_the_excess),
+        cmocka_unit_test(step_metrics_consistent),
+        cmocka_unit_test(bad_layout_is_an_error),
+        cmocka_unit_test(json_has_contract_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,329 @@
+/* test_scenario_errors.c — bad scenarios are rejected with exit code 2 and a message naming the
+ * file, the JSON path, the bad value and what was expected; nothing crashes (run it under ASan).
+ *
+ * Truth: each file in tests/data/bad/ is wrong in exactly one way that a person can see by reading
+ * it (SCENARIO.md's rules, the published model shapes); the table below says where and why. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/scenario.h"
+
+#define BAD_DIR "tests/data/bad/"
+
+typedef struct {
+    const char *file;     /* in tests/data/bad/ */
+    const char *path;     /* JSON path (or location) the message must name; "" for the top level */
+    const char *value;    /* the bad value as the message shows it */
+    const char *expect;   /* a word of the expectation */
+    int point;            /* -1: loading fails; else: loading succeeds and this sweep point fails */
+} bad_case;
+
+static const bad_case CASES[] = {
+    {"unknown_top_level", "layuot", "layuot", "did you mean \"layout\"", -1},
+    {"unknown_nested", "layout.ppp", "ppp", "did you mean \"pp\"", -1},
+    {"unknown_deep", "cluster.gpu.mem_gib", "mem_gib", "mem_GiB", -1},
+    {"field_at_wrong_depth", "pp", "unknown field \"pp\"", "did you mean \"layout.pp\"", -1},
+    {"gpu_name_in_cluster", "cluster.name", "unknown field \"name\"", "did you mean \"cluster.gpu.name\"", -1},
+    {"dotted_key_outside_sweep", "layout.pp", "layout.pp", "nested", -1},
+    {"wrong_type_string", "layout.pp", "got \"16\"", "integer", -1},
+    {"fractional_int", "layout.pp", "got 16.5", "integer", -1},
+    {"int_too_large", "layout.pp", "got 30000000000", "integer", -1},
+    {"zero_size", "model.hidden", "got 0", ">= 1", -1},
+    {"negative_size", "cluster.nodes", "got -4", "integer in 1..", -1},
+    {"layout_product", "layout", "tp*pp*ep*dp = 1*16*64*8 = 8192", "512*8 = 4096", -1},
+    {"ep_not_dividing_experts", "layout.ep", "got 64", "divisor of model.experts = 96", -1},
+    {"top_k_above_experts", "model.top_k", "got 300", "at most model.experts = 256", -1},
+    {"top_k_zero_moe", "model.top_k", "got 0", ">= 1", -1},
+    {"batch_not_divisible", "layout.global_batch", "got 1000", "multiple of", -1},
+    {"pp_above_layers", "layout.pp", "got 16", "model.layers = 8", -1},
+    {"vpp_without_interleaved", "layout.vpp", "got 2", "interleaved", -1},
+    {"vpp_layers_indivisible", "layout.vpp", "got 2", "divisible", -1},
+    {"heads_not_divisible_by_tp", "layout.tp", "got 8", "divisor of model.heads = 100", -1},
+    {"kv_heads_not_dividing", "model.kv_heads", "got 7", "divisor of model.heads = 128", -1},
+    {"hot_expert_out_of_range", "routing.hot_expert", "got 256", "below model.experts", -1},
+    {"hot_share_above_one", "routing.hot_share", "got 1.5", "(0, 1]", -1},
+    {"node_limit_above_nodes", "routing.node_limit", "got 600", "cluster.nodes = 512", -1},
+    {"node_limit_negative", "routing.node_limit", "got -1", ">= 0", -1},
+    {"capacity_factor_negative", "routing.capacity_factor", "got -0.5", ">= 0", -1},
+    {"expert_groups_not_dividing", "model.expert_groups", "got 7", "divisor", -1},
+    {"topk_groups_above_groups", "model.topk_groups", "got 9", "at most model.expert_groups = 8", -1},
+    {"dense_layers_above_layers", "model.dense_layers", "got 70", "at most model.layers = 61", -1},
+    {"zero_stage_4", "layout.zero", "got 4", "0..3", -1},
+    {"rails_mismatch", "cluster.rails", "got 4", "gpus_per_node = 8", -1},
+    {"fault_gpu_out_of_range", "faults.slow_gpus[0].gpu", "got 4096", "0..4095", -1},
+    {"fault_link_kind", "faults.links[0].kind", "got \"pcie\"", "\"nvlink\"", -1},
+    {"fault_missing_factor", "faults.slow_gpus[0]", "{\"gpu\":3}", "\"factor\"", -1},
+    {"fault_unknown_key", "faults.slow_gpus[0].factr", "unknown key", "did you mean \"factor\"", -1},
+    {"link_factor_zero", "faults.links[0].factor", "got 0", "(0, 1]", -1},
+    {"trace_rank_out_of_range", "output.trace_ranks[1]", "got 5000", "0..4095", -1},
+    {"class_shares_not_one", "reliability.classes", "summing to 1.43", "(+-1e-6)", -1},
+    {"unknown_model_preset", "model.preset", "got \"deepseek-v4\"", "did you mean \"deepseek-v3\"", -1},
+    {"unknown_cluster_preset", "cluster.preset", "got \"h900-8rail\"", "did you mean \"h800-8rail\"", -1},
+    {"trace_without_file", "routing.trace", "got null", "routing.distribution is \"trace\"", -1},
+    {"trials_zero", "run.trials", "got 0", ">= 1", -1},
+    {"seed_negative", "seed", "got -1", "0..2^53", -1},
+    {"format_wrong", "format", "\"moesim-scenario/2\"", "\"moesim-scenario/1\"", -1},
+    {"enum_unknown", "layout.schedule", "got \"gpipe\"", "\"1f1b\", \"interleaved\", \"dualpipe\"", -1},
+    {"bool_as_string", "routing.drop", "got \"yes\"", "true or false", -1},
+    {"section_not_object", "layout", "got 16", "an object", -1},
+    {"malformed_missing_comma", "line 4, column 3", "'\"layout\": {\"pp\": 16}'", "valid JSON", -1},
+    {"top_level_array", "", "got [1,2,3]", "JSON object", -1},
+    {"empty", "", "an empty file", "JSON object", -1},
+    {"truncated", "line 2, column 1", "the end of the file", "valid JSON", -1},
+    {"trailing_garbage", "line 1, column 13", "'x'", "valid JSON", -1},
+    {"nan_string", "run.tokens", "got \"NaN\"", "finite number", -1},
+    {"infinite_number", "run.tokens", "got inf", "finite number", -1},
+    {"duplicate_key", "layout.pp", "\"pp\" a second time", "at most once", -1},
+    {"level_unknown", "output.levels[1]", "got \"walk\"", "\"plan\", \"step\", \"run\"", -1},
+    {"levels_empty", "output.levels", "got []", "non-empty list", -1},
+    {"sweep_unknown_key", "sweep.layout.ppp", "unknown field \"layout.ppp\"", "did you mean \"layout.pp\"", -1},
+    {"sweep_empty_list", "sweep.layout.pp", "got []", "non-empty list", -1},
+    {"sweep_zip_unequal", "sweep.zip.layout.dp", "a list of 3 values", "same length", -1},
+    {"sweep_bad_value", "sweep.layout.pp[1]", "got 16.5", "integer", -1},
+    {"sweep_not_object", "sweep", "got [1,2]", "zip", -1},
+    {"sweep_invalid_point", "layout", "1*8*32*4 = 1024", "layout.pp=8, layout.ep=32", 0},
+    {"deeply_nested_value", "model.layers", "got {\"a\":", "integer", -1},
+    {"dense_model_with_ep", "layout.ep", "got 64", "dense model", -1},
+    {"dualpipe_odd_stages", "layout.pp", "got 3", "even", -1},
+    {"dualpipe_few_microbatches", "layout.global_batch", "2 micro-batches", "2*layout.pp = 32", -1},
+    {"name_with_slash", "name", "got \"runs/a\"", "letters", -1},
+    {"null_for_int", "layout.pp", "got null", "integer", -1},
+    {"weibull_shape_zero", "reliability.weibull_shape", "got 0", "> 0", -1},
+    {"state_bytes_word", "reliability.checkpoint.state_bytes", "got \"big\"", "\"auto\"", -1},
+    {"assumed_mfu_percent", "run.assumed_mfu", "got 52", "[0, 1]", -1},
+};
+#define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+static void check_message(const bad_case *c, const char *label, const moe_error *err) {
+    const char *needles[] = {label, c->path, c->value, c->expect};
+    for (int i = 0; i < 4; i++)
+        if (*needles[i] && !strstr(err->msg, needles[i]))
+            fail_msg("%s: message lacks [%s]:\n  %s", c->file, needles[i], err->msg);
+}
+
+static void test_bad_files(void **state) {
+    (void)state;
+    for (int i = 0; i < N_CASES; i++) {
+        const bad_case *c = &CASES[i];
+        char label[256];
+        snprintf(label, sizeof label, BAD_DIR "%s.json", c->file);
+        scenario s;
+        sweep *sw = (sweep *)0x1;
+        moe_error err = {0};
+        int rc = scenario_load(label, &s, &sw, &err);
+        if (c->point < 0) {
+            if (rc != EXIT_BADINPUT) fail_msg("%s: loaded (rc %d), expected exit code 2", c->file, rc);
+            assert_int_equal(err.code, EXIT_BADINPUT);
+            assert_null(sw);
+        } else {
+            if (rc != 0) fail_msg("%s: %s", c->file, err.msg);
+            scenario pt;
+            rc = sweep_point(sw, &s, c->point, &pt, NULL, &err);
+            sweep_free(sw);
+            assert_int_equal(rc, EXIT_BADINPUT);
+            assert_int_equal(err.code, EXIT_BADINPUT);
+        }
+        check_message(c, label, &err);
+        assert_null(strchr(err.msg, '\n')); /* one line */
+    }
+}
+
+/* Every file in the folder is a case, and there are at least 30 distinct ones (issue 2). */
+static void test_every_bad_file_is_a_case(void **state) {
+    (void)state;
+    DIR *d = opendir(BAD_DIR);
+    assert_non_null(d);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0) continue;
+        files++;
+        int found = 0;
+        for (int i = 0; i < N_CASES && !found; i++)
+            found = strlen(CASES[i].file) == n - 5 && strncmp(CASES[i].file, e->d_name, n - 5) == 0;
+        if (!found) fail_msg("%s has no entry in CASES", e->d_name);
+    }
+    closedir(d);
+    assert_int_equal(files, N_CASES);
+    assert_true(N_CASES >= 30);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int parse_text(const char *text, moe_error *err) {
+    scenario s;
+    sweep *sw = NULL;
+    int rc = scenario_parse("mem.json", text, &s, &sw, err);
+    sweep_free(sw);
+    if (rc != 0) {
+        assert_int_equal(rc, EXIT_BADINPUT);
+        assert_int_equal(err->code, EXIT_BADINPUT);
+        assert_non_null(strstr(err->msg, "mem.json"));
+    }
+    return rc;
+}
+
+/* Every truncation of a valid scenario is an error (until the closing brace), never a crash. */
+static void test_truncations(void **state) {
+    (void)state;
+    char *text = read_text("scenarios/seed-4096.json");
+    size_t len = strlen(text);
+    size_t last_brace = (size_t)(strrchr(text, '}') - text);
+    moe_error err;
+    for (size_t n = 0; n < len; n++) {
+        char saved = text[n];
+        text[n] = '\0';
+        int rc = parse_text(text, &err);
+        if (n <= last_brace) assert_int_equal(rc, EXIT_BADINPUT);
+        text[n] = saved;
+    }
+    assert_int_equal(parse_text(text, &err), 0);
+    free(text);
+}
+
+/* Random byte edits of a valid scenario: each result parses or is a clean exit-2 error. */
+static void test_mutations(void **state) {
+    (void)state;
+    char *text = read_text("scenarios/seed-4096.json");
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    static const char alphabet[] = "{}[]\":,.-+eE0123456789 \ntfnulax\\/";
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 2);
+    int rejected = 0;
+    moe_error err;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(copy, text, len + 1);
+        int edits = 1 + (int)gsl_rng_uniform_int(rng, 3);
+        for (int e = 0; e < edits; e++)
+            copy[gsl_rng_uniform_int(rng, len)] = alphabet[gsl_rng_uniform_int(rng, sizeof alphabet - 1)];
+        rejected += parse_text(copy, &err) != 0;
+    }
+    print_message("mutations: %d of 3000 rejected, the rest parsed\n", rejected);
+    assert_true(rejected > 1000); /* most edits break something; the rest must still parse cleanly */
+    gsl_rng_free(rng);
+    free(copy);
+    free(text);
+}
+
+static void test_pathological_inputs(void **state) {
+    (void)state;
+    moe_error err;
+    /* nesting deeper than cJSON's limit, as arrays and as objects */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth + 16);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    deep[2 * depth] = '\0';
+    assert_int_equal(parse_text(deep, &err), EXIT_BADINPUT);
+    size_t n = 0;
+    for (int i = 0; i < 3000; i++) n += (size_t)sprintf(deep + n, "{\"a\":");
+    deep[n] = '\0';
+    assert_int_equal(parse_text(deep, &err), EXIT_BADINPUT);
+    free(deep);
+    /* a 10,000-character key: the message stays bounded and names it */
+    char *key = malloc(10100);
+    n = (size_t)sprintf(key, "{\"layout\": {\"");
+    memset(key + n, 'q', 10000);
+    sprintf(key + n + 10000, "\": 1}}");
+    assert_int_equal(parse_text(key, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "layout.qqq"));
+    free(key);
+    /* scalars and odd tops */
+    const char *odd[] = {"null", "3", "\"scenario\"", "true", "{\"model\": []}", "{\"\": 1}",
+                         "{\"layout\": {\"pp\": -0.0000001}}", "{\"layout\": {\"pp\": 1e308}}",
+                         "{\"run\": {\"tokens\": -1e999}}", "{\"seed\": 1e20}", "{\"name\": \"\"}",
+                         "{\"output\": {\"trace_ranks\": [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,"
+                         "19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,"
+                         "45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64]}}",
+                         "{\"sweep\": {\"zip\": {}}}", "{\"sweep\": {\"sweep\": [1]}}",
+                         "{\"sweep\": {\"layout.pp\": [8], \"layout.pp\": [16]}}", "\xff\xfe{}"};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+        if (parse_text(odd[i], &err) != EXIT_BADINPUT) fail_msg("accepted: %s", odd[i]);
+}
+
+static void test_file_level_errors(void **state) {
+    (void)state;
+    scenario s;
+    moe_error err;
+    assert_int_equal(scenario_load("tests/data/does-not-exist.json", &s, NULL, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "does-not-exist.json"));
+    assert_int_equal(scenario_load("tests", &s, NULL, &err), EXIT_BADINPUT); /* a directory */
+    /* a NUL byte inside the file */
+    char path[] = "/tmp/moesim-nul-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "{\"seed\": 1}\0{}", 14), 14);
+    close(fd);
+    assert_int_equal(scenario_load(path, &s, NULL, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "NUL byte at offset 11"));
+    unlink(path);
+    /* a sweep where none is allowed */
+    assert_int_equal(scenario_load(BAD_DIR "sweep_invalid_point.json", &s, NULL, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "sweep"));
+    /* sweep_point out of range is a runtime error, not bad input */
+    sweep *sw = NULL;
+    assert_int_equal(scenario_parse("x.json", "{}", &s, &sw, &err), 0);
+    scenario pt;
+    assert_int_equal(sweep_point(sw, &s, 1, &pt, NULL, &err), EXIT_RUNTIME);
+    sweep_free(sw);
+}
+
+/* scenario_set_path: unknown paths, wrong types, sections */
+static void test_set_path_errors(void **state) {
+    (void)state;
+    scenario s;
+    moe_error err;
+    assert_int_equal(scenario_parse("x.json", "{}", &s, NULL, &err), 0);
+    cJSON *v = cJSON_CreateNumber(8);
+    assert_int_equal(scenario_set_path(&s, "layout.ppp", v, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "did you mean \"layout.pp\""));
+    assert_int_equal(scenario_set_path(&s, "layout", v, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "an object"));
+    assert_int_equal(scenario_set_path(&s, "sweep", v, &err), EXIT_BADINPUT);
+    assert_int_equal(scenario_set_path(&s, "layout.pp", NULL, &err), EXIT_BADINPUT);
+    cJSON_Delete(v);
+    /* a struct edited in code into nonsense is caught by validation */
+    s.layout.pp = 0;
+    assert_int_equal(scenario_validate(&s, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "layout.pp"));
+    assert_int_equal(scenario_parse("x.json", "{}", &s, NULL, &err), 0);
+    s.routing.distribution = (route_kind)9;
+    assert_int_equal(scenario_validate(&s, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "routing.distribution"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_every_bad_file_is_a_case),
+        cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_pathological_inputs),
+        cmocka_unit_test(test_file_level_errors),
+        cmocka_unit_test(test_set_path_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

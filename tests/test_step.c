@@ -1,0 +1,170 @@
+/* test_step.c — the fast step executor: determinism, the replica shortcut against the materialised
+ * program of every rank, a hand-solvable slow GPU, and a valid Perfetto trace. */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "sim/results.h"
+#include "sim/step_exec.h"
+#include "sim/trace.h"
+#include "tests/h4_fixtures.h"
+
+static int run(const scenario *s, int shortcut, int materialize, step_exec_result *r, program **pp) {
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(s, &p, &err), 0);
+    static fx_comm_costs cc = {3e-4, 2e-5, 1e-3};
+    static comm_model cm;
+    cm = fx_comm(&cc);
+    static fx_compute_costs k = {.F = 1e-3, .B = 1.5e-3, .W = 5e-4, .expert = 4e-4};
+    program_op **mat = NULL;
+    if (materialize) {
+        mat = calloc((size_t)p->n_ranks, sizeof *mat);
+        for (int i = 0; i < p->n_ranks; i++) program_materialize(p, i, &mat[i]);
+    }
+    step_exec_opts o = {.comm = &cm, .price = fx_price, .price_ctx = &k, .shortcut = shortcut,
+                        .materialized = mat};
+    int rc = step_exec_run(p, &o, r, &err);
+    if (mat) { for (int i = 0; i < p->n_ranks; i++) free(mat[i]); free(mat); }
+    if (pp) *pp = p; else program_free(p);
+    return rc;
+}
+
+/* 2 nodes x 8 GPUs, pp 2, ep 4, dp 2, MoE, DualPipe and 1F1B; with and without a slow GPU in replica 1. */
+static void test_shortcut_equals_materialized(void **st) {
+    (void)st;
+    schedule_kind kinds[] = {SCHED_1F1B, SCHED_DUALPIPE};
+    for (int ki = 0; ki < 2; ki++)
+        for (int fault = 0; fault < 2; fault++) {
+            scenario s;
+            fx_scenario(&s, 4, 16, 2, 4, 2, 8, kinds[ki], 1, 8);
+            if (fault) { s.faults.n_slow_gpus = 1; s.faults.slow_gpus[0] = (slow_gpu_fault){.gpu = 13, .factor = 1.3}; }
+            step_exec_result a, b;
+            assert_int_equal(run(&s, 1, 0, &a, NULL), 0);
+            assert_int_equal(run(&s, 0, 1, &b, NULL), 0);
+            assert_int_equal(a.n_simulated_replicas, fault ? 2 : 1);
+            assert_int_equal(b.n_simulated_replicas, 2);
+            assert_true(a.step_time_s == b.step_time_s);
+            for (int r = 0; r < a.n_ranks; r++) {
+                assert_true(a.compute_s[r] == b.compute_s[r]);
+                assert_true(a.exposed_comm_s[r] == b.exposed_comm_s[r]);
+                assert_true(a.bubble_s[r] == b.bubble_s[r]);
+                assert_true(a.end_s[r] == b.end_s[r]);
+            }
+            assert_int_equal(a.slowest_rank, b.slowest_rank);
+            step_exec_result_free(&a); step_exec_result_free(&b);
+        }
+}
+
+/* pp 1, ep 1, dp 2, one dense layer, m micro-batches, no communication cost: a rank's step is
+ * m (F + B + W) (the fixture prices attention F, B, W only); GPU 1 at factor 1.5 makes rank 1 the slowest and the step 1.5 m (F + B + W). */
+static void test_slow_gpu(void **st) {
+    (void)st;
+    scenario s;
+    fx_scenario(&s, 1, 0, 1, 1, 2, 1, SCHED_1F1B, 1, 6);
+    s.faults.n_slow_gpus = 1;
+    s.faults.slow_gpus[0] = (slow_gpu_fault){.gpu = 1, .factor = 1.5};
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(&s, &p, &err), 0);
+    fx_comm_costs cc = {0, 0, 0};
+    comm_model cm = fx_comm(&cc);
+    fx_compute_costs k = {.F = 1e-3, .B = 1.5e-3, .W = 5e-4};
+    step_exec_opts o = {.comm = &cm, .price = fx_price, .price_ctx = &k, .shortcut = 1};
+    step_exec_result r;
+    assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
+    assert_int_equal(r.slowest_rank, 1);
+    assert_true(fabs(r.step_time_s - 1.5 * 6 * 3e-3) < 1e-12);
+    /* rank 0 waits for rank 1 inside the gradient reduce-scatter: exposed communication, by the
+     * accounting of step_exec.h (waiting for a late member of a collective) */
+    assert_true(fabs(r.exposed_comm_s[0] - 0.5 * 6 * 3e-3) < 1e-12);
+    assert_true(fabs(r.bubble_s[0]) < 1e-12);
+    step_exec_result_free(&r);
+    program_free(p);
+}
+
+/* DualPipe hides the all-to-all under the paired chunk's compute when comm <= compute. */
+static void test_dualpipe_hides_a2a(void **st) {
+    (void)st;
+    scenario s;
+    fx_scenario(&s, 4, 16, 2, 4, 1, 8, SCHED_DUALPIPE, 1, 8);
+    step_exec_result a, b;
+    program *p;
+    assert_int_equal(run(&s, 1, 0, &a, &p), 0);
+    program_free(p);
+    s.layout.schedule = SCHED_1F1B;
+    assert_int_equal(run(&s, 1, 0, &b, &p), 0);
+    program_free(p);
+    double ea = 0, eb = 0;
+    for (int r = 0; r < a.n_ranks; r++) { ea += a.exposed_comm_s[r]; eb += b.exposed_comm_s[r]; }
+    assert_true(ea < eb);   /* overlap exposes less all-to-all than the unpaired schedule */
+    step_exec_result_free(&a); step_exec_result_free(&b);
+}
+
+static void test_determinism(void **st) {
+    (void)st;
+    scenario s;
+    fx_scenario(&s, 4, 16, 2, 4, 2, 8, SCHED_DUALPIPE, 1, 8);
+    step_exec_result a, b;
+    assert_int_equal(run(&s, 1, 0, &a, NULL), 0);
+    assert_int_equal(run(&s, 1, 0, &b, NULL), 0);
+    assert_memory_equal(a.end_s, b.end_s, sizeof(double) * a.n_ranks);
+    assert_memory_equal(a.bubble_s, b.bubble_s, sizeof(double) * a.n_ranks);
+    step_exec_result_free(&a); step_exec_result_free(&b);
+}
+
+static void test_trace_valid(void **st) {
+    (void)st;
+    scenario s;
+    fx_scenario(&s, 4, 16, 2, 4, 2, 8, SCHED_DUALPIPE, 1, 8);
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(&s, &p, &err), 0);
+    fx_comm_costs cc = {3e-4, 2e-5, 1e-3};
+    comm_model cm = fx_comm(&cc);
+    fx_compute_costs k = {.F = 1e-3, .B = 1.5e-3, .W = 5e-4, .expert = 4e-4};
+    int ranks[8];
+    int n = trace_default_ranks(p, 5, ranks, 8);
+    step_exec_opts o = {.comm = &cm, .price = fx_price, .price_ctx = &k, .shortcut = 1,
+                        .n_trace_ranks = n, .trace_ranks = ranks};
+    step_exec_result r;
+    assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
+    const char *path = "/tmp/moesim_test_step_trace.json";
+    assert_int_equal(trace_write(path, p, &r, &err), 0);
+    char *text = read_file_text(path, &err);
+    assert_non_null(text);
+    cJSON *doc = cJSON_Parse(text);
+    assert_non_null(doc);
+    assert_true(cJSON_IsArray(cJSON_GetObjectItem(doc, "traceEvents")));
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(doc, "displayTimeUnit")));
+    int threads = 0, complete = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(doc, "traceEvents")) {
+        const char *nm = cJSON_GetObjectItem(e, "name")->valuestring;
+        const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+        if (strcmp(ph, "M") == 0 && strcmp(nm, "thread_name") == 0) threads++;
+        if (strcmp(ph, "X") == 0) { complete++; assert_true(cJSON_GetObjectItem(e, "dur")->valuedouble >= 0); }
+    }
+    assert_int_equal(threads, n * STREAM_N);
+    assert_true(complete > 0);
+    cJSON_Delete(doc); free(text);
+    step_exec_result_free(&r);
+    program_free(p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shortcut_equals_materialized),
+        cmocka_unit_test(test_slow_gpu),
+        cmocka_unit_test(test_dualpipe_hides_a2a),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_trace_valid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
