@@ -86,20 +86,13 @@ __device__ static void mask_blocks(const float *sel, int E, int n_blocks, int ke
     __syncwarp();
 }
 
-__global__ void topk_gating_kernel(const float *logits, const float *select_bias, moe_gate_cfg cfg,
-                                   int T, int32_t *topk_idx, float *topk_w, int32_t *expert_counts,
-                                   float *prob_sum) {
-    extern __shared__ unsigned char smem[];
+/* One token, one warp. Writes idx/weights and adds the token's statistics to the block's shared
+ * accumulators (bcnt, bprob). */
+__device__ static void gate_token(const float *l, const float *select_bias, const moe_gate_cfg &cfg,
+                                  int t, int lane, float *s, float *sel, float *bscore,
+                                  unsigned char *allowed, int32_t *topk_idx, float *topk_w,
+                                  int *bcnt, float *bprob) {
     const int E = cfg.num_experts, K = cfg.top_k;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    /* per warp: s[E], sel[E], bscore[E], allowed[E] */
-    float *s = reinterpret_cast<float *>(smem) + (size_t)warp * 3 * E;
-    float *sel = s + E, *bscore = s + 2 * E;
-    unsigned char *allowed = smem + (size_t)kWarpsPerBlock * 3 * E * sizeof(float) + (size_t)warp * E;
-    const int t = blockIdx.x * kWarpsPerBlock + warp;
-    if (t >= T) return; /* whole warp leaves together */
-    const float *l = logits + (size_t)t * E;
-
     if (cfg.score == MOE_SCORE_SOFTMAX) {
         float mx = -INFINITY;
         for (int e = lane; e < E; e += 32) mx = fmaxf(mx, l[e]);
@@ -137,7 +130,7 @@ __global__ void topk_gating_kernel(const float *logits, const float *select_bias
         if (lane == 0) allowed[best.i] = 0;
         __syncwarp();
     }
-    if (lane == 0) {
+    if (lane == 0) { /* same operations, same order as the CPU */
         float w[MOE_MAX_TOP_K];
         for (int k = 0; k < K; k++) w[k] = s[idx[k]];
         if (cfg.norm_topk) {
@@ -149,18 +142,44 @@ __global__ void topk_gating_kernel(const float *logits, const float *select_bias
         for (int k = 0; k < K; k++) {
             topk_idx[(size_t)t * K + k] = idx[k];
             topk_w[(size_t)t * K + k] = w[k] * cfg.routed_scaling;
-            if (expert_counts) atomicAdd(&expert_counts[idx[k]], 1);
+            atomicAdd(&bcnt[idx[k]], 1);
         }
     }
-    if (prob_sum) {
-        float norm = 1.0f;
-        if (cfg.score == MOE_SCORE_SIGMOID) {
-            float sum = 0.0f;
-            for (int e = lane; e < E; e += 32) sum += s[e];
-            norm = warp_sum(sum);
-        }
-        for (int e = lane; e < E; e += 32)
-            atomicAdd(&prob_sum[e], cfg.score == MOE_SCORE_SIGMOID ? s[e] / norm : s[e]);
+    float norm = 1.0f;
+    if (cfg.score == MOE_SCORE_SIGMOID) {
+        float sum = 0.0f;
+        for (int e = lane; e < E; e += 32) sum += s[e];
+        norm = warp_sum(sum);
+    }
+    for (int e = lane; e < E; e += 32)
+        atomicAdd(&bprob[e], cfg.score == MOE_SCORE_SIGMOID ? s[e] / norm : s[e]);
+    __syncwarp(); /* s/sel/allowed are reused by this warp's next token */
+}
+
+/* Warps stride over tokens; the load statistics are reduced in shared memory per block and added
+ * to global memory once per block and expert (T*E global float atomics would serialise on E
+ * addresses). */
+__global__ void topk_gating_kernel(const float *logits, const float *select_bias, moe_gate_cfg cfg,
+                                   int T, int32_t *topk_idx, float *topk_w, int32_t *expert_counts,
+                                   float *prob_sum) {
+    extern __shared__ unsigned char smem[];
+    const int E = cfg.num_experts;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    /* block: bprob[E] bcnt[E]; per warp: s[E] sel[E] bscore[E]; then per warp allowed[E] */
+    float *bprob = reinterpret_cast<float *>(smem);
+    int *bcnt = reinterpret_cast<int *>(bprob + E);
+    float *s = reinterpret_cast<float *>(bcnt + E) + (size_t)warp * 3 * E;
+    float *sel = s + E, *bscore = s + 2 * E;
+    unsigned char *allowed = smem + (size_t)(2 + 3 * kWarpsPerBlock) * E * 4 + (size_t)warp * E;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) bprob[e] = 0.0f, bcnt[e] = 0;
+    __syncthreads();
+    for (int t = blockIdx.x * kWarpsPerBlock + warp; t < T; t += gridDim.x * kWarpsPerBlock)
+        gate_token(logits + (size_t)t * E, select_bias, cfg, t, lane, s, sel, bscore, allowed,
+                   topk_idx, topk_w, bcnt, bprob);
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        if (expert_counts && bcnt[e]) atomicAdd(&expert_counts[e], bcnt[e]);
+        if (prob_sum) atomicAdd(&prob_sum[e], bprob[e]);
     }
 }
 
@@ -173,11 +192,17 @@ extern "C" int moe_topk_gating_gpu(const float *logits, const float *select_bias
     if (expert_counts) MOE_CUDA_TRY(cudaMemsetAsync(expert_counts, 0, (size_t)E * sizeof(int32_t), st));
     if (prob_sum) MOE_CUDA_TRY(cudaMemsetAsync(prob_sum, 0, (size_t)E * sizeof(float), st));
     if (T == 0) return MOE_OK;
-    size_t smem = (size_t)kWarpsPerBlock * E * (3 * sizeof(float) + 1);
+    const size_t smem = (size_t)E * ((2 + 3 * kWarpsPerBlock) * 4 + kWarpsPerBlock);
     if (smem > 48 * 1024)
         MOE_CUDA_TRY(cudaFuncSetAttribute(topk_gating_kernel,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    topk_gating_kernel<<<moe_blocks(T, kWarpsPerBlock), kWarpsPerBlock * 32, smem, st>>>(
+    /* enough blocks to fill the GPU several times over; each warp then handles several tokens */
+    int device = 0, sms = 0;
+    MOE_CUDA_TRY(cudaGetDevice(&device));
+    MOE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    unsigned blocks = moe_blocks(T, kWarpsPerBlock);
+    if (blocks > (unsigned)sms * 8u) blocks = (unsigned)sms * 8u;
+    topk_gating_kernel<<<blocks, kWarpsPerBlock * 32, smem, st>>>(
         logits, select_bias, *cfg, T, topk_idx, topk_w, expert_counts, prob_sum);
     MOE_LAUNCH_CHECK();
     return MOE_OK;

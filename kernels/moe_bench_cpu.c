@@ -75,7 +75,7 @@ static uint64_t splitmix64(uint64_t *st) {
     return z ^ (z >> 31);
 }
 
-static void fill_uniform_bf16(moe_bf16 *v, size_t n, double scale, uint64_t *st) {
+void moe_bench_fill_bf16(moe_bf16 *v, size_t n, double scale, uint64_t *st) {
     for (size_t i = 0; i < n; i++) {
         double u = (double)(splitmix64(st) >> 11) * 0x1.0p-53; /* [0,1) */
         v[i] = moe_f32_to_bf16((float)((2.0 * u - 1.0) * scale));
@@ -158,14 +158,14 @@ int moe_bench_cpu_create(const moe_bench_shape *s, moe_bench_cpu **out) {
         moe_bench_cpu_destroy(b);
         return MOE_ENOMEM;
     }
-    fill_uniform_bf16(b->w_gate, (size_t)H * E, 1.0 / sqrt(H), &st);
-    fill_uniform_bf16(b->w1, (size_t)b->EL * H * F, 1.0 / sqrt(H), &st);
-    fill_uniform_bf16(b->w3, (size_t)b->EL * H * F, 1.0 / sqrt(H), &st);
-    fill_uniform_bf16(b->w2, (size_t)b->EL * F * H, 1.0 / sqrt(F), &st);
+    moe_bench_fill_bf16(b->w_gate, (size_t)H * E, 1.0 / sqrt(H), &st);
+    moe_bench_fill_bf16(b->w1, (size_t)b->EL * H * F, 1.0 / sqrt(H), &st);
+    moe_bench_fill_bf16(b->w3, (size_t)b->EL * H * F, 1.0 / sqrt(H), &st);
+    moe_bench_fill_bf16(b->w2, (size_t)b->EL * F * H, 1.0 / sqrt(F), &st);
     /* one layer's worth of routing on every rank, then the receive side */
     for (int r = 0; r < R; r++) {
         bench_rank *k = &b->rk[r];
-        fill_uniform_bf16(k->x, (size_t)T * H, 1.0, &st);
+        moe_bench_fill_bf16(k->x, (size_t)T * H, 1.0, &st);
         moe_router_logits_cpu(k->x, b->w_gate, k->logits, T, H, E);
         int rc = moe_topk_gating_cpu(k->logits, NULL, &b->cfg, T, k->idx, k->w, k->gate_counts, k->prob_sum);
         if (rc == MOE_OK) rc = moe_dispatch_layout_cpu(k->idx, T, K, E, R, b->capacity, &k->lay);

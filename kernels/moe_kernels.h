@@ -25,8 +25,10 @@
  *    They enqueue work on the stream and return a moe_status (launch errors are checked with
  *    cudaGetLastError); they do not synchronise unless stated.
  *  - Determinism: every CPU reference is deterministic. GPU results equal the CPU's bit for bit for
- *    selection, layout, permute, combine and all-to-all; GEMM-based results (router logits, expert
- *    FFN) differ only by FP32 summation order (tolerances in tests/test_gpu_kernels.c).
+ *    the dispatch layout, permute, combine and all-to-all, and for top-K selection given the same
+ *    scores; scores/weights (warp-tree softmax sums, device expf), load statistics (float atomics)
+ *    and GEMM results (router logits, expert FFN: FP32 summation order) agree within the
+ *    tolerances stated in tests/test_gpu_kernels.c.
  *
  * Build/link: moesim_kernels (kernels/ *.c) holds every CPU reference and the CPU bench API.
  * moesim_cuda (kernels/ *.cu) holds the GPU side and defines MOESIM_HAVE_CUDA=1 PUBLIC, so any
@@ -257,7 +259,9 @@ int moe_router_logits_gpu(void *cublas, const moe_bf16 *x, const moe_bf16 *w_gat
 int moe_topk_gating_gpu(const float *logits, const float *select_bias, const moe_gate_cfg *cfg,
                         int T, int32_t *topk_idx, float *topk_w, int32_t *expert_counts,
                         float *prob_sum, void *stream);
-/* Device scratch for the layout (CUB radix sort + scans); query with work = NULL. */
+/* Device scratch for the layout (CUB radix sort + scans): call with work = NULL to get
+ * *work_bytes, then again with a buffer of that size. Expert ids must lie in [0, E) (the gating
+ * kernel guarantees it; only the CPU version checks). */
 int moe_dispatch_layout_gpu(const int32_t *topk_idx, int T, int K, int E, int R, int capacity,
                             const moe_dispatch_layout *out, void *work, size_t *work_bytes,
                             void *stream);
@@ -333,6 +337,9 @@ typedef struct {
     double comm_bytes;
 } moe_kernel_work;
 int moe_kernel_work_of(moe_kernel_id id, const moe_bench_shape *shape, moe_kernel_work *work);
+
+/* The deterministic input generator of both benches: uniform in [-scale, scale), splitmix64. */
+void moe_bench_fill_bf16(moe_bf16 *v, size_t n, double scale, uint64_t *state);
 
 /* CPU: all buffers preallocated by create; run executes the kernel exactly once (for all R
  * in-process ranks for the a2a kernels, for rank 0 otherwise). The caller times run(). */

@@ -65,3 +65,24 @@ extern "C" void rail_xfer_wait_all(rail_xfer *xs, size_t n) {
     sg4::Comm::wait_all(comms);
     for (size_t i = 0; i < n; i++) delete xs[i];
 }
+
+extern "C" long rail_xfer_wait_any(rail_xfer *xs, size_t n) {
+    std::vector<sg4::CommPtr> comms;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < n; i++) {
+        if (!xs[i]) continue;
+        if (!xs[i]->comm) { /* empty transfer: complete already */
+            delete xs[i];
+            xs[i] = nullptr;
+            return (long)i;
+        }
+        comms.push_back(xs[i]->comm);
+        index.push_back(i);
+    }
+    if (comms.empty()) return -1;
+    const ssize_t k = sg4::Comm::wait_any(comms);
+    const size_t i = index[(size_t)k];
+    delete xs[i];
+    xs[i] = nullptr;
+    return (long)i;
+}

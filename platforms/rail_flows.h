@@ -30,6 +30,9 @@ rail_xfer rail_xfer_start(sg_host_t src, sg_host_t dst, double bytes);
 void rail_xfer_wait(rail_xfer x);
 /* Wait for all n transfers (each released). */
 void rail_xfer_wait_all(rail_xfer *xs, size_t n);
+/* Wait until one of the n transfers (NULL entries are skipped) completes; releases it, sets its
+ * entry to NULL and returns its index (-1 when every entry is NULL). */
+long rail_xfer_wait_any(rail_xfer *xs, size_t n);
 
 #ifdef __cplusplus
 }

@@ -16,17 +16,19 @@ static const model_cfg MODELS[] = {
      .head_dim = 128, .kv_heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .rope_head_dim = 64,
      .v_head_dim = 128, .ffn_hidden = 18432, .ffn_act = FFN_SWIGLU, .experts = 256, .shared_experts = 1,
      .expert_hidden = 2048, .top_k = 8, .expert_groups = 8, .topk_groups = 4, .vocab = 129280,
-     .seq_len = 4096, .attention = ATTN_MLA, .tie_embeddings = 0},
+     .seq_len = 4096, .attention = ATTN_MLA, .tie_embeddings = 0, .published_active_params = 37e9},
     {.preset = "mixtral-8x7b", .layers = 32, .dense_layers = 0, .hidden = 4096, .heads = 32,
      .head_dim = 128, .kv_heads = 8, .v_head_dim = 128, .ffn_hidden = 14336, .ffn_act = FFN_SWIGLU,
      .experts = 8, .shared_experts = 0, .expert_hidden = 14336, .top_k = 2, .vocab = 32000,
-     .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0},
+     .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 12.9e9},
     {.preset = "gpt3-175b", .layers = 96, .dense_layers = 96, .hidden = 12288, .heads = 96,
      .head_dim = 128, .kv_heads = 96, .v_head_dim = 128, .ffn_hidden = 49152, .ffn_act = FFN_GELU,
-     .experts = 0, .vocab = 50257, .seq_len = 2048, .attention = ATTN_MHA, .tie_embeddings = 1},
+     .experts = 0, .vocab = 50257, .seq_len = 2048, .attention = ATTN_MHA, .tie_embeddings = 1,
+     .published_active_params = 175e9},
     {.preset = "llama3-405b", .layers = 126, .dense_layers = 126, .hidden = 16384, .heads = 128,
      .head_dim = 128, .kv_heads = 8, .v_head_dim = 128, .ffn_hidden = 53248, .ffn_act = FFN_SWIGLU,
-     .experts = 0, .vocab = 128256, .seq_len = 8192, .attention = ATTN_GQA, .tie_embeddings = 0},
+     .experts = 0, .vocab = 128256, .seq_len = 8192, .attention = ATTN_GQA, .tie_embeddings = 0,
+     .published_active_params = 405e9},
 };
 
 /* 512 nodes x 8 GPUs, one 400 Gb/s NIC per GPU on its rail, 32 nodes under one leaf per rail. */

@@ -21,10 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_rng.h>
-
 #include "sim/expert_load.h"
 #include "sim/model.h"
+#include "sim/routing.h"
 #include "sim/schedule.h"
 
 /* ---- names -------------------------------------------------------------------------------------- */
@@ -32,6 +31,15 @@ const char *op_kind_name(op_kind k) {
     static const char *n[] = {"compute", "a2a_dispatch", "a2a_combine", "send", "recv",
                               "reduce_scatter", "all_gather", "all_reduce"};
     return k < OP_NKINDS ? n[k] : "?";
+}
+const char *op_kind_label(op_kind k) {
+    static const char *n[] = {"COMPUTE", "A2A_DISPATCH", "A2A_COMBINE", "SEND", "RECV",
+                              "REDUCE_SCATTER", "ALL_GATHER", "ALL_REDUCE"};
+    return k < OP_NKINDS ? n[k] : "?";
+}
+const char *group_kind_name(group_kind k) {
+    static const char *n[] = {"EP", "TP", "DP_DENSE", "DP_EXPERT"};
+    return k < GROUP_NKINDS ? n[k] : "?";
 }
 const char *kernel_name(kernel_kind k) {
     static const char *n[] = {"none", "embed_fwd", "embed_bwd", "attn_fwd", "attn_bwd_input",
@@ -71,10 +79,9 @@ int program_group_of(const program *p, int rank, group_kind kind) {
     return p->rank_group[rank * GROUP_NKINDS + kind];
 }
 int program_draw_of(const program *p, int layer, int mb) {
-    /* a fixed integer hash (splitmix-style) so that neighbouring (layer, mb) use unrelated draws */
-    uint64_t x = (uint64_t)(layer + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(mb + 1) * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31; x *= 0x94D049BB133111EBull; x ^= x >> 29;
-    return (int)(x % (uint64_t)p->n_draws);
+    int l = layer - p->moe_first_layer;
+    if (l < 0 || l >= p->n_moe_layers || mb < 0 || mb >= p->micro_batches) return 0;
+    return p->draw_of[l * p->micro_batches + mb];
 }
 
 /* ---- groups ------------------------------------------------------------------------------------------ */
@@ -127,79 +134,129 @@ static void build_groups(program *p) {
     free(fill);
 }
 
-/* ---- routing --------------------------------------------------------------------------------------------
- * LOCAL STUB until sim/routing.h (H5) lands: expected-value routing. Expert popularity p_e from the
- * distribution (uniform, zipf ~ rank^-s, hot: one expert takes hot_share), every source rank sends
- * T*K*p_e token-expert pairs to expert e, capped at capacity cf*T_group*K/E per expert when drop is on
- * (excess dropped proportionally from every source). The draws of the pool are identical under this
- * stub; the draw/pool machinery is in place for the sampled routing that replaces it. */
-static void routing_popularity(const scenario *s, double *pe, int E) {
-    const routing_cfg *rc = &s->routing;
-    double sum = 0;
-    for (int e = 0; e < E; e++) {
-        switch (rc->distribution) {
-        case ROUTE_ZIPF: pe[e] = pow(e + 1.0, -rc->zipf_s); break;
-        default: pe[e] = 1.0; break;
-        }
-        sum += pe[e];
-    }
-    for (int e = 0; e < E; e++) pe[e] /= sum;
-    if (rc->distribution == ROUTE_HOT && E > 1 && rc->hot_expert >= 0 && rc->hot_expert < E) {
-        for (int e = 0; e < E; e++) pe[e] = (1.0 - rc->hot_share) / (E - 1);
-        pe[rc->hot_expert] = rc->hot_share;
-    }
+/* ---- routing (sim/routing.h; see "Routing" in program.h) ------------------------------------------------
+ * Distinct samples of the pool. Uniform and hot routing have one law for all layers: ROUTING_POOL_DRAWS
+ * samples of it. Zipf and trace have a law per MoE layer: ROUTING_POOL_DRAWS laws cycled over the
+ * layers, one sample each. routing.h suggests 2-4 / 4-8 for the <= 2 s step; every distinct sample
+ * is A2A_NKINDS distinct SimGrid patterns per EP-group placement. */
+#define ROUTING_POOL_DRAWS 4
+
+static double *dup_scaled(const double *src, size_t n, double scale) {
+    double *d = malloc((n ? n : 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++) d[i] = src[i] * scale;
+    return d;
 }
 
-static void build_routing(program *p, gsl_rng *rng) {
+/* The four a2a matrices of one routing sample (kinds as in program.h). */
+static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
     const scenario *s = p->scn;
-    int n = p->ep, E = s->model.experts, K = s->model.top_k;
-    p->n_draws = E > 0 ? 8 : 1;
-    p->n_patterns = p->n_draws * A2A_NKINDS;
-    p->patterns = calloc((size_t)p->n_patterns, sizeof *p->patterns);
-    p->recv_tokens = calloc((size_t)p->n_draws * n, sizeof(double));
-    p->expert_tokens = calloc((size_t)p->n_draws * (E > 0 ? E : 1), sizeof(double));
-    if (E <= 0) return;
-    (void)rng;   /* the sampled routing (H5) draws from it */
-    double T = p->tokens_per_mb / (double)p->tp;  /* tokens per EP rank (tp ranks share a sequence) */
-    double *pe = malloc((size_t)E * sizeof(double));
-    routing_popularity(s, pe, E);
-    double cap = s->routing.capacity_factor > 0 && s->routing.drop
-                 ? s->routing.capacity_factor * T * n * K / E : INFINITY;
-    double kept_total = 0, want_total = T * n * K;
-    int per = E / n;
-    for (int dr = 0; dr < p->n_draws; dr++) {
-        double *et = p->expert_tokens + (size_t)dr * E;
-        for (int e = 0; e < E; e++) {
-            double want = T * n * K * pe[e];
-            et[e] = want < cap ? want : cap;
-        }
-        double h = s->model.hidden;
-        for (int k = 0; k < A2A_NKINDS; k++) {
-            a2a_matrix *m = &p->patterns[dr * A2A_NKINDS + k];
-            m->kind = k; m->draw = dr;
-            m->bytes = calloc((size_t)n * n, sizeof(double));
-            double dt = k == A2A_DISPATCH_F ? dtype_bytes(s->precision.dispatch)
-                      : k == A2A_COMBINE_F ? dtype_bytes(s->precision.combine) : 2.0;
+    int n = rs->n_ranks, nn = rs->n_nodes;
+    double h = s->model.hidden, grad = 2.0;   /* backward all-to-alls carry BF16 gradients */
+    for (int k = 0; k < A2A_NKINDS; k++) {
+        a2a_matrix *m = &p->patterns[draw * A2A_NKINDS + k];
+        m->kind = k; m->draw = draw;
+        m->is_combine = k == A2A_COMBINE_F || k == A2A_COMBINE_B;
+        switch (k) {
+        case A2A_DISPATCH_F:
+            m->bytes = dup_scaled(rs->dispatch_bytes, (size_t)n * n, 1.0);
+            m->node_bytes = dup_scaled(rs->dispatch_node_bytes, (size_t)n * nn, 1.0);
+            break;
+        case A2A_COMBINE_F:
+            m->bytes = dup_scaled(rs->combine_bytes, (size_t)n * n, 1.0);
+            m->node_bytes = dup_scaled(rs->combine_node_bytes, (size_t)n * nn, 1.0);
+            break;
+        case A2A_DISPATCH_B:
+            m->bytes = dup_scaled(rs->dispatch_tokens, (size_t)n * n, h * grad);
+            m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
+            break;
+        default: /* A2A_COMBINE_B: transpose of the dispatch token sets */
+            m->bytes = malloc((size_t)n * n * sizeof(double));
             for (int i = 0; i < n; i++)
-                for (int j = 0; j < n; j++) {
-                    double pairs = 0;      /* token-expert pairs rank i -> experts of rank j */
-                    for (int e = j * per; e < (j + 1) * per; e++) pairs += et[e] / n;
-                    int src = (k == A2A_DISPATCH_F || k == A2A_DISPATCH_B) ? i : j;
-                    int dst = (k == A2A_DISPATCH_F || k == A2A_DISPATCH_B) ? j : i;
-                    m->bytes[src * n + dst] = pairs * h * dt;
-                    if (src != dst) m->total_bytes += pairs * h * dt;
-                }
+                for (int j = 0; j < n; j++) m->bytes[j * n + i] = rs->dispatch_tokens[i * n + j] * h * grad;
+            m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
+            break;
         }
-        for (int j = 0; j < n; j++)
-            for (int e = j * per; e < (j + 1) * per; e++) p->recv_tokens[dr * n + j] += et[e];
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) if (i != j) m->total_bytes += m->bytes[i * n + j];
     }
-    for (int e = 0; e < E; e++) kept_total += p->expert_tokens[e];
-    p->dropped_token_fraction = want_total > 0 ? 1.0 - kept_total / want_total : 0;
-    expert_load_stats st;
-    if (expert_load_analyze(p->expert_tokens, (size_t)E, &st) == 0) {
-        p->expert_load_cv = st.cv; p->expert_load_max_min = st.max_min; p->expert_load_gini = st.gini;
+    for (int j = 0; j < n; j++) p->recv_tokens[(size_t)draw * n + j] = rs->rank_tokens[j];
+    memcpy(p->expert_tokens + (size_t)draw * rs->n_experts, rs->expert_tokens, (size_t)rs->n_experts * sizeof(double));
+}
+
+/* Draw the routing of the step: the pool's sample for every (MoE layer, micro-batch), its patterns,
+ * and the statistics of the samples used. */
+static int build_routing(program *p, moe_error *err) {
+    const scenario *s = p->scn;
+    int n = p->ep, E = s->model.experts, m = p->micro_batches;
+    p->moe_first_layer = E > 0 ? s->model.dense_layers : s->model.layers;
+    p->n_moe_layers = E > 0 ? s->model.layers - s->model.dense_layers : 0;
+    p->draw_of = calloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
+    p->step_expert_tokens = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
+    if (E <= 0 || p->n_moe_layers <= 0) {
+        p->n_draws = 1; p->n_patterns = 0;
+        p->recv_tokens = calloc((size_t)n, sizeof(double));
+        p->expert_tokens = calloc(1, sizeof(double));
+        return 0;
     }
-    free(pe);
+    const program_group *g0 = &p->groups[0];           /* EP group 0: replica 0, stage 0, tp 0 */
+    int *gpus = malloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) gpus[i] = program_gpu_of_rank(p, g0->ranks[i]);
+    routing_ctx *ctx = routing_ctx_create(s, gpus, err);
+    free(gpus);
+    if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
+    int laws = routing_ctx_layer_laws(ctx);
+    int per_law = laws > 1 ? 1 : ROUTING_POOL_DRAWS;
+    routing_pool *pool = routing_pool_create(ctx, per_law, laws > 1 ? ROUTING_POOL_DRAWS : 0, err);
+    if (!pool) { routing_ctx_free(ctx); return err->code ? err->code : EXIT_RUNTIME; }
+    p->a2a_n_nodes = routing_ctx_n_nodes(ctx);
+
+    int cap = ROUTING_POOL_DRAWS + 1, n_distinct = 0;
+    const routing_sample **distinct = malloc((size_t)cap * sizeof *distinct);
+    long *uses = calloc((size_t)cap, sizeof(long));
+    int rc = 0;
+    for (int l = 0; l < p->n_moe_layers && rc == 0; l++)
+        for (int mb = 0; mb < m; mb++) {
+            const routing_sample *rs = routing_pool_get(pool, l, mb, 0);
+            if (!rs) { rc = moe_error_set(err, EXIT_RUNTIME, "routing: out of memory"); break; }
+            int d = 0;
+            while (d < n_distinct && distinct[d] != rs) d++;
+            if (d == n_distinct) {
+                if (n_distinct == cap) {
+                    cap *= 2;
+                    distinct = realloc(distinct, (size_t)cap * sizeof *distinct);
+                    uses = realloc(uses, (size_t)cap * sizeof(long));
+                }
+                distinct[n_distinct] = rs; uses[n_distinct++] = 0;
+            }
+            uses[d]++;
+            p->draw_of[l * m + mb] = d;
+        }
+    if (rc == 0) {
+        p->n_draws = n_distinct;
+        p->n_patterns = n_distinct * A2A_NKINDS;
+        p->patterns = calloc((size_t)p->n_patterns, sizeof *p->patterns);
+        p->recv_tokens = calloc((size_t)n_distinct * n, sizeof(double));
+        p->expert_tokens = calloc((size_t)n_distinct * E, sizeof(double));
+        double cv = 0, mm = 0, gini = 0, n_uses = 0;
+        for (int d = 0; d < n_distinct; d++) {
+            const routing_sample *rs = distinct[d];
+            patterns_of_sample(p, d, rs);
+            p->routed_pairs += uses[d] * rs->assignments;
+            p->dropped_pairs += uses[d] * rs->dropped;
+            for (int e = 0; e < E; e++) p->step_expert_tokens[e] += uses[d] * rs->expert_tokens[e];
+            expert_load_stats st;
+            if (expert_load_analyze(rs->expert_tokens, (size_t)E, &st) == 0) {
+                cv += uses[d] * st.cv; mm += uses[d] * st.max_min; gini += uses[d] * st.gini;
+            }
+            n_uses += uses[d];
+        }
+        p->dropped_token_fraction = p->routed_pairs > 0 ? (double)p->dropped_pairs / p->routed_pairs : 0;
+        p->expert_load_cv = cv / n_uses; p->expert_load_max_min = mm / n_uses; p->expert_load_gini = gini / n_uses;
+    }
+    free(distinct); free(uses);
+    routing_pool_free(pool);
+    routing_ctx_free(ctx);
+    return rc;
 }
 
 /* ---- per-layer quantities -------------------------------------------------------------------------------- */
@@ -608,10 +665,8 @@ int program_build(const scenario *s, program **out, moe_error *err) {
         p->stage_layer_end[ms] = (int)((long)(ms + 1) * s->model.layers / n_ms);
     }
     build_groups(p);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, (unsigned long)s->seed);
-    build_routing(p, rng);
-    gsl_rng_free(rng);
+    int rrc = build_routing(p, err);
+    if (rrc) { program_free(p); return rrc; }
 
     layer_info li;
     model_count(&s->model, &li.mc);
@@ -650,5 +705,6 @@ void program_free(program *p) {
     free(p->groups); free(p->group_members); free(p->rank_group);
     for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); }
     free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
+    free(p->draw_of); free(p->step_expert_tokens);
     free(p);
 }

@@ -52,11 +52,29 @@
  * whole list. Executors may run on the stage lists directly (the fast executor does) or on
  * materialised lists (the full-fidelity and live executors, tests); both must give the same result.
  *
- * Routing. All-to-all byte matrices live in program.patterns (one per routing draw and a2a kind).
- * Routing is drawn from a pool of `n_draws` independent draws (gsl_rng mt19937 seeded from the
- * scenario seed); (MoE layer, micro-batch) -> draw is a fixed hash. The draw depends on neither the
- * replica nor the stage's EP group, so replicas without a fault are exactly identical — which is what
- * lets the fast executor simulate one representative replica (step_exec.h).
+ * Routing (sim/routing.h). Token routing is sampled per (MoE layer, micro-batch) from a routing pool
+ * (routing_pool_create over the routing context of EP group 0: uniform / zipf / hot / trace laws,
+ * group- and node-limited top-k, capacity factor with drop or dropless). Every EP group of every
+ * replica asks the pool with group index 0, so the sample of (layer, micro-batch) is the same for all
+ * of them. Why that is exact rather than a shortcut: every EP group routes its own tokens, drawn from
+ * the same law with the same capacity, and every EP group spans the same node pattern (ep-inner:
+ * ep*tp/gpus_per_node consecutive nodes; dp-inner: the same dp-strided pattern), so the groups'
+ * routings are identically distributed; sampling one realisation per (layer, micro-batch) and
+ * giving it to all of them is a draw from the same distribution, and it makes healthy replicas
+ * bit-identical, which the replica shortcut of step_exec.h relies on. What it does not model is
+ * independent noise between groups (two groups' different hot ranks in the same layer); the imbalance
+ * of each all-to-all is a real sample's. The pool holds a few distinct samples (n_draws); draw_of
+ * maps each (MoE layer, micro-batch) to the sample the pool gives it.
+ * All-to-all byte matrices live in program.patterns, A2A_NKINDS per distinct sample:
+ *   A2A_DISPATCH_F  dispatch_bytes (dispatch dtype), node_bytes = DeepEP RDMA payload rank i -> node k
+ *   A2A_COMBINE_F   combine_bytes (combine dtype; rank j -> token owner i), node_bytes[i][k] = the
+ *                   payload node k -> rank i (partial outputs reduced inside node k, sent once)
+ *   A2A_DISPATCH_B  gradient of the combine: the dispatch's token sets in BF16, dispatch direction
+ *   A2A_COMBINE_B   gradient of the dispatch: the combine's token sets in BF16, combine direction
+ * Combine-direction patterns (is_combine) are priced by the executor as their mirror image (every
+ * flow reversed: the dispatch-shaped transpose with node_bytes as rank i -> node k), which has the
+ * same completion time on the rail fabric because every link is split-duplex with equal capacity in
+ * both directions and routes are symmetric.
  */
 #ifndef MOESIM_PROGRAM_H
 #define MOESIM_PROGRAM_H
@@ -144,9 +162,11 @@ typedef struct {
 typedef struct {
     a2a_kind kind;
     int draw;                 /* routing draw it comes from */
-    double *bytes;            /* ep*ep row-major, rank i -> rank j */
-    double *node_bytes;       /* ep * n_nodes (DeepEP per-destination-node RDMA payload), or NULL */
-    double total_bytes;
+    double *bytes;            /* ep*ep row-major, rank i -> rank j (real direction of the bytes) */
+    double *node_bytes;       /* ep * n_nodes (DeepEP per-destination-node RDMA payload), or NULL;
+                                 dispatch kinds: rank i -> node k; combine kinds: node k -> rank i */
+    double total_bytes;       /* off-diagonal bytes */
+    int is_combine;           /* 1 for A2A_COMBINE_F / A2A_COMBINE_B (see "Routing" above) */
 } a2a_matrix;
 
 typedef struct {
@@ -179,7 +199,18 @@ typedef struct program {
     a2a_matrix *patterns;
     double *recv_tokens;      /* n_draws * ep: token-expert pairs each EP index receives (after drop) */
     double *expert_tokens;    /* n_draws * experts: token-expert pairs each routed expert processes */
+    /* statistics of the samples the step actually uses (every (MoE layer, micro-batch), weighted by
+     * use): dropped pairs / routed pairs; per-all-to-all expert-load CV, max/min and Gini (the mean
+     * over uses of each sample's per-expert metrics) */
     double dropped_token_fraction, expert_load_cv, expert_load_max_min, expert_load_gini;
+    /* added by H4b: */
+    int moe_first_layer;      /* first MoE transformer block (model.dense_layers) */
+    int n_moe_layers;
+    int *draw_of;             /* n_moe_layers * micro_batches: sample index of (MoE layer, mb) */
+    int a2a_n_nodes;          /* nodes spanned by EP group 0 (node_bytes' second dimension) */
+    double *step_expert_tokens; /* experts: pairs each expert id receives, summed over every MoE layer
+                                   and micro-batch of one replica (EP groups of tp index 0) */
+    long routed_pairs, dropped_pairs; /* summed the same way */
     /* totals */
     double model_flops_per_step;   /* sum over all ranks' compute ops (for MFU) */
 } program;
@@ -208,7 +239,9 @@ static inline int program_n_ops(const program *p, int rank) {
     return p->stage_n_ops[s];
 }
 
-const char *op_kind_name(op_kind k);
+const char *op_kind_name(op_kind k);      /* "a2a_dispatch" ...: trace event names (trace.h) */
+const char *op_kind_label(op_kind k);     /* "A2A_DISPATCH" ...: the IR name, for messages */
+const char *group_kind_name(group_kind k);/* "EP", "TP", "DP_DENSE", "DP_EXPERT" */
 const char *kernel_name(kernel_kind k);
 const char *phase_name(op_phase ph);
 const char *stream_name(stream_kind s);

@@ -77,15 +77,17 @@
  * Nodes are indexed 0..n_nodes-1 in ascending global node id (routing_ctx_nodes()).
  *
  * ---- Performance and the sample pool (for the step simulator) -------------------------------------
- * One draw is O(tokens * K) with no allocation: the seed-4096 shape (64 ranks x 4096 tokens, 256
- * experts, top-8, groups 8/4, node_limit 4) takes ~tens of ms on one core (tests/bench_routing.c
- * prints the figure). A step has 58 MoE layers x 60 micro-batches x 4 groups, far too many draws, so
+ * One draw is O(tokens * K) with no allocation. The seed-4096 shape (64 ranks x 4096 tokens = 2.1M
+ * assignments, 256 experts, top-8) measured by tests/bench_routing.c on the shared 2-core dev VM
+ * (CPU time, under load): ~50 ms unconstrained, ~80 ms with groups 8/4 + node_limit 4 (half of the
+ * draws are rejected by the limits once they are full), ~140 ms for zipf 1.2 (duplicates of the
+ * popular experts). The time goes to mt19937 and to unpredictable accept/reject branches. A step has 58 MoE layers x 60 micro-batches x 4 groups, far too many draws, so
  * the step simulator should draw a POOL: routing_pool_create(ctx, samples_per_layer, max_laws)
  * holds `samples_per_layer` distinct samples per distinct layer law (zipf/trace: one law per MoE
  * layer, optionally capped to max_laws laws cycled over the layers; uniform/hot: the law is the same
  * in every layer, so all layers share the same samples_per_layer samples) and maps every
  * (layer, micro-batch, group) onto one of them by a hash. Samples are drawn lazily on first use.
- * Cost: (distinct laws x samples_per_layer) draws and as many samples of memory (~130 KB each at
+ * Cost: (distinct laws x samples_per_layer) draws and as many samples of memory (~150 KB each at
  * ep=64). Suggested for the <= 2 s step: uniform/hot 2-4 samples in all (~0.1-0.4 s); zipf/trace
  * max_laws 4-8 with 1 sample each. A sample drives every micro-batch and group mapped to it, so the
  * step sees the imbalance of a real draw (which rank is hot, how skewed) rather than an average.

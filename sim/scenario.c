@@ -342,18 +342,20 @@ static int check_layout(const scenario *s, moe_error *err) {
                  L->micro_batch, attn_dp, per_round);
         return bad_int(s, err, "layout.global_batch", L->global_batch, exp);
     }
-    /* DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe asserts it): an even number of stages and
-     * an even number of micro-batches, at least twice the stages. One stage has no pipeline at all. */
+    /* DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe asserts it) feeds the batch from both ends
+     * of the pipeline: an even number of stages, an even number of micro-batches split between the two
+     * directions. (The reference code also wants >= 2*pp micro-batches; fewer only lengthens the
+     * bubble, which the plan and step levels model, so it is not rejected here.) One stage has no
+     * pipeline at all. */
     long long micro_batches = L->global_batch / per_round;
     if (L->schedule == SCHED_DUALPIPE && L->pp > 1) {
         if (L->pp % 2 != 0)
             return bad_int(s, err, "layout.pp", L->pp, "an even number of stages for the \"dualpipe\" schedule");
-        if (micro_batches % 2 != 0 || micro_batches < 2LL * L->pp) {
+        if (micro_batches % 2 != 0) {
             snprintf(val, sizeof val, "%d (%lld micro-batches per pipeline)", L->global_batch, micro_batches);
             return moe_error_input(err, s->file, "layout.global_batch", val,
-                                   "an even number of micro-batches, at least 2*layout.pp = %d, for the "
-                                   "\"dualpipe\" schedule",
-                                   2 * L->pp);
+                                   "an even number of micro-batches for the \"dualpipe\" schedule (half "
+                                   "enter at each end of the pipeline)");
         }
     }
     return 0;
@@ -407,6 +409,24 @@ static int check_ids(const scenario *s, moe_error *err) {
     for (int i = 0; i < s->faults.n_links; i++) {
         snprintf(label, sizeof label, "faults.links[%d].gpu", i);
         if (check_gpu_id(s, err, label, s->faults.links[i].gpu)) return EXIT_BADINPUT;
+    }
+    for (int i = 0; i < s->faults.n_stalls; i++) {
+        const stall_fault *st = &s->faults.stalls[i];
+        snprintf(label, sizeof label, "faults.stalls[%d].gpu", i);
+        if (check_gpu_id(s, err, label, st->gpu)) return EXIT_BADINPUT;
+        char val[32];
+        if (st->layer >= s->model.layers) {
+            snprintf(label, sizeof label, "faults.stalls[%d].layer", i);
+            snprintf(val, sizeof val, "%d", st->layer);
+            return moe_error_input(err, s->file, label, val, "a block index below model.layers = %d",
+                                   s->model.layers);
+        }
+        if (st->micro_batch >= scn_micro_batches(s)) {
+            snprintf(label, sizeof label, "faults.stalls[%d].micro_batch", i);
+            snprintf(val, sizeof val, "%d", st->micro_batch);
+            return moe_error_input(err, s->file, label, val, "a micro-batch index below %d (micro-batches per step)",
+                                   scn_micro_batches(s));
+        }
     }
     for (int i = 0; i < s->output.n_trace_ranks; i++) {
         snprintf(label, sizeof label, "output.trace_ranks[%d]", i);

@@ -48,6 +48,7 @@ typedef struct {
     int seq_len;
     attention_kind attention;
     int tie_embeddings;  /* bool */
+    double published_active_params; /* model card's headline active count (6N estimate); 0 = none */
 } model_cfg;
 
 /* ---- cluster ---------------------------------------------------------------------------------- */

@@ -71,6 +71,16 @@ static const scn_field LINK_ITEMS[] = {
      .flags = SCN_REQUIRED | SCN_MIN_OPEN},
 };
 
+/* faults.stalls: the rank on `gpu` stops before (layer, micro_batch) and never arrives again. */
+static const scn_field STALL_ITEMS[] = {
+    {.path = "gpu", .type = SF_INT, .offset = offsetof(stall_fault, gpu), .min = 0, .max = NOMAX,
+     .flags = SCN_REQUIRED},
+    {.path = "layer", .type = SF_INT, .offset = offsetof(stall_fault, layer), .min = 0, .max = NOMAX,
+     .flags = SCN_REQUIRED},
+    {.path = "micro_batch", .type = SF_INT, .offset = offsetof(stall_fault, micro_batch), .min = 0,
+     .max = NOMAX, .flags = SCN_REQUIRED},
+};
+
 /* Upper bounds on counts keep every product the consumers form (gpus, tp*pp, ...) inside int. */
 #define MAX_NODES (1 << 20)
 #define MAX_GPUS_PER_NODE 1024
@@ -104,6 +114,9 @@ const scn_field scn_fields[] = {
     F_INT("model.expert_groups", model.expert_groups, 0, NOMAX),
     F_INT("model.topk_groups", model.topk_groups, 0, NOMAX),
     F_BOOL("model.tie_embeddings", model.tie_embeddings),
+    /* the headline active-parameter count a model card publishes (0 = none): the 6N estimate of the
+     * back-of-the-envelope (seed 003: 6 x 37e9) uses it, the exact per-layer counts do not */
+    F_NONNEG("model.published_active_params", model.published_active_params),
 
     F_PRESET("cluster.preset", cluster.preset, preset_cluster_names),
     F_INT("cluster.nodes", cluster.nodes, 1, MAX_NODES),
@@ -186,6 +199,8 @@ const scn_field scn_fields[] = {
      .items = SLOW_GPU_ITEMS, .n_items = 2},
     {.path = "faults.links", .type = SF_OBJ_LIST, .offset = OFF(faults.links), .size = sizeof(link_fault),
      .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 3},
+    {.path = "faults.stalls", .type = SF_OBJ_LIST, .offset = OFF(faults.stalls), .size = sizeof(stall_fault),
+     .count_offset = OFF(faults.n_stalls), .max_count = SCN_MAX_FAULTS, .items = STALL_ITEMS, .n_items = 3},
 
     F_ENUM("step.fidelity", step.fidelity, scn_fidelity_names),
 

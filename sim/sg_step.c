@@ -137,15 +137,20 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     }
     step_exec_opts eo = {.comm = &comm, .price = NULL, .price_ctx = &cm, .shortcut = 1};
     step_exec_result xr;
-    /* first run without traces tells the slowest rank for the default trace subset; the executor is
-     * deterministic, so a traced rerun reproduces it exactly (only when a trace is asked for) */
+    /* first run without traces tells the slowest rank (or the hang) for the default trace subset; the
+     * executor is deterministic, so a traced rerun reproduces it exactly (only when a trace is asked
+     * for). A hang (a stalled rank) returns EXIT_RUNTIME naming the culprit, and its trace is still
+     * written so that simdiag can read it. */
     int rc = step_exec_run(p, &eo, &xr, err);
-    if (rc == 0 && opt && opt->trace_path) {
-        if (n_trace == 0) n_trace = trace_default_ranks(p, xr.slowest_rank, trace_ranks, SCN_MAX_TRACE_RANKS);
+    if ((rc == 0 || xr.hang.found) && opt && opt->trace_path) {
+        if (n_trace == 0) n_trace = step_trace_default_ranks(p, &xr, trace_ranks, SCN_MAX_TRACE_RANKS);
         step_exec_result_free(&xr);
         eo.n_trace_ranks = n_trace; eo.trace_ranks = trace_ranks;
         rc = step_exec_run(p, &eo, &xr, err);
-        if (rc == 0) rc = trace_write(opt->trace_path, p, &xr, err);
+        if (rc == 0 || xr.hang.found) {
+            moe_error werr = {0};
+            if (step_trace_write(opt->trace_path, p, &xr, &werr)) { *err = werr; rc = werr.code; }
+        }
     }
     if (rc == 0) {
         int G = p->n_ranks;
@@ -172,9 +177,20 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddItemToObject(bd, "stages", stage_breakdown(p, &xr));
         cJSON_AddItemToObject(bd, "slowest_ranks", slowest_ranks(p, &xr));
         cJSON_AddItemToObject(bd, "a2a_waits", a2a_waits(p, &xr));
+        cJSON *rt = cJSON_AddObjectToObject(bd, "routing");
+        cJSON_AddNumberToObject(rt, "samples", p->n_draws);
+        cJSON_AddNumberToObject(rt, "routed_pairs", (double)p->routed_pairs);
+        cJSON_AddNumberToObject(rt, "dropped_pairs", (double)p->dropped_pairs);
+        sg_comm_stats cs = sg_comm_get_stats(&comm);
+        cJSON *ct = cJSON_AddObjectToObject(bd, "comm_patterns");
+        cJSON_AddNumberToObject(ct, "queries", (double)cs.queries);
+        cJSON_AddNumberToObject(ct, "memo_hits", (double)cs.hits);
+        cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
+        cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
+        cJSON_AddNumberToObject(ct, "simgrid_wall_s", cs.sim_wall_s);
         out->breakdown = bd;
-        step_exec_result_free(&xr);
     }
+    step_exec_result_free(&xr);
     if (comm.destroy) comm.destroy(comm.ctx);
     program_free(p);
     out->sim_wall_s = wall_now() - t_start;

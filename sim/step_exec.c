@@ -1,6 +1,7 @@
 /* step_exec.c — the fast op-level executor (see step_exec.h for semantics and accounting). */
 #include "sim/step_exec.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,8 @@ typedef struct {
     const program_op *mat;         /* resolved list (materialised mode) */
     double *end;                   /* per op; < 0: not done */
     double *recv_at;               /* per tag: arrival time of the matching SEND; < 0: not yet */
+    double *recv_from;             /* per tag: start of the matching SEND (traced ranks only) */
+    int stop_at;                   /* stalled rank: first op index it never issues; else INT_MAX */
     int cur[STREAM_N];
     double free_t[STREAM_N];
     int arrived, arr_seq;          /* comm stream: arrived at the current collective */
@@ -120,10 +123,18 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
         if (nn == 0 || nodes[nn - 1] != node) nodes[nn++] = node;   /* ascending under both placements */
     }
     const a2a_matrix *am = &p->patterns[pattern];
-    a2a_pattern pat = {.n = n, .gpus = gpus, .bytes = am->bytes, .node_bytes = am->node_bytes,
+    /* combine kinds: price the mirror image (program.h "Routing"): transpose, node_bytes as is */
+    double *mirror = NULL;
+    if (am->is_combine) {
+        mirror = malloc((size_t)n * n * sizeof(double));
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) mirror[j * n + i] = am->bytes[i * n + j];
+    }
+    a2a_pattern pat = {.n = n, .gpus = gpus, .bytes = mirror ? mirror : am->bytes,
+                       .node_bytes = nn == p->a2a_n_nodes ? am->node_bytes : NULL,
                        .n_nodes = nn, .nodes = nodes, .concurrent_groups = p->dp * p->tp};
     *m = x->o->comm->a2a_s(x->o->comm->ctx, &pat);
-    free(gpus); free(nodes);
+    free(gpus); free(nodes); free(mirror);
     return *m;
 }
 
@@ -160,7 +171,7 @@ static double dep_end(exec_ctx *x, rank_state *r, int j, int *binding_is_recv, i
     if (d.kind != OP_RECV) return -1;
     if (r->recv_at[d.tag] < 0) return -1;
     r->end[j] = r->recv_at[d.tag];
-    if (r->trace) { r->trace[j].start_s = r->end[j]; r->trace[j].end_s = r->end[j]; }
+    if (r->trace) { r->trace[j].start_s = r->recv_from[d.tag]; r->trace[j].end_s = r->end[j]; }
 known:;
     const program_op *t = r->mat ? &r->mat[j] : &x->p->stage_ops[0][0];
     if (!r->mat) {
@@ -187,6 +198,7 @@ static void advance(exec_ctx *x, int si) {
             int len = x->stream_len[s * STREAM_N + st];
             while (r->cur[st] < len) {
                 int i = list[r->cur[st]];
+                if (i >= r->stop_at) break;          /* stalled: never issued */
                 program_op o;
                 get_op(x, r, i, &o);
                 double tdep = 0;
@@ -215,7 +227,11 @@ static void advance(exec_ctx *x, int si) {
                 } else if (o.kind == OP_SEND) {
                     t_end = t0 + p2p_time(x, r->rank, o.peer, o.bytes);
                     int ri = x->sim_index[o.peer];
-                    if (ri >= 0) { x->rs[ri].recv_at[o.tag] = t_end; wake(x, ri); }
+                    if (ri >= 0) {
+                        x->rs[ri].recv_at[o.tag] = t_end;
+                        if (x->rs[ri].recv_from) x->rs[ri].recv_from[o.tag] = t0;
+                        wake(x, ri);
+                    }
                     if (r->trace) { r->trace[i].start_s = t0; r->trace[i].end_s = t_end; }
                 } else {
                     group_state *G = &x->gs[o.group];
@@ -271,6 +287,7 @@ static int replica_has_fault(const program *p, int d) {
         int g = program_gpu_of_rank(p, r);
         for (int i = 0; i < f->n_slow_gpus; i++) if (f->slow_gpus[i].gpu == g) return 1;
         for (int i = 0; i < f->n_links; i++) if (f->links[i].gpu == g) return 1;
+        for (int i = 0; i < f->n_stalls; i++) if (f->stalls[i].gpu == g) return 1;
     }
     return 0;
 }
@@ -283,6 +300,139 @@ static double slow_factor(const program *p, int rank) {
     return s;
 }
 
+/* ---- stalls ---------------------------------------------------------------------------------------
+ * stop[r] for every rank: the index of the first op of the forward of (layer, micro_batch) of the
+ * stall on its GPU (the earliest when several), INT_MAX when none. A stall on a GPU outside the
+ * cluster or at a (layer, micro_batch) its rank never runs is bad input. */
+static int stall_stops(const program *p, int *stop, moe_error *err) {
+    const faults_cfg *f = &p->scn->faults;
+    for (int r = 0; r < p->n_ranks; r++) stop[r] = INT_MAX;
+    if (f->n_stalls == 0) return 0;
+    int *rank_of_gpu = malloc((size_t)p->n_ranks * sizeof(int));
+    for (int r = 0; r < p->n_ranks; r++) rank_of_gpu[program_gpu_of_rank(p, r)] = r;
+    int rc = 0;
+    for (int k = 0; k < f->n_stalls && rc == 0; k++) {
+        const stall_fault *sf = &f->stalls[k];
+        char path[64], v[32];
+        if (sf->gpu < 0 || sf->gpu >= p->n_ranks) {
+            snprintf(path, sizeof path, "faults.stalls[%d].gpu", k); snprintf(v, sizeof v, "%d", sf->gpu);
+            rc = moe_error_input(err, p->scn->file, path, v, "a GPU id in 0..%d", p->n_ranks - 1);
+            break;
+        }
+        int r = rank_of_gpu[sf->gpu], d, st, e, t, found = -1;
+        program_coords(p, r, &d, &st, &e, &t);
+        for (int i = 0; i < p->stage_n_ops[st] && found < 0; i++) {
+            const program_op *o = &p->stage_ops[st][i];
+            if (o->phase == PHASE_F && o->layer == sf->layer && o->mb == sf->micro_batch) found = i;
+        }
+        if (found < 0) {
+            int lo = p->n_ranks, hi = -1;   /* the layers this rank runs, for the message */
+            for (int i = 0; i < p->stage_n_ops[st]; i++) {
+                int l = p->stage_ops[st][i].layer;
+                if (l >= 0 && l < lo) lo = l;
+                if (l > hi) hi = l;
+            }
+            snprintf(path, sizeof path, "faults.stalls[%d]", k);
+            snprintf(v, sizeof v, "layer %d, micro_batch %d", sf->layer, sf->micro_batch);
+            rc = moe_error_input(err, p->scn->file, path, v,
+                                 "a (layer, micro_batch) that the rank on GPU %d runs: layers %d..%d "
+                                 "(pipeline stage %d), micro-batches 0..%d", sf->gpu, lo, hi, st,
+                                 p->micro_batches - 1);
+            break;
+        }
+        if (found < stop[r]) stop[r] = found;
+    }
+    free(rank_of_gpu);
+    return rc;
+}
+
+/* ---- hang description --------------------------------------------------------------------------------- */
+static int rank_unfinished(const exec_ctx *x, const rank_state *r) {
+    int d, s, e, t;
+    program_coords(x->p, r->rank, &d, &s, &e, &t);
+    for (int st = 0; st < STREAM_N; st++)
+        if (r->cur[st] < x->stream_len[s * STREAM_N + st]) return 1;
+    return 0;
+}
+
+/* The comm-stream op rank r is at (arrived or not), or -1. */
+static int current_comm_op(const exec_ctx *x, const rank_state *r) {
+    int d, s, e, t;
+    program_coords(x->p, r->rank, &d, &s, &e, &t);
+    int k = s * STREAM_N + STREAM_COMM;
+    return r->cur[STREAM_COMM] < x->stream_len[k] ? x->stream_lists[k][r->cur[STREAM_COMM]] : -1;
+}
+
+/* Index of the op of r that ended last (highest index on ties), -1 when none ran. */
+static int last_executed(const rank_state *r) {
+    int best = -1;
+    for (int i = 0; i < r->n_ops; i++)
+        if (r->end[i] >= 0 && (best < 0 || r->end[i] >= r->end[best])) best = i;
+    return best;
+}
+
+/* Is (sim) rank r blocked inside the collective instance `ref` of its stage list (same op index:
+ * members of one group run the same stage list, and twins in mirrored replicas too)? */
+static int waits_in(const exec_ctx *x, const rank_state *r, int ref) {
+    return r->arrived && current_comm_op(x, r) == ref;
+}
+
+static void describe_hang(exec_ctx *x, const int *rep_sim_of_rank, step_hang *h) {
+    const program *p = x->p;
+    memset(h, 0, sizeof *h);
+    h->culprit = -1;
+    for (int si = 0; si < x->n_sim && h->culprit < 0; si++) {
+        rank_state *r = &x->rs[si];
+        if (r->stop_at == INT_MAX || !rank_unfinished(x, r)) continue;
+        h->culprit = r->rank;
+    }
+    if (h->culprit < 0) return;   /* a genuine deadlock of the program (a bug): no culprit */
+    h->found = 1;
+    rank_state *c = &x->rs[x->sim_index[h->culprit]];
+    int ref = current_comm_op(x, c);
+    h->op_index = ref;
+    h->group = -1; h->layer = OP_NO_LAYER; h->mb = -1;
+    int *in_group = calloc((size_t)p->n_ranks, sizeof(int));
+    if (ref >= 0) {
+        program_op o;
+        program_rank_op(p, c->rank, ref, &o);
+        h->op = (op_kind)o.kind; h->group = o.group; h->group_kind = p->groups[o.group].kind;
+        h->layer = o.layer; h->mb = o.mb; h->phase = o.phase;
+        const program_group *G = &p->groups[o.group];
+        h->waiting = malloc((size_t)G->n * sizeof(int));
+        h->missing = malloc((size_t)G->n * sizeof(int));
+        h->missing_last_op = malloc((size_t)G->n * sizeof(int));
+        for (int m = 0; m < G->n; m++) {
+            int rk = G->ranks[m];
+            rank_state *rr = &x->rs[x->sim_index[rep_sim_of_rank[rk]]];
+            in_group[rk] = 1;
+            if (waits_in(x, rr, ref)) h->waiting[h->n_waiting++] = rk;
+            else {
+                h->missing_last_op[h->n_missing] = last_executed(rr);
+                h->missing[h->n_missing++] = rk;
+            }
+        }
+    }
+    for (int rk = 0; rk < p->n_ranks; rk++) {
+        if (in_group[rk]) continue;
+        if (rank_unfinished(x, &x->rs[x->sim_index[rep_sim_of_rank[rk]]])) h->blocked_elsewhere++;
+    }
+    free(in_group);
+}
+
+static int hang_message(const program *p, const step_hang *h, moe_error *err) {
+    int gpu = program_gpu_of_rank(p, h->culprit), gpn = p->scn->cluster.gpus_per_node;
+    if (h->group < 0)
+        return moe_error_set(err, EXIT_RUNTIME, "step hang: rank %d (node %d GPU %d) stopped and no "
+                             "collective is left in its program; %d other ranks are blocked",
+                             h->culprit, gpu / gpn, gpu, h->blocked_elsewhere);
+    return moe_error_set(err, EXIT_RUNTIME,
+                         "step hang: rank %d (node %d GPU %d) never arrived at %s layer %d mb %d of %s group %d; "
+                         "%d ranks wait there (%d other ranks blocked elsewhere)",
+                         h->culprit, gpu / gpn, gpu, op_kind_label(h->op), h->layer, h->mb,
+                         group_kind_name(h->group_kind), h->group, h->n_waiting, h->blocked_elsewhere);
+}
+
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
     memset(res, 0, sizeof *res);
     if (o->materialized && o->shortcut) return moe_error_set(err, EXIT_RUNTIME, "step_exec: materialized ops need shortcut = 0");
@@ -291,6 +441,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     x.p = p; x.o = o; x.res = res;
     for (int i = 0; i < 4; i++) x.p2p_src[i] = -1;
     res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
+    int *stop = malloc((size_t)p->n_ranks * sizeof(int));
+    if (stall_stops(p, stop, err)) { free(stop); return err->code; }
 
     /* which replicas to simulate */
     int per_rep = p->pp * p->ep * p->tp;
@@ -339,7 +491,9 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->recv_at = malloc((size_t)x.n_tags * sizeof(double));
         for (int i = 0; i < x.n_tags; i++) rs->recv_at[i] = -1;
         rs->slow = slow_factor(p, r);
+        rs->stop_at = stop[r];
     }
+    free(stop);
     /* traces */
     res->n_trace_ranks = o->n_trace_ranks;
     res->trace_ranks = malloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
@@ -353,6 +507,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         if (!rs->trace) {
             rs->trace = malloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
             for (int i = 0; i < rs->n_ops; i++) rs->trace[i].start_s = rs->trace[i].end_s = -1;
+            rs->recv_from = malloc((size_t)x.n_tags * sizeof(double));
+            for (int i = 0; i < x.n_tags; i++) rs->recv_from[i] = -1;
         }
     }
     /* groups: members that are simulated */
@@ -375,28 +531,38 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         x.rs[si].in_queue = 0;
         advance(&x, si);
     }
-    int rc = 0;
-    for (int si = 0; si < x.n_sim && rc == 0; si++) {
-        rank_state *r = &x.rs[si];
-        int d, s, e, t;
-        program_coords(p, r->rank, &d, &s, &e, &t);
-        for (int st = 0; st < STREAM_N; st++)
-            if (r->cur[st] < x.stream_len[s * STREAM_N + st]) {
-                program_op op;
-                get_op(&x, r, x.stream_lists[s * STREAM_N + st][r->cur[st]], &op);
-                rc = moe_error_set(err, EXIT_RUNTIME,
-                                   "step program deadlocked: rank %d stuck on %s op %s (layer %d, mb %d) of stream %s",
-                                   r->rank, op_kind_name(op.kind), kernel_name(op.kernel), op.layer, op.mb,
-                                   stream_name(st));
-                break;
+    /* a rank with ops left means no op can progress any more: a hang (a stalled rank) */
+    int rc = 0, hung = 0;
+    for (int si = 0; si < x.n_sim && !hung; si++) hung = rank_unfinished(&x, &x.rs[si]);
+    int *rep_of = malloc((size_t)p->n_ranks * sizeof(int));   /* rank -> simulated rank */
+    for (int r = 0; r < p->n_ranks; r++) rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep;
+    if (hung) {
+        describe_hang(&x, rep_of, &res->hang);
+        if (res->hang.found) rc = hang_message(p, &res->hang, err);
+        else {
+            /* no rank stopped by itself: the program is wrong (a schedule bug), not the cluster */
+            for (int si = 0; si < x.n_sim && rc == 0; si++) {
+                rank_state *r = &x.rs[si];
+                int d, s, e, t;
+                program_coords(p, r->rank, &d, &s, &e, &t);
+                for (int st = 0; st < STREAM_N && rc == 0; st++)
+                    if (r->cur[st] < x.stream_len[s * STREAM_N + st]) {
+                        program_op op;
+                        get_op(&x, r, x.stream_lists[s * STREAM_N + st][r->cur[st]], &op);
+                        rc = moe_error_set(err, EXIT_RUNTIME,
+                                           "step program deadlocked: rank %d stuck on %s op %s (layer %d, mb %d) of stream %s",
+                                           r->rank, op_kind_name(op.kind), kernel_name(op.kernel), op.layer, op.mb,
+                                           stream_name(st));
+                    }
             }
+        }
     }
 
-    /* results */
-    if (rc == 0) {
+    /* results: complete steps, and hangs (what ran until everyone blocked) */
+    if (rc == 0 || res->hang.found) {
         double step = 0;
         for (int si = 0; si < x.n_sim; si++) if (x.rs[si].end_s > step) step = x.rs[si].end_s;
-        res->step_time_s = step;
+        res->step_time_s = hung ? 0 : step;
         res->n_ranks = p->n_ranks;
         res->compute_s = calloc((size_t)p->n_ranks, sizeof(double));
         res->exposed_comm_s = calloc((size_t)p->n_ranks, sizeof(double));
@@ -407,13 +573,13 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         res->a2a_last_count = calloc((size_t)p->n_ranks, sizeof(int));
         double best = -1;
         for (int r = 0; r < p->n_ranks; r++) {
-            int d = r / per_rep, sr = rep_sim[d] * per_rep + r % per_rep;
+            int sr = rep_of[r];
             rank_state *rs = &x.rs[x.sim_index[sr]];
             double tail = rs->end_s - rs->last_compute_end;
             res->compute_s[r] = rs->compute_s;
             res->optimizer_s[r] = rs->optimizer_s;
-            res->exposed_comm_s[r] = rs->exposed_s + (tail > 0 ? tail : 0);
-            res->bubble_s[r] = rs->bubble_s + (step - rs->end_s);
+            res->exposed_comm_s[r] = rs->exposed_s + (tail > 0 && !hung ? tail : 0);
+            res->bubble_s[r] = rs->bubble_s + (hung ? 0 : step - rs->end_s);
             res->end_s[r] = rs->end_s;
             res->sim_rank[r] = sr;
             res->a2a_last_count[r] = x.a2a_last[sr];
@@ -423,15 +589,22 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int k = 0; k < o->n_trace_ranks; k++) {
             int r = o->trace_ranks[k];
             if (r < 0 || r >= p->n_ranks) continue;
-            int d = r / per_rep, sr = rep_sim[d] * per_rep + r % per_rep;
-            rank_state *rs = &x.rs[x.sim_index[sr]];
+            rank_state *rs = &x.rs[x.sim_index[rep_of[r]]];
             res->trace_times[k] = malloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
             memcpy(res->trace_times[k], rs->trace, (size_t)rs->n_ops * sizeof(op_time));
+            int pend = current_comm_op(&x, rs);
+            if (hung && rs->arrived && pend >= 0) {   /* blocked inside a collective */
+                res->trace_times[k][pend].start_s = rs->arr_t;
+                res->trace_times[k][pend].end_s = -1;
+            }
         }
         res->n_ops_executed = x.executed;
     }
+    free(rep_of);
 
-    for (int si = 0; si < x.n_sim; si++) { free(x.rs[si].end); free(x.rs[si].recv_at); free(x.rs[si].trace); }
+    for (int si = 0; si < x.n_sim; si++) {
+        free(x.rs[si].end); free(x.rs[si].recv_at); free(x.rs[si].recv_from); free(x.rs[si].trace);
+    }
     free(x.rs);
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
     free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.a2a_memo); free(x.coll_memo);
@@ -444,5 +617,6 @@ void step_exec_result_free(step_exec_result *r) {
     free(r->sim_rank); free(r->a2a_last_count);
     for (int k = 0; k < r->n_trace_ranks; k++) free(r->trace_times ? r->trace_times[k] : NULL);
     free(r->trace_times); free(r->trace_ranks);
+    free(r->hang.waiting); free(r->hang.missing); free(r->hang.missing_last_op);
     memset(r, 0, sizeof *r);
 }

@@ -29,6 +29,16 @@
  *                   compute op
  *   bubble_s        compute-stream idle time waiting for a pipeline RECV, plus idle time after the
  *                   rank's last op until the step ends
+ *
+ * Stalled ranks (faults.stalls, seed 000 §3.1 NCCL hang). The rank on a stalled GPU issues its ops in
+ * program order, like the CPU thread that launches kernels, and stops before the first op of the
+ * forward (phase F) of (layer, micro_batch): that op and every later one (by index, on every stream)
+ * never start; ops issued before it still run to completion. Everyone else runs until blocked. When no
+ * op can progress the executor describes the hang (step_hang below) from the blocked state alone —
+ * who waits in which collective instance, who never arrived and what it did last — and returns
+ * EXIT_RUNTIME with a message naming the culprit; the per-rank arrays (compute_s, end_s, ...) and the
+ * traces are still filled with what ran, so that a trace can be written for simdiag. A stall whose
+ * (layer, micro_batch) the rank never runs is bad input (EXIT_BADINPUT, path faults.stalls[i].layer).
  */
 #ifndef MOESIM_STEP_EXEC_H
 #define MOESIM_STEP_EXEC_H
@@ -57,6 +67,21 @@ typedef struct {
 
 typedef struct { double start_s, end_s; } op_time;
 
+/* A hang: the collective instance the (first) culprit never arrived at. Ranks are global; mirrored
+ * replicas count like their representative (their twin blocks exactly where it blocks). */
+typedef struct {
+    int found;                      /* 0: the step completed */
+    int culprit;                    /* first rank that stopped by itself (stalled) */
+    op_kind op;                     /* the collective it never arrived at */
+    group_kind group_kind;
+    int group, layer, mb, phase, op_index;   /* op_index: in the culprit's (stage) op list */
+    int n_waiting, *waiting;        /* members blocked inside that instance */
+    int n_missing, *missing;        /* members that never arrived (the culprit among them) */
+    int *missing_last_op;           /* per missing rank: index of its last executed op (the one that
+                                       ended last), -1 = none ran ("(not started)") */
+    int blocked_elsewhere;          /* other unfinished ranks (waiting on other ops) */
+} step_hang;
+
 typedef struct {
     double step_time_s;
     int n_ranks;
@@ -70,12 +95,16 @@ typedef struct {
     int *a2a_last_count;
     struct { int group, layer, mb, last_rank; double spread_s, start_s; } worst_a2a;
     long n_ops_executed;
-    /* per trace rank: n_ops timings (start == end == -1 for RECV ops) */
+    /* per trace rank: n_ops timings; -1 = never started. RECV: from the matching SEND's start to
+     * its arrival. A collective the rank waits in when the step hangs: start = arrival, end = -1. */
     int n_trace_ranks;
     int *trace_ranks;
     op_time **trace_times;
+    step_hang hang;
 } step_exec_result;
 
+/* 0: the step completed. EXIT_RUNTIME with r->hang.found: the step hung (r is filled; see above).
+ * Other errors leave r empty. Free r with step_exec_result_free in every case. */
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r, moe_error *err);
 void step_exec_result_free(step_exec_result *r);
 

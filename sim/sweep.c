@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/layout_search.h"
 #include "sim/scenario_fields.h"
 
 #define SWEEP_MAX_KEYS 64
@@ -35,7 +36,7 @@ struct sweep {
     cJSON *model_section, *cluster_section;
 };
 
-static const char *const SWEEP_SHAPE = "an object of \"dotted.path\": [values], or {\"zip\": {...}}";
+static const char *const SWEEP_SHAPE = "an object of \"dotted.path\": [values], {\"zip\": {...}} or \"layouts\": \"all\"";
 
 static int add_key(sweep *sw, const cJSON *m, const char *label_prefix, const scenario *base, moe_error *err) {
     const char *key = m->string ? m->string : "";
@@ -119,6 +120,37 @@ static int parse_zip(sweep *sw, const cJSON *zip, const scenario *base, moe_erro
     return add_dim(sw, first, cJSON_GetArraySize(zip->child), base->file, err);
 }
 
+/* "layouts": "all" — every valid TP/PP/EP/DP factorization of the base cluster (sim/layout_search.h),
+ * walked as one zip dimension over layout.tp/pp/ep/dp (cap: the number of valid layouts). */
+static int parse_layouts(sweep *sw, const cJSON *m, const scenario *base, moe_error *err) {
+    if (!cJSON_IsString(m) || strcmp(m->valuestring, "all") != 0) {
+        char val[160];
+        scn_format_value(m, val, sizeof val);
+        return moe_error_input(err, base->file, "sweep.layouts", val,
+                               "\"all\" (every valid tp*pp*ep*dp factorization of the GPU count)");
+    }
+    int n = layouts_enumerate(base, NULL, 0);
+    if (n == 0)
+        return moe_error_input(err, base->file, "sweep.layouts", "\"all\"",
+                               "a cluster and model with at least one valid layout (none of tp*pp*ep*dp = %d "
+                               "passes validation: check global_batch divisibility and experts)", scn_gpus(base));
+    layout_cfg *ls = malloc(sizeof *ls * (size_t)n);
+    layouts_enumerate(base, ls, n);
+    cJSON *zip = cJSON_CreateObject();
+    cJSON *tp = cJSON_AddArrayToObject(zip, "layout.tp"), *pp = cJSON_AddArrayToObject(zip, "layout.pp");
+    cJSON *ep = cJSON_AddArrayToObject(zip, "layout.ep"), *dp = cJSON_AddArrayToObject(zip, "layout.dp");
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(tp, cJSON_CreateNumber(ls[i].tp));
+        cJSON_AddItemToArray(pp, cJSON_CreateNumber(ls[i].pp));
+        cJSON_AddItemToArray(ep, cJSON_CreateNumber(ls[i].ep));
+        cJSON_AddItemToArray(dp, cJSON_CreateNumber(ls[i].dp));
+    }
+    free(ls);
+    int rc = parse_zip(sw, zip, base, err);
+    cJSON_Delete(zip);
+    return rc;
+}
+
 static int parse_sweep(sweep *sw, const cJSON *obj, const scenario *base, moe_error *err) {
     if (!cJSON_IsObject(obj)) {
         char val[160];
@@ -130,6 +162,8 @@ static int parse_sweep(sweep *sw, const cJSON *obj, const scenario *base, moe_er
         int rc;
         if (m->string && strcmp(m->string, "zip") == 0) {
             rc = parse_zip(sw, m, base, err);
+        } else if (m->string && strcmp(m->string, "layouts") == 0) {
+            rc = parse_layouts(sw, m, base, err);
         } else {
             rc = add_key(sw, m, "sweep.", base, err);
             if (!rc) rc = add_dim(sw, sw->n_keys - 1, cJSON_GetArraySize(m), base->file, err);

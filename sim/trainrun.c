@@ -7,6 +7,13 @@
  * linearly, so the simulation jumps from event to event in closed form and never visits a step.
  * Events: failures, checkpoint boundaries, ends of pauses and recoveries, completions of background
  * writes, straggler onsets and detections, loss spikes, the run.max_days cutoff.
+ * No general event queue (heap): the pending events are a fixed, typed set — the next failure (the
+ * failure process keeps one next time per class), the next straggler onset, the oldest undetected
+ * straggler (all share one detection delay, so detections come in onset order), at most one
+ * background write, the end of the current phase, the next spike, the cutoff. A minimum over these
+ * seven slots is cheaper than a heap and fixes the order of ties. Repairs need no events: a spare's
+ * return time only matters when a swap asks for one, so returns are applied then. Steady stretches
+ * of checkpoint cycles between those events are jumped over in closed form (fast_forward).
  *
  * Checkpoints. A boundary comes every k steps counted from the last snapshot (k from the policy:
  *   fixed interval_min, young/daly with delta = write time and M = job MTBF, none = no checkpoints),
@@ -55,14 +62,16 @@
  *
  * ---- Interval search ----------------------------------------------------------------------------
  * The objective is the mean wall time over all trials (common random numbers, sync or async as the
- * scenario says, max_days cutoff lifted to 4x). A grid of 13 intervals, Daly's x 2^(j/3) for
- * j = -6..6, brackets the minimum; then a quadratic in ln(interval) is fitted by least squares
- * (gsl_multifit_linear) around the best grid point, refined on 9 points within a factor sqrt(2) of
- * that fit's vertex, and fitted again. Fitting, rather than golden-section search, averages the
- * Monte Carlo noise over many points: near its minimum the wall time moves by only ~1e-4 for a 5%
- * change of interval, far below the noise of any one point. (The wall time is close to
- * a + b cosh(ln tau - ln tau*) around the optimum — Young's form — so a quadratic in ln tau fits
- * it symmetrically.)
+ * scenario says, max_days cutoff lifted to 4x). A grid of intervals Daly's x 2^(j/3), j = -3..3,
+ * is extended past either end until it brackets the minimum (async checkpoints pause only for the
+ * snapshot, so their optimum can lie far below Daly's, near the write time; async candidates never
+ * go below the write time, where boundaries are deferred anyway). Then a quadratic in ln(interval)
+ * is fitted by least squares (gsl_multifit_linear) around the best grid point, refined on 9 points
+ * within a factor 2^(1/4) of that fit's vertex, and fitted again over the points within a factor
+ * sqrt(2). Fitting, rather than golden-section search, averages the Monte Carlo noise over many
+ * points: near its minimum the wall time moves by only ~1e-4 for a 5% change of interval, far
+ * below the noise of any one point. (The wall time is close to a + b cosh(ln tau - ln tau*) around
+ * the optimum — Young's form — so a quadratic in ln tau fits it symmetrically.)
  */
 #include "sim/trainrun.h"
 
@@ -342,6 +351,55 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     st->train_s_at_snap += wasted;
 }
 
+/* Steady state in closed form. Right after a checkpoint pause, with nothing but checkpoints ahead
+ * until the next failure, straggler event, spike or cutoff, the run repeats one cycle — k steps of
+ * training and one pause (sync: the write; async: the snapshot, its write hidden behind the next
+ * k steps) — and every cycle leaves the state shifted by (cycle time, k steps). Jump over all whole
+ * cycles at once: the same arithmetic the event loop would do, n times in one, so the simulation
+ * costs O(failures) per trial rather than O(checkpoints). Not used when events are being reported
+ * (each checkpoint is an event then) nor when an async write outlasts the interval (no steady
+ * cycle: boundaries are deferred). */
+static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
+    long k = st->k;
+    if (k <= 0 || st->pending || cx->fn) return;
+    double d = pr->step_s * (st->slow_active > 0 ? pr->slowdown : 1.0);
+    double kd = (double)k * d;
+    if (pr->async && !(pr->write_s <= kd)) return;
+    double pause = pr->async ? pr->snapshot_s : pr->write_s;
+    double cycle = kd + pause;
+    double te = failure_process_peek(&cx->fp);
+    if (st->next_onset < pr->n_stragglers && cx->onsets[st->next_onset] < te)
+        te = cx->onsets[st->next_onset];
+    if (st->next_detect < st->next_onset && cx->onsets[st->next_detect] + pr->detect_s < te)
+        te = cx->onsets[st->next_detect] + pr->detect_s;
+    if (pr->max_s < te) te = pr->max_s;
+    double n = floor((te - st->t) / cycle);
+    double n_end = floor(((double)pr->n_steps - 1.0 - st->p) / (double)k);   /* stay before the last boundary */
+    double n_spike = floor((st->pw_spike - st->pw) / (double)k);
+    if (n_end < n) n = n_end;
+    if (n_spike < n) n = n_spike;
+    if (!(n >= 1)) return;
+    while (n >= 1 && st->t + n * cycle > te) n -= 1;   /* rounding guard */
+    if (n < 1) return;
+    st->t += n * cycle;
+    st->p += n * (double)k;
+    st->pw += n * (double)k;
+    st->train_s += n * kd;
+    tot->ckpt_s += n * pause;
+    if (pr->async) {
+        /* the snapshot just taken is being written; the one before it is complete */
+        st->w_end = st->t + pr->write_s;
+        st->p_ckpt = st->p - (double)k;
+        st->train_s_at_ckpt = st->train_s - kd;
+    } else {
+        st->p_ckpt = st->p;
+        st->train_s_at_ckpt = st->train_s;
+    }
+    st->p_snap = st->p;
+    st->train_s_at_snap = st->train_s;
+    st->p_next = next_boundary(pr, k, st->p);
+}
+
 enum { E_WRITE = 0, E_PHASE, E_SPIKE, E_DETECT, E_ONSET, E_FAIL, E_CUTOFF, N_EVENT_KINDS };
 
 static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, trial_totals *tot) {
@@ -368,7 +426,10 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
         case E_WRITE: on_write_done(&st, pr, tot, cx); break;
         case E_PHASE:
             if (st.phase == PH_TRAIN) on_boundary(&st, pr, tot, cx);
-            else if (st.phase == PH_PAUSE) on_pause_end(&st, pr, tot, cx);
+            else if (st.phase == PH_PAUSE) {
+                on_pause_end(&st, pr, tot, cx);
+                if (st.phase == PH_TRAIN) fast_forward(cx, pr, &st, tot);
+            }
             else { st.phase = PH_TRAIN; st.rec_kind = REC_NONE; emit(cx, st.t, TR_EV_RESUME, -1, -1, 0, 0); }
             break;
         case E_SPIKE: on_spike(&st, pr, tot, cx, d); break;
@@ -583,9 +644,18 @@ static double objective(trial_ctx *cx, const run_params *pr, int trials, search_
     return f;
 }
 
+/* Candidate intervals in whole steps. Async: never shorter than the write — a shorter interval is
+ * deferred to the write's end anyway (trainrun.c header), so it only adds events. */
+static long min_search_steps(const run_params *pr) {
+    double k = pr->async ? ceil(pr->write_s / pr->step_s - 1e-9) : 1;
+    if (k < 1) k = 1;
+    return k < (double)pr->n_steps ? (long)k : pr->n_steps;
+}
+
 static long steps_of(double x_ln_steps, const run_params *pr) {
     double kk = floor(exp(x_ln_steps) + 0.5);
-    if (kk < 1) kk = 1;
+    double k_min = (double)min_search_steps(pr);
+    if (kk < k_min) kk = k_min;
     if (kk > (double)pr->n_steps) kk = (double)pr->n_steps;
     return (long)kk;
 }
@@ -634,16 +704,30 @@ static double search_interval_s(trial_ctx *cx, const run_params *pr_in, int tria
     run_params pr = *pr_in;
     pr.max_s = 4.0 * pr_in->max_s;
     search_memo m = {0};
-    double x_daly = log(tau_daly_s / pr.step_s);
-    /* 1. grid: Daly x 2^(j/3), j = -6..6 */
-    for (int j = -6; j <= 6; j++) objective(cx, &pr, trials, &m, steps_of(x_daly + j * M_LN2 / 3, &pr));
+    double x_daly = log(tau_daly_s / pr.step_s), dx = M_LN2 / 3;
+    /* 1. grid: Daly x 2^(j/3), j = -3..3, extended a point at a time past whichever end holds the
+     *    minimum (async checkpoints, whose pause is not the write, can put it far from Daly's) */
+    int lo = -3, hi = 3;
+    for (int j = lo; j <= hi; j++) objective(cx, &pr, trials, &m, steps_of(x_daly + j * dx, &pr));
+    for (int guard = 0; guard < 24; guard++) {
+        int best = 0;
+        for (int i = 1; i < m.n; i++)
+            if (m.f[i] < m.f[best]) best = i;
+        long k_lo = steps_of(x_daly + lo * dx, &pr), k_hi = steps_of(x_daly + hi * dx, &pr);
+        int j;
+        if (m.k[best] == k_lo && k_lo > min_search_steps(&pr)) j = --lo;
+        else if (m.k[best] == k_hi && k_hi < pr.n_steps) j = ++hi;
+        else break;
+        objective(cx, &pr, trials, &m, steps_of(x_daly + j * dx, &pr));
+    }
     int best = 0;
     for (int i = 1; i < m.n; i++)
         if (m.f[i] < m.f[best]) best = i;
     double x1 = log((double)m.k[best]);
     double v;
     if (fit_vertex(&m, x1, M_LN2 + 1e-9, &v)) x1 = v;
-    /* 2. refine: 9 points within a factor sqrt(2) of the first estimate, then fit again */
+    /* 2. refine: 9 points within a factor 2^(1/4) of the first estimate, then fit again over
+     *    every point within a factor sqrt(2) */
     for (int i = -4; i <= 4; i++) objective(cx, &pr, trials, &m, steps_of(x1 + i * M_LN2 / 16, &pr));
     double x2;
     if (!fit_vertex(&m, x1, M_LN2 / 2, &x2)) {
@@ -722,6 +806,11 @@ static int simulate(const scenario *s, const plan_result *plan, double step_time
 int trainrun_simulate(const scenario *s, const plan_result *plan, double step_time_s,
                       trainrun_result *out, moe_error *err) {
     return simulate(s, plan, step_time_s, 0, s->run.trials, 1, NULL, NULL, out, err);
+}
+
+int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, double step_time_s,
+                                trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, step_time_s, 0, s->run.trials, 0, NULL, NULL, out, err);
 }
 
 int trainrun_trial_events(const scenario *s, const plan_result *plan, double step_time_s, int trial,

@@ -39,6 +39,11 @@ int trainrun_simulate(const scenario *s, const plan_result *plan, double step_ti
                       trainrun_result *out, moe_error *err);
 void trainrun_result_to_json(const trainrun_result *r, struct cJSON *obj);
 
+/* The same with the interval search switched off (best_interval_min = NAN): the Monte Carlo alone,
+ * for sweeps that only need the policy's result, and for timing it. */
+int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, double step_time_s,
+                                trainrun_result *out, moe_error *err);
+
 /* ---- one trial, event by event (tests, timelines) ---------------------------------------------- */
 typedef enum {
     TR_EV_FAILURE = 0,     /* cls, rank */

@@ -1,77 +1,90 @@
-/* bench_step.c — wall time and peak RSS to simulate one step of the seed layout (seed 003:
+/* bench_step.c — wall time and peak RSS of step_simulate() on scenarios/seed-4096.json (seed 003:
  * deepseek-v3, 4096 H800, PP16 x EP64 x DP4, DualPipe, global batch 15360 x 4096 tokens -> 60
- * micro-batches per pipeline). Goal (issue 3): <= 2 s and <= 2 GB on one core.
- * Uses scenarios/seed-4096.json when scenario_load can read it, else builds the same scenario from the
- * presets. Times the fast executor with the analytic comm model (program build + op-level DES) and
- * prints the step breakdown. */
+ * micro-batches per pipeline), with everything step_simulate does in fast mode: the program with
+ * sampled routing (sim/routing.h), the SimGrid pattern model (sg_comm_create: one flow-level run per
+ * distinct pattern, memoized), the cost model, the op-level executor with the replica shortcut.
+ * Goal (issue 3): <= 2 s and <= 2 GB on one core of this machine.
+ *
+ * Prints wall and CPU time (the CPU time is what one core spends; the wall time includes whatever
+ * else runs on the machine), peak RSS, the step breakdown, how many distinct communication patterns
+ * SimGrid simulated and the memo hit rate, and the hot-expert what-if of scenarios/hot-expert.json
+ * when it loads. Run from the repository root (make bench does). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
-#include "sim/comm.h"
-#include "sim/costmodel.h"
-#include "sim/presets.h"
-#include "sim/program.h"
-#include "sim/step_exec.h"
+#include <cjson/cJSON.h>
 
-static double now(void) {
+#include "sim/scenario.h"
+#include "sim/step.h"
+
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-static void seed_scenario(scenario *s) {
-    memset(s, 0, sizeof *s);
-    strcpy(s->name, "seed-4096");
-    s->seed = 42;
-    preset_model("deepseek-v3", &s->model);
-    preset_cluster("h800-8rail", &s->cluster);
-    s->layout = (layout_cfg){.tp = 1, .pp = 16, .ep = 64, .dp = 4, .zero = 1, .micro_batch = 1,
-                             .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
-                             .placement = PLACE_EP_INNER};
-    s->routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .zipf_s = 1.2, .hot_expert = 3,
-                               .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1};
-    s->precision = (precision_cfg){DT_FP8, DT_FP8, DT_BF16, DT_FP32};
+static double num(const cJSON *o, const char *path) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *cur = o;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, ".")) cur = cJSON_GetObjectItem(cur, tok);
+    return cJSON_IsNumber(cur) ? cur->valuedouble : -1;
+}
+
+static void print_result(const scenario *s, const step_result *r) {
+    printf("  step: %.3f s  compute %.3f s  exposed comm %.3f s  bubble %.3f s  optimizer %.4f s (means over ranks)\n",
+           r->step_time_s, r->compute_s, r->exposed_comm_s, r->bubble_s, r->optimizer_s);
+    printf("  %.1f TFLOP/s per GPU, MFU %.3f (BF16 peak %.0f), tokens/s/GPU %.0f\n", r->tflops_per_gpu, r->mfu,
+           s->cluster.gpu.bf16_tflops, r->tokens_per_s_per_gpu);
+    printf("  routing: %.0f samples, dropped %.4f%% of pairs, expert load CV %.4f max/min %.3f Gini %.4f; slowest rank %d\n",
+           num(r->breakdown, "routing.samples"), 100 * r->dropped_token_fraction, r->expert_load_cv,
+           r->expert_load_max_min, r->expert_load_gini, r->slowest_rank);
+    double q = num(r->breakdown, "comm_patterns.queries"), h = num(r->breakdown, "comm_patterns.memo_hits");
+    printf("  SimGrid: %.0f distinct patterns simulated (%.0f flows, %.3f s inside SimGrid), %.0f queries, memo hit rate %.1f%%\n",
+           num(r->breakdown, "comm_patterns.simulated"), num(r->breakdown, "comm_patterns.flows"),
+           num(r->breakdown, "comm_patterns.simgrid_wall_s"), q, q > 0 ? 100 * h / q : 0);
 }
 
 int main(void) {
+    const char *path = "scenarios/seed-4096.json";
     scenario s;
-    seed_scenario(&s);
     moe_error err = {0};
-    double t0 = now();
-    program *p = NULL;
-    if (program_build(&s, &p, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    double t1 = now();
-    costmodel cm = costmodel_from_cluster(&s.cluster);
-    comm_model comm = comm_analytic_create(&s);
-    step_exec_opts o = {.comm = &comm, .price_ctx = &cm, .shortcut = 1};
-    step_exec_result r;
-    if (step_exec_run(p, &o, &r, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    double t2 = now();
+    if (scenario_load(path, &s, NULL, &err)) { fprintf(stderr, "bench_step: %s\n", err.msg); return 1; }
+    double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    step_result r;
+    if (step_simulate(&s, NULL, &r, &err)) { fprintf(stderr, "bench_step: %s\n", err.msg); return 1; }
+    double wall = clock_s(CLOCK_MONOTONIC) - w0, cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double rss_gb = ru.ru_maxrss / 1048576.0;
-    double c = 0, e = 0, b = 0, op = 0;
-    for (int i = 0; i < r.n_ranks; i++) { c += r.compute_s[i]; e += r.exposed_comm_s[i]; b += r.bubble_s[i]; op += r.optimizer_s[i]; }
-    int G = r.n_ranks;
-    double tflops = p->model_flops_per_step / r.step_time_s / G / 1e12;
-    long ops = 0;
-    for (int st = 0; st < p->pp; st++) ops += p->stage_n_ops[st];
-    printf("bench_step: seed-4096 (deepseek-v3, %d GPUs, PP%d x EP%d x DP%d, %s, %d micro-batches)\n",
-           G, p->pp, p->ep, p->dp, "dualpipe", p->micro_batches);
-    printf("  program: %ld ops per pipeline (%.0f per stage), %d ranks (%d simulated, %d replica(s)), %ld ops executed\n",
-           ops, (double)ops / p->pp, G, r.n_simulated_ranks, r.n_simulated_replicas, r.n_ops_executed);
-    printf("  wall: build %.3f s + execute %.3f s = %.3f s   goal 2 s   ratio %.2f\n", t1 - t0, t2 - t1, t2 - t0, (t2 - t0) / 2.0);
-    printf("  peak RSS: %.3f GB   goal 2 GB   ratio %.2f\n", rss_gb, rss_gb / 2.0);
-    printf("  step: %.3f s  compute %.3f s  exposed comm %.3f s  bubble %.3f s  optimizer %.4f s (means over ranks)\n",
-           r.step_time_s, c / G, e / G, b / G, op / G);
-    printf("  %.1f TFLOP/s per GPU, MFU %.3f (BF16 peak %.0f), tokens/s/GPU %.0f, comm model %s\n",
-           tflops, tflops / s.cluster.gpu.bf16_tflops, s.cluster.gpu.bf16_tflops,
-           (double)s.layout.global_batch * s.model.seq_len / r.step_time_s / G, comm.name);
-    step_exec_result_free(&r);
-    if (comm.destroy) comm.destroy(comm.ctx);
-    program_free(p);
+    printf("bench_step: %s (%s, %d GPUs, PP%d x EP%d x DP%d, %s routing, capacity %.2f %s)\n", path,
+           s.model.preset, scn_gpus(&s), s.layout.pp, s.layout.ep, s.layout.dp,
+           s.routing.distribution == ROUTE_UNIFORM ? "uniform" : "non-uniform", s.routing.capacity_factor,
+           s.routing.drop ? "drop" : "dropless");
+    printf("  step_simulate: wall %.3f s, CPU %.3f s   goal 2 s   ratio (CPU) %.2f   ops executed %.0f\n", wall, cpu,
+           cpu / 2.0, num(r.breakdown, "ops_executed"));
+    printf("  peak RSS: %.3f GB   goal 2 GB   ratio %.3f\n", rss_gb, rss_gb / 2.0);
+    print_result(&s, &r);
+    double base_step = r.step_time_s;
+    step_result_free(&r);
+
+    /* the what-if: seed 000's incident, one expert in 60% of the tokens (same process, same SimGrid
+     * engine: sg_comm_create allows a second model of the same cluster) */
+    scenario hot = s;
+    hot.routing.distribution = ROUTE_HOT;
+    hot.routing.hot_expert = 3;
+    hot.routing.hot_share = 0.6;
+    w0 = clock_s(CLOCK_MONOTONIC); c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (step_simulate(&hot, NULL, &r, &err)) { fprintf(stderr, "bench_step (hot): %s\n", err.msg); return 1; }
+    wall = clock_s(CLOCK_MONOTONIC) - w0; cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    printf("hot expert 3 in 60%% of tokens (same scenario): wall %.3f s, CPU %.3f s\n", wall, cpu);
+    print_result(&hot, &r);
+    printf("  step time x%.3f vs uniform; slowest rank %d holds expert 3: %s\n", r.step_time_s / base_step,
+           r.slowest_rank, (r.slowest_rank % (s.layout.ep * s.layout.tp)) / s.layout.tp == 3 / (s.model.experts / s.layout.ep)
+               ? "yes" : "no");
+    step_result_free(&r);
     return 0;
 }

@@ -20,6 +20,8 @@ static inline void fx_scenario(scenario *s, int layers, int experts, int pp, int
     s->model.dense_layers = experts > 0 ? 0 : layers;
     s->model.experts = experts;
     s->model.top_k = experts > 0 ? (experts < 8 ? 2 : 8) : 0;
+    s->model.expert_groups = 0;   /* group-limited routing off: the fixtures' expert counts are small */
+    s->model.topk_groups = 0;
     s->model.seq_len = 1024;
     s->cluster.gpus_per_node = gpn;
     s->cluster.nodes = pp * ep * dp / gpn;

@@ -96,7 +96,7 @@ static const bad_case CASES[] = {
     {"deeply_nested_value", "model.layers", "got {\"a\":", "integer", -1},
     {"dense_model_with_ep", "layout.ep", "got 64", "dense model", -1},
     {"dualpipe_odd_stages", "layout.pp", "got 3", "even", -1},
-    {"dualpipe_few_microbatches", "layout.global_batch", "2 micro-batches", "2*layout.pp = 32", -1},
+    {"dualpipe_odd_microbatches", "layout.global_batch", "15 micro-batches", "even number of micro-batches", -1},
     {"name_with_slash", "name", "got \"runs/a\"", "letters", -1},
     {"null_for_int", "layout.pp", "got null", "integer", -1},
     {"weibull_shape_zero", "reliability.weibull_shape", "got 0", "> 0", -1},

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <cmocka.h>
@@ -150,6 +151,107 @@ static void test_dualpipe_runs(void **st) {
     program_free(prog);
 }
 
+/* DualPipe's overlap, by hand. One MoE layer per model stage; every all-to-all takes c; the compute
+ * is priced so that exactly one block of k seconds sits on the compute stream behind each of the four
+ * all-to-alls of a layer: unpermute_bwd, shared_expert_fwd, shared_expert_bwd_input, unpermute_fwd
+ * (attention F/B give the pipeline its shape; every other kernel is free). The program emits an
+ * overlapped F/B pair as segments S1 T1 S2 T2 S3 T3 (each ending right after an all-to-all):
+ *   compute: [attn_f] | unp_b (k) | shared_f (k) expert_f | shared_b (k) expert_b | unpermute_f (k) | perm_b ...
+ *   comm:     dispF      dispB      combF                  combB
+ * Let t be the dispatch of F, excess = max(0, c - k), and beta the time unp_b waits for the B item's
+ * gradient RECV after t (a pipeline bubble inside the pair; 0 when the gradient is there).
+ *   c <= k: each all-to-all runs under the next block; the pair exposes nothing, whatever beta.
+ *   c > k:  the comm stream is the bottleneck (four all-to-alls back to back, FIFO). beta <= excess:
+ *           perm_b starts at t + 4c; the compute stream ran 4k and idled beta on the RECV, so the
+ *           all-to-alls expose 4 excess - beta. beta > excess: dispB is issued after dispF finished,
+ *           perm_b starts at t + beta + k + 3c: exposed 3 excess. Together: 4 excess - min(beta, excess).
+ * An item that is not paired (warm-up, cool-down, DualPipe's middle ranks) overlaps only its shared
+ * expert with its dispatch and nothing with its combine: it exposes excess + c.
+ * So per rank: exposed = sum over pairs (4 excess - min(beta, excess)) + lone F/B items * (excess + c),
+ * pairs and lone items counted from the schedule (schedule_stage), beta read off the traced timeline. */
+typedef struct { double a, b, k; } overlap_costs;
+static double overlap_price(void *c, const program *p, int rank, const program_op *o) {
+    (void)p; (void)rank;
+    const overlap_costs *q = c;
+    switch (o->kernel) {
+    case K_ATTN_FWD: return q->a;
+    case K_ATTN_BWD_INPUT: return q->b;
+    case K_UNPERMUTE_BWD: case K_SHARED_EXPERT_FWD: case K_SHARED_EXPERT_BWD_INPUT: case K_UNPERMUTE_FWD: return q->k;
+    default: return 0;
+    }
+}
+
+/* Sum over the overlapped pairs of rank `rank` of min(beta, excess); counts the pairs in *n_pairs. A
+ * pair's unpermute_bwd follows its F's dispatch directly (only the B's RECV or head_loss_bwd between). */
+static double pair_beta_sum(const program *p, int rank, const op_time *tt, double excess, int *n_pairs) {
+    double sum = 0;
+    *n_pairs = 0;
+    for (int i = 0; i < p->stage_n_ops[rank]; i++) {
+        program_op o;
+        program_rank_op(p, rank, i, &o);
+        if (o.kind != OP_COMPUTE || o.kernel != K_UNPERMUTE_BWD) continue;
+        int j = i - 1;
+        program_op q;
+        for (; j >= 0; j--) {
+            program_rank_op(p, rank, j, &q);
+            if (!(q.kind == OP_RECV || (q.kind == OP_COMPUTE && q.kernel == K_HEAD_LOSS_BWD))) break;
+        }
+        if (j < 0 || q.kind != OP_A2A_DISPATCH || q.phase != PHASE_F) continue;
+        (*n_pairs)++;
+        double t = tt[j].start_s;    /* the dispatch starts when S1's compute ends (ep = 1) */
+        double beta = tt[i].start_s - t;
+        sum += beta < excess ? beta : excess;
+    }
+    return sum;
+}
+
+static void check_dualpipe_overlap(int pp, int m, double c, double k) {
+    scenario s;
+    fx_scenario(&s, pp, 4, pp, 1, 1, pp, SCHED_DUALPIPE, 1, m);
+    program *prog = NULL;
+    moe_error err = {0};
+    assert_int_equal(program_build(&s, &prog, &err), 0);
+    fx_comm_costs cc = {c, 0, 0};
+    comm_model cm = fx_comm(&cc);
+    overlap_costs q = {.a = 2e-3, .b = 4e-3, .k = k};
+    int *ranks = malloc((size_t)pp * sizeof(int));
+    for (int i = 0; i < pp; i++) ranks[i] = i;
+    step_exec_opts o = {.comm = &cm, .price = overlap_price, .price_ctx = &q, .shortcut = 1,
+                        .n_trace_ranks = pp, .trace_ranks = ranks};
+    step_exec_result r;
+    assert_int_equal(step_exec_run(prog, &o, &r, &err), 0);
+    schedule_spec sp = {.kind = SCHED_DUALPIPE, .pp = pp, .vpp = 1, .m = m, .n_chunks = 2};
+    double excess = c > k ? c - k : 0;
+    for (int st = 0; st < pp; st++) {
+        sched_item *it = NULL;
+        int n = schedule_stage(&sp, st, &it), pairs = 0, lone = 0, found = 0;
+        for (int i = 0; i < n; i++) {
+            if (it[i].overlap_next) { pairs++; i++; continue; }
+            if (it[i].phase != SI_W) lone++;
+        }
+        free(it);
+        double beta = pair_beta_sum(prog, st, r.trace_times[st], excess, &found);
+        assert_int_equal(found, pairs);
+        assert_true(pairs > 0);
+        double expect = pairs * 4 * excess - beta + lone * (excess + c);
+        assert_true(fabs(r.exposed_comm_s[st] - expect) < 1e-12);
+        if (c <= k) assert_true(fabs(r.exposed_comm_s[st] - lone * c) < 1e-12);   /* pairs hide all */
+    }
+    step_exec_result_free(&r);
+    free(ranks);
+    program_free(prog);
+}
+
+static void test_dualpipe_overlap_by_hand(void **st) {
+    (void)st;
+    double k = 1e-3;
+    double cs[] = {0.25e-3, 0.5e-3, 1e-3, 1.2e-3, 1.5e-3, 3e-3};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        check_dualpipe_overlap(4, 16, cs[i], k);
+        check_dualpipe_overlap(8, 32, cs[i], k);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_1f1b_bubble),
@@ -157,6 +259,7 @@ int main(void) {
         cmocka_unit_test(test_items_order),
         cmocka_unit_test(test_send_recv_match),
         cmocka_unit_test(test_dualpipe_runs),
+        cmocka_unit_test(test_dualpipe_overlap_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "sim/costmodel.h"
 #include "sim/results.h"
 #include "sim/step_exec.h"
 #include "sim/trace.h"
@@ -130,13 +131,14 @@ static void test_trace_valid(void **st) {
     comm_model cm = fx_comm(&cc);
     fx_compute_costs k = {.F = 1e-3, .B = 1.5e-3, .W = 5e-4, .expert = 4e-4};
     int ranks[8];
-    int n = trace_default_ranks(p, 5, ranks, 8);
+    step_exec_result r0 = {.slowest_rank = 5};
+    int n = step_trace_default_ranks(p, &r0, ranks, 8);
     step_exec_opts o = {.comm = &cm, .price = fx_price, .price_ctx = &k, .shortcut = 1,
                         .n_trace_ranks = n, .trace_ranks = ranks};
     step_exec_result r;
     assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
     const char *path = "/tmp/moesim_test_step_trace.json";
-    assert_int_equal(trace_write(path, p, &r, &err), 0);
+    assert_int_equal(step_trace_write(path, p, &r, &err), 0);
     char *text = read_file_text(path, &err);
     assert_non_null(text);
     cJSON *doc = cJSON_Parse(text);
@@ -158,6 +160,138 @@ static void test_trace_valid(void **st) {
     program_free(p);
 }
 
+/* ---- routing (sim/routing.h) drives the step -------------------------------------------------------- */
+
+/* Hot-expert routing (seed 000: one expert in 60% of the tokens) with the roofline cost model and the
+ * analytic comm model: the holder of the hot expert computes the most (the slowest rank), it is the
+ * last to arrive at its EP group's all-to-alls, and the step is longer than under uniform routing. */
+static void run_costed(const scenario *s, step_exec_result *r) {
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(s, &p, &err), 0);
+    costmodel cm = costmodel_from_cluster(&s->cluster);
+    comm_model comm = comm_analytic_create(s);
+    step_exec_opts o = {.comm = &comm, .price_ctx = &cm, .shortcut = 1};
+    assert_int_equal(step_exec_run(p, &o, r, &err), 0);
+    if (comm.destroy) comm.destroy(comm.ctx);
+    program_free(p);
+}
+
+static void test_hot_expert_straggles(void **st) {
+    (void)st;
+    scenario s;
+    fx_scenario(&s, 4, 16, 2, 4, 2, 8, SCHED_1F1B, 1, 8);    /* 16 GPUs, 16 experts, 4 per EP rank */
+    s.model.seq_len = 4096;                                    /* enough tokens for GEMM-bound experts */
+    s.model.top_k = 2;                                         /* uniform: 1/8 of the tokens per expert */
+    step_exec_result uni, hot;
+    run_costed(&s, &uni);
+    s.routing.distribution = ROUTE_HOT;
+    s.routing.hot_expert = 9;                                  /* on EP index 9 / 4 = 2 */
+    s.routing.hot_share = 0.6;
+    run_costed(&s, &hot);
+    int d, sg, e, t;
+    program_coords(&(program){.pp = 2, .ep = 4, .tp = 1}, hot.slowest_rank, &d, &sg, &e, &t);
+    assert_int_equal(e, 2);
+    assert_true(hot.step_time_s > uni.step_time_s * 1.05);
+    /* uniform: within an EP group no rank computes much more than another; hot: the holder does */
+    for (int base = 0; base < uni.n_ranks; base += 4) {
+        double mx = 0, mn = 1e30;
+        for (int k = 0; k < 4; k++) {
+            if (uni.compute_s[base + k] > mx) mx = uni.compute_s[base + k];
+            if (uni.compute_s[base + k] < mn) mn = uni.compute_s[base + k];
+        }
+        assert_true(mx < 1.02 * mn);
+        for (int k = 0; k < 4; k++)
+            if (k != 2) assert_true(hot.compute_s[base + 2] > 1.05 * hot.compute_s[base + k]);
+    }
+    /* in every EP group the holder arrives last at the all-to-alls most often */
+    for (int base = 0; base < hot.n_ranks; base += 4) {
+        for (int k = 0; k < 4; k++)
+            if (k != 2) assert_true(hot.a2a_last_count[base + 2] > hot.a2a_last_count[base + k]);
+    }
+    step_exec_result_free(&uni); step_exec_result_free(&hot);
+}
+
+/* Capacity drop by hand: top-1 routing over E = 4 experts, expert 0 in a share h = 0.6 of the tokens,
+ * the others (1-h)/3 each. T = ep * tokens_per_rank = 4 * 1024 tokens per micro-batch. Capacity
+ * C*T*K/E: C = 1 -> 1024 pairs, so expert 0 drops 0.6 T - 0.25 T and the others (0.133 T) nothing:
+ * dropped fraction 0.35. C = 2 -> 2048: 0.6 - 0.5 = 0.10. Dropless: 0. The hot count is binomial
+ * (sd sqrt(T h (1-h)) / T = 0.0077 of the pairs per sample), hence the tolerance. */
+static double dropped_fraction(double cf, int drop) {
+    scenario s;
+    fx_scenario(&s, 2, 4, 1, 4, 1, 4, SCHED_1F1B, 1, 4);
+    s.model.top_k = 1;
+    s.routing = (routing_cfg){.distribution = ROUTE_HOT, .hot_expert = 0, .hot_share = 0.6,
+                              .capacity_factor = cf, .drop = drop};
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(&s, &p, &err), 0);
+    assert_int_equal(p->routed_pairs, 2L * 4 * 4 * 1024);     /* layers x micro-batches x T x K */
+    double f = p->dropped_token_fraction;
+    /* the expert GEMMs follow the kept tokens: expert 0 (EP rank 0) computes at most its capacity */
+    if (drop && cf > 0)
+        for (int d = 0; d < p->n_draws; d++) assert_true(p->recv_tokens[d * 4 + 0] <= ceil(cf * 4096 / 4.0));
+    program_free(p);
+    return f;
+}
+
+static void test_capacity_drop_by_hand(void **st) {
+    (void)st;
+    assert_true(fabs(dropped_fraction(1.0, 1) - 0.35) < 0.025);
+    assert_true(fabs(dropped_fraction(2.0, 1) - 0.10) < 0.025);
+    assert_true(dropped_fraction(1.0, 0) == 0.0);
+}
+
+/* The trace contract of trace.h (otherData) on a completed step. */
+static void test_trace_contract(void **st) {
+    (void)st;
+    scenario s;
+    fx_scenario(&s, 4, 16, 2, 4, 2, 8, SCHED_1F1B, 1, 8);
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(&s, &p, &err), 0);
+    fx_comm_costs cc = {3e-4, 2e-5, 1e-3};
+    comm_model cm = fx_comm(&cc);
+    fx_compute_costs k = {.F = 1e-3, .B = 1.5e-3, .W = 5e-4, .expert = 4e-4};
+    int ranks[2] = {0, 13};
+    step_exec_opts o = {.comm = &cm, .price = fx_price, .price_ctx = &k, .shortcut = 1,
+                        .n_trace_ranks = 2, .trace_ranks = ranks};
+    step_exec_result r;
+    assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
+    cJSON *doc = step_trace_build(p, &r, "simulated");
+    cJSON *od = cJSON_GetObjectItem(doc, "otherData");
+    assert_string_equal(cJSON_GetObjectItem(od, "format")->valuestring, "moesim-step-trace/1");
+    assert_string_equal(cJSON_GetObjectItem(od, "source")->valuestring, "simulated");
+    assert_int_equal(cJSON_GetObjectItem(od, "ranks")->valueint, 16);
+    assert_int_equal(cJSON_GetObjectItem(od, "ep")->valueint, 4);
+    assert_true(cJSON_GetObjectItem(od, "step_time_s")->valuedouble == r.step_time_s);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(od, "hang")));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(od, "rank_gpu")), 16);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(od, "rank_step_s")), 16);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(od, "rank_compute_s")), 16);
+    /* replica 1's entries (mirrored) equal replica 0's */
+    cJSON *rs = cJSON_GetObjectItem(od, "rank_step_s");
+    assert_true(cJSON_GetArrayItem(rs, 3)->valuedouble == cJSON_GetArrayItem(rs, 11)->valuedouble);
+    /* every token of every (MoE layer, micro-batch) goes to top_k experts, none dropped:
+     * 4 layers x 8 micro-batches x (4 ranks x 1024 tokens) x 8 */
+    cJSON *et = cJSON_GetObjectItem(od, "expert_tokens"), *e;
+    assert_int_equal(cJSON_GetArraySize(et), 16);
+    double sum = 0;
+    cJSON_ArrayForEach(e, et) sum += e->valuedouble;
+    assert_true(sum == 4.0 * 8 * 4 * 1024 * 8);
+    /* event names come from the stable list */
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(doc, "traceEvents")) {
+        if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X") != 0) continue;
+        const char *nm = cJSON_GetObjectItem(e, "name")->valuestring;
+        int known = 0;
+        for (int i = 0; STEP_TRACE_EVENT_NAMES[i]; i++) known |= strcmp(nm, STEP_TRACE_EVENT_NAMES[i]) == 0;
+        assert_true(known);
+    }
+    cJSON_Delete(doc);
+    step_exec_result_free(&r);
+    program_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shortcut_equals_materialized),
@@ -165,6 +299,9 @@ int main(void) {
         cmocka_unit_test(test_dualpipe_hides_a2a),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_trace_valid),
+        cmocka_unit_test(test_hot_expert_straggles),
+        cmocka_unit_test(test_capacity_drop_by_hand),
+        cmocka_unit_test(test_trace_contract),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "sim/failures.h"
 #include "sim/reliability.h"
@@ -386,6 +387,36 @@ static void test_loss_spike_rate(void **state) {
     assert_true(rb.lost_hours_mean > 10 * r.lost_hours_mean);   /* ~half an interval per spike */
 }
 
+/* The results contract: every run key of SCENARIO.md, numbers where defined, null where not
+ * (no failures: no Daly interval, no search). The spare pool rounds down: 2% of 512 nodes = 10. */
+static void test_json_keys_and_spare_pool(void **state) {
+    (void)state;
+    static const char *const keys[] = {"trials", "ettr", "days_p5", "days_p50", "days_p95",
+        "failures_mean", "restarts_mean", "spare_swaps_mean", "lost_hours_mean",
+        "checkpoint_interval_min", "best_interval_min", "daly_interval_min", "days_mean", NULL};
+    scenario s = base_scenario(1000);
+    s.cluster.nodes = 512;
+    s.reliability.recovery.hot_spare_fraction = 0.02;
+    s.run.trials = 20;
+    trainrun_result r = simulate_ok(&s);
+    assert_int_equal(r.spare_nodes, 10);
+    cJSON *obj = cJSON_CreateObject();
+    trainrun_result_to_json(&r, obj);
+    for (const char *const *k = keys; *k; k++) {
+        cJSON *v = cJSON_GetObjectItem(obj, *k);
+        assert_non_null(v);
+        assert_true(cJSON_IsNumber(v));
+    }
+    cJSON_Delete(obj);
+    s.reliability.gpu_mtbf_h = 0;
+    r = simulate_ok(&s);
+    obj = cJSON_CreateObject();
+    trainrun_result_to_json(&r, obj);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(obj, "best_interval_min")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(obj, "daly_interval_min")));
+    cJSON_Delete(obj);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_daly_wall_time_and_optimum),
@@ -399,6 +430,7 @@ int main(void) {
         cmocka_unit_test(test_bad_failure_logs),
         cmocka_unit_test(test_straggler_exact),
         cmocka_unit_test(test_loss_spike_rate),
+        cmocka_unit_test(test_json_keys_and_spare_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,30 @@
+/* sg_exec_full.h — the `--fidelity full` executor: the step program run by SimGrid actors.
+ *
+ * Same program, same semantics and same result fields as the fast executor (step_exec.h), but every
+ * op of every rank is executed in a SimGrid simulation on the rail fabric and every transfer is a
+ * flow sharing links max-min with everything else in flight:
+ *   - one actor per (rank, stream), walking that stream's ops in order (streams are FIFO); an op waits
+ *     for its deps (other streams of the rank, RECVs) on the rank's condition variable;
+ *   - COMPUTE sleeps for the price (cost model) times the rank's slow-GPU factor;
+ *   - SEND is one flow to the peer's GPU (eager: the RECV completes when it lands);
+ *   - A2A: when a member arrives it issues its own flows at once, DeepEP-style (one RDMA flow per
+ *     destination node on its rail to that node's GPU of the rail, the NVLink fan-out from there,
+ *     NVLink flows inside its node); a member finishes when its flows and every flow carrying its
+ *     data have completed. Unlike the fast executor there is no barrier: early members start early,
+ *     and all groups' traffic shares leaf uplinks for real;
+ *   - ring collectives: the NCCL ring (hierarchical like comm_flows.h's ring_plan), chunk by chunk, a
+ *     member forwarding step s once it has received step s-1.
+ * Every rank is simulated (no replica shortcut). Clusters of at most SG_FULL_MAX_GPUS GPUs.
+ * Uses the process's SimGrid platform (rail_fabric_init with p->scn; fine after sg_comm_create on
+ * the same scenario). `o->comm` is not used; `o->price`/`price_ctx` price compute as in step_exec.
+ */
+#ifndef MOESIM_SG_EXEC_FULL_H
+#define MOESIM_SG_EXEC_FULL_H
+
+#include "sim/step_exec.h"
+
+#define SG_FULL_MAX_GPUS 256
+
+int sg_exec_full_run(const program *p, const step_exec_opts *o, step_exec_result *r, moe_error *err);
+
+#endif
