@@ -7,11 +7,12 @@
 
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 #include <cjson/cJSON.h>
 
 #define MAX_HOLDERS_SHOWN 8
+#define MAX_WAITING_SHOWN 32
+#define MAX_STRAGGLERS_SHOWN 32
 
 static void place_str(const diag_place *p, char *buf, size_t cap) {
     snprintf(buf, cap, "rank %d (node %d, GPU %d; global GPU %d)", p->rank, p->node, p->local_gpu, p->gpu);
@@ -23,6 +24,22 @@ static void print_rule(FILE *f, const diag_rules *rules, int pp) {
     fprintf(f, "  rule (seed 000 §4.2): > mean + 2 sd");
     if (rules->min_excess > 0) fprintf(f, " (and >= %.0f%% over the mean)", rules->min_excess * 100.0);
     fprintf(f, ", or > 1.25 x mean%s\n", pp > 1 ? "; among the ranks of the same pipeline stage" : "");
+}
+
+/* Several stragglers on one node point at the node (host CPU, cooling, PCIe switch, NIC), not at
+ * one GPU. Stragglers are few, so the quadratic scan is fine. */
+static void print_shared_nodes(FILE *f, const diag_trace *t, const diag_straggler_report *s) {
+    for (int i = 0; i < s->n_stragglers; i++) {
+        int node = s->stragglers[i].where.node, k = 0, first = 1;
+        for (int j = 0; j < s->n_stragglers; j++) {
+            if (s->stragglers[j].where.node != node) continue;
+            first &= j >= i;
+            k++;
+        }
+        if (first && k >= 2)
+            fprintf(f, "  node %d: %d of its %d GPUs straggle: suspect the node (host, cooling, PCIe switch), not one GPU\n",
+                    node, k, t->gpus_per_node);
+    }
 }
 
 static void print_stragglers(FILE *f, const diag_trace *t, const diag_straggler_report *s, const char *title,
@@ -48,7 +65,7 @@ static void print_stragglers(FILE *f, const diag_trace *t, const diag_straggler_
         fprintf(f, "  [PASS] no straggler: the ranks' %s agree\n", primary ? "busy times" : "step times");
         return;
     }
-    for (int i = 0; i < s->n_stragglers; i++) {
+    for (int i = 0; i < s->n_stragglers && i < MAX_STRAGGLERS_SHOWN; i++) {
         const diag_straggler *g = &s->stragglers[i];
         char where[128];
         place_str(&g->where, where, sizeof where);
@@ -59,6 +76,9 @@ static void print_stragglers(FILE *f, const diag_trace *t, const diag_straggler_
         if (g->holds_hot_expert)
             fprintf(f, "         it holds a hot expert (below): slow because of routing, not (only) hardware\n");
     }
+    if (s->n_stragglers > MAX_STRAGGLERS_SHOWN)
+        fprintf(f, "  ... and %d more stragglers (see --json)\n", s->n_stragglers - MAX_STRAGGLERS_SHOWN);
+    print_shared_nodes(f, t, s);
     int hardware = 0;
     for (int i = 0; i < s->n_stragglers; i++) hardware |= !s->stragglers[i].holds_hot_expert;
     if (primary && !hardware)
@@ -119,17 +139,10 @@ static void print_load(FILE *f, const diag_expert_report *l) {
 
 /* ---- text: hang ------------------------------------------------------------------------------ */
 
-/* Last-op labels come as op-class names ("attn_fwd", "a2a_dispatch") or as the simulator's labels
- * ("COMPUTE attn_fwd", "A2A_DISPATCH", "(not started)"; sim/trace.h); both are understood. */
+/* Last-op labels come as op-class names ("attn_fwd", "a2a_combine") or as the simulator's labels
+ * ("COMPUTE attn_fwd", "A2A_COMBINE", "(not started)"; sim/trace.h); both are understood. The op is
+ * the rank's last *finished* op: the rank hangs in whatever it does after it. */
 static int op_not_started(const char *op) { return !op[0] || strncmp(op, "(not started", 12) == 0; }
-
-static int is_comm_op(const char *op) {
-    static const char *const comm[] = {"a2a_dispatch", "a2a_combine", "send", "recv", "reduce_scatter",
-                                       "all_gather", "all_reduce", NULL};
-    for (const char *const *c = comm; *c; c++)
-        if (strcasecmp(op, *c) == 0) return 1;
-    return 0;
-}
 
 static void print_last_op(FILE *f, const diag_hang *h, int rank) {
     const diag_last_op *l = NULL;
@@ -140,9 +153,11 @@ static void print_last_op(FILE *f, const diag_hang *h, int rank) {
         fprintf(f, "         it never started an op: the process died or never launched (NCCL init, data loader)\n");
         return;
     }
-    fprintf(f, "         last op: %s, layer %d, micro-batch %d", l->op, l->layer, l->micro_batch);
-    if (is_comm_op(l->op)) fprintf(f, " — itself blocked in communication: follow the chain to its peers\n");
-    else fprintf(f, " — stopped in compute (a hung kernel or a dead GPU), or never issued the collective\n");
+    fprintf(f, "         last finished op: %s", l->op);
+    if (l->layer >= 0) fprintf(f, ", layer %d", l->layer);
+    if (l->micro_batch >= 0) fprintf(f, ", micro-batch %d", l->micro_batch);
+    fprintf(f, "\n         it stopped after that op and never issued the collective: a hung kernel (GEMM /\n"
+               "         FlashAttention), a dead GPU, or a stuck host thread (data loader, Python)\n");
 }
 
 static void print_hang(FILE *f, const diag_trace *t, const diag_hang *h) {
@@ -154,7 +169,8 @@ static void print_hang(FILE *f, const diag_trace *t, const diag_hang *h) {
         fprintf(f, "  [FAIL] the step did not finish; no rank is inside a collective (blocked on pipeline receives)\n");
     if (h->n_waiting) {
         fprintf(f, "         waiting:");
-        for (int i = 0; i < h->n_waiting; i++) fprintf(f, " %d", h->waiting[i]);
+        for (int i = 0; i < h->n_waiting && i < MAX_WAITING_SHOWN; i++) fprintf(f, " %d", h->waiting[i]);
+        if (h->n_waiting > MAX_WAITING_SHOWN) fprintf(f, " ... and %d more (see --json)", h->n_waiting - MAX_WAITING_SHOWN);
         fprintf(f, "\n");
     }
     if (h->blocked_elsewhere)
@@ -370,10 +386,10 @@ static void cell(FILE *f, double v, const char *fmt, int width) {
 
 void diag_compare_print(FILE *f, const diag_trace *pred, const diag_trace *meas, const diag_compare_report *r) {
     fprintf(f, "predicted: %s (%s)\nmeasured:  %s (%s)\n\n", pred->file, pred->source, meas->file, meas->source);
-    fprintf(f, "%-22s %8s %14s %8s %14s %9s\n", "op class", "pred n", "pred mean us", "meas n", "meas mean us", "error");
+    fprintf(f, "%-26s %8s %14s %8s %14s %9s\n", "op class", "pred n", "pred mean us", "meas n", "meas mean us", "error");
     for (int i = 0; i < r->n_rows; i++) {
         const diag_compare_row *w = &r->rows[i];
-        fprintf(f, "%-22s %8ld ", w->name, w->pred_count);
+        fprintf(f, "%-26s %8ld ", w->name, w->pred_count);
         cell(f, w->pred_mean_us, "%*.1f", 14);
         fprintf(f, " %8ld ", w->meas_count);
         cell(f, w->meas_mean_us, "%*.1f", 14);
@@ -381,14 +397,16 @@ void diag_compare_print(FILE *f, const diag_trace *pred, const diag_trace *meas,
         cell(f, w->error_pct, "%+*.1f", 8);
         fprintf(f, "%s\n", isfinite(w->error_pct) ? "%" : " ");
     }
-    fprintf(f, "%-22s %8s ", "step time (s)", "");
+    fprintf(f, "%-26s %8s ", "step time (s)", "");
     cell(f, r->pred_step_s, "%*.4f", 14);
     fprintf(f, " %8s ", "");
     cell(f, r->meas_step_s, "%*.4f", 14);
     fprintf(f, " ");
     cell(f, r->step_error_pct, "%+*.1f", 8);
     fprintf(f, "%s\n", isfinite(r->step_error_pct) ? "%" : " ");
-    fprintf(f, "\nerror = (predicted - measured) / measured: positive means the simulator is pessimistic\n");
+    fprintf(f, "\nerror = (predicted - measured) / measured: positive means the simulator is pessimistic.\n"
+               "Means are over the ranks each trace recorded. A collective's duration includes waiting for its\n"
+               "last member where the trace measures from each rank's own arrival (live NCCL does).\n");
 }
 
 static void add_num_or_null(cJSON *o, const char *key, double v) {

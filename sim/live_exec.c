@@ -95,7 +95,10 @@ static void finish_op(exec_state *x, int i, double t) {
     x->status[i] = ST_DONE;
     x->r->times[i].end_s = t;
     x->st->n_done++;
-    if (t >= x->last_end) { x->last_end = t; x->st->last_op = i; }
+    if (t >= x->last_end) x->last_end = t;
+    /* "what it did last", for the watchdog: RECVs are pre-posted and end whenever data arrives */
+    if (x->ops[i].kind != OP_RECV && (x->st->last_op < 0 || t >= x->r->times[x->st->last_op].end_s))
+        x->st->last_op = i;
 }
 
 /* Start op i (its deps are done, its stream is free). Compute ops finish inside. */

@@ -1,78 +1,106 @@
-/* memory.c — per-GPU memory ledgers (model and assumptions in memory.h). */
+/* memory.c — per-GPU memory ledgers (model, assumptions and sources in memory.h). */
 #include "sim/memory.h"
 
 #include <math.h>
 
 #include "sim/pipeline_forms.h"
 
-#define ACT_B 2.0      /* BF16 activations */
 #define FP32_B 4.0
+/* An FP8 element plus its share of one FP32 scale per 1x128 tile (DeepSeek-V3 §3.3.2, Fig. 7a) */
+#define FP8_TILE_B (1.0 + FP32_B / 128.0)
 
-/* Activation bytes of the attention block per token, per recompute kind (index 0 none, 1 selective).
- * g = bytes of a stored GEMM input. */
-static void attn_act(const model_cfg *m, double g, double out[2]) {
+/* Byte widths of cached activations under one precision config (memory.h). */
+typedef struct {
+    double act;    /* plain activations: residual stream, latents, q/k/v, logits inputs */
+    double lin;    /* a cached Linear (GEMM) input */
+    double moe_sw; /* the inputs of an MoE expert's activation function (gate and up outputs) */
+    double attn_o; /* attention output = input of the Linear after attention */
+    double disp;   /* the dispatched expert input, as cached on the expert's rank */
+} act_widths;
+
+static act_widths widths_of(const precision_cfg *prec) {
+    act_widths w;
+    int fp8 = prec->compute == DT_FP8;
+    w.act = prec->compute == DT_FP32 ? FP32_B : 2.0;
+    w.lin = fp8 ? FP8_TILE_B : w.act;
+    w.moe_sw = w.lin;                       /* §3.3.2 (2): SwiGLU inputs in MoE cached in FP8 */
+    w.attn_o = w.act;                       /* §3.3.2 (1): E5M6, counted in a 16-bit container */
+    double d = prec->dispatch == DT_FP8 ? FP8_TILE_B : dtype_bytes(prec->dispatch);
+    w.disp = d < w.lin ? d : w.lin;         /* the received copy, or its FP8 quantization */
+    return w;
+}
+
+/* Attention block per token, per recompute kind (0 none, 1 selective). */
+static void attn_act(const model_cfg *m, const act_widths *w, double out[2]) {
     double h = m->hidden, H = m->heads;
     double v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
-    double common = h * ACT_B            /* norm input (residual stream) */
-                  + H * v * g            /* attention output = o_proj input */
-                  + H * FP32_B;          /* flash-attention logsumexp per head */
-    double norm_out = h * g;             /* q/kv projection input; selective recomputes it */
+    double keep = h * w->act              /* block input: residual stream = RMSNorm input */
+                + H * v * w->attn_o       /* attention output: o_proj input, flash backward's O */
+                + H * FP32_B;             /* flash-attention logsumexp per head */
+    double norm_out = h * w->lin;         /* q/kv (down) projection input; recomputed by selective */
     if (m->attention == ATTN_MLA) {
         double qk = (double)m->head_dim + m->rope_head_dim;
         double ql = m->q_lora_rank, kl = m->kv_lora_rank;
-        double latents = (ql + kl + m->rope_head_dim) * ACT_B;   /* q_a, kv_a outputs (norm inputs) */
-        double latent_norm_out = (ql + kl) * g;                  /* q_b, kv_b inputs */
-        double qkv = (2.0 * H * qk + H * v) * ACT_B;             /* flash-attention inputs */
-        out[0] = common + norm_out + latents + latent_norm_out + qkv;
-        /* selective: RMSNorm outputs and the q/kv up-projections are recomputed from the latents */
-        out[1] = common + latents;
+        double latents = (ql + kl + m->rope_head_dim) * w->act;  /* q_a, kv_a outputs: inputs of the
+                                                                   latent RMSNorms and rope */
+        double latent_norm_out = (ql + kl) * w->lin;             /* q_b, kv_b (up-projection) inputs */
+        double qkv = (2.0 * H * qk + H * v) * w->act;            /* flash-attention inputs */
+        out[0] = keep + norm_out + latents + latent_norm_out + qkv;
+        out[1] = keep + latents;          /* norms and up-projections recomputed from the latents */
     } else {
         double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
-        double qkv = (H * m->head_dim + kv * m->head_dim + kv * v) * ACT_B;
-        out[0] = common + norm_out + qkv;
-        out[1] = common + qkv;
+        double qkv = (H * m->head_dim + kv * m->head_dim + kv * v) * w->act;
+        out[0] = keep + norm_out + qkv;
+        out[1] = keep + qkv;
     }
 }
 
-/* One FFN of inner size f per token: SwiGLU keeps gate and up outputs (`in_b` bytes each) and the
- * activation output (the down projection's input, a GEMM input: g bytes); GeLU keeps fc1's output and
- * the activation output. Selective recompute drops the activation output. */
-static void ffn_act(const model_cfg *m, double f, double in_b, double g, double out[2]) {
+/* One FFN of inner size f per token: the activation's inputs (SwiGLU: gate and up; GeLU: fc1's
+ * output) at `in_b` bytes, and its output (the down projection's input, a Linear input) — which
+ * selective recompute drops. */
+static void ffn_act(const model_cfg *m, double f, double in_b, double lin_b, double out[2]) {
     double inputs = (m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0) * f * in_b;
-    out[0] = inputs + f * g;
+    out[0] = inputs + f * lin_b;
     out[1] = inputs;
 }
 
 void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, act_profile *out) {
-    double g = prec->compute == DT_FP8 ? 1.0 : ACT_B;
+    act_widths w = widths_of(prec);
     double h = m->hidden;
-    double attn[2], dense[2], expert[2];
-    attn_act(m, g, attn);
-    ffn_act(m, m->ffn_hidden, ACT_B, g, dense);
-    double ffn_in[2] = {h * ACT_B + h * g, h * ACT_B};   /* FFN norm input + output */
+    double attn[2], dense[2];
+    attn_act(m, &w, attn);
+    ffn_act(m, m->ffn_hidden, w.act, w.lin, dense);
+    /* FFN block input (residual stream = RMSNorm input) and the norm output (recomputed by selective) */
+    double ffn_in[2] = {h * w.act + h * w.lin, h * w.act};
 
     for (int r = 0; r < 2; r++) out->dense_layer[r] = attn[r] + ffn_in[r] + dense[r];
 
     if (m->experts > 0) {
-        /* DeepSeek-V3 §3.3.2 caches the SwiGLU inputs of MoE experts in FP8 under FP8 training */
-        ffn_act(m, m->expert_hidden, g, g, expert);
+        double expert[2];
+        ffn_act(m, m->expert_hidden, w.moe_sw, w.lin, expert);
         double K = m->top_k;
-        double router = m->experts * FP32_B;                       /* scores for the gate gradient */
-        double disp_b = dtype_bytes(prec->dispatch) < g ? dtype_bytes(prec->dispatch) : g;
+        double router = m->experts * FP32_B;           /* scores, for the gate and balance-loss grads */
         for (int r = 0; r < 2; r++) {
-            double routed = K * (h * disp_b        /* dispatched expert input */
-                                 + expert[r]       /* gate, up, activation */
-                                 + h * ACT_B);     /* expert output, kept for the gate gradient */
+            /* per token copy on the expert's rank: dispatched input, activation inputs (and output),
+             * the FP32 routing weight applied inside the activation; no expert output (memory.h) */
+            double copy = h * w.disp + expert[r] + FP32_B;
             double shared = m->shared_experts * expert[r];
-            out->moe_layer[r] = attn[r] + ffn_in[r] + router + routed + shared;
+            out->moe_layer[r] = attn[r] + ffn_in[r] + router + shared + K * copy;
         }
     } else {
         out->moe_layer[0] = out->dense_layer[0];
         out->moe_layer[1] = out->dense_layer[1];
     }
     /* full recompute: only the layer input survives the forward pass */
-    out->dense_layer[RECOMPUTE_FULL] = out->moe_layer[RECOMPUTE_FULL] = h * ACT_B;
+    out->dense_layer[RECOMPUTE_FULL] = out->moe_layer[RECOMPUTE_FULL] = h * w.act;
     out->head = (double)m->vocab * FP32_B;
+}
+
+void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out) {
+    out->weight = dtype_bytes(prec->compute);
+    out->grad = 2.0;                                       /* BF16 gradients: seed 000 §1.3 */
+    out->master = dtype_bytes(prec->master);
+    out->moments = 2.0 * (prec->master == DT_FP32 ? FP32_B : 2.0);   /* Adam m and v */
 }
 
 void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
@@ -113,8 +141,9 @@ static void stage_act(const scenario *s, const model_counts *mc, const act_profi
     *logits = stage == lay->pp - 1 ? tokens * ap->head : 0.0;
 }
 
-void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_profile *ap,
-                         int micro_batches, int rank, mem_ledgers *out) {
+void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const act_profile *ap,
+                              const mem_state_bytes *sb, int micro_batches, int rank,
+                              mem_ledgers *out) {
     const layout_cfg *lay = &s->layout;
     int dual = lay->schedule == SCHED_DUALPIPE && lay->pp > 1;
     int other = lay->pp - 1 - rank;
@@ -140,16 +169,19 @@ void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_pr
     double held = sp.nonexpert + sp.expert;
     double sharded = sp.nonexpert / g_ne + sp.expert / g_ex;
 
-    double w_b = dtype_bytes(s->precision.compute);
-    double grad_b = 2.0;
-    double opt_b = dtype_bytes(s->precision.master) + 8.0;   /* master + Adam m, v in FP32 */
-
-    out->params = w_b * (lay->zero >= 3 ? sharded : held);
-    out->grads = grad_b * (lay->zero >= 2 ? sharded : held);
-    out->optimizer = opt_b * (lay->zero >= 1 ? sharded : held);
+    out->params = sb->weight * (lay->zero >= 3 ? sharded : held);
+    out->grads = sb->grad * (lay->zero >= 2 ? sharded : held);
+    out->optimizer = (sb->master + sb->moments) * (lay->zero >= 1 ? sharded : held);
     double inflight = inflight_microbatches(lay->schedule, lay->pp, micro_batches, lay->vpp, rank);
     out->activations = inflight * per_mb + work + logits;
     out->total = out->params + out->grads + out->optimizer + out->activations;
+}
+
+void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_profile *ap,
+                         int micro_batches, int rank, mem_ledgers *out) {
+    mem_state_bytes sb;
+    memory_state_bytes(&s->precision, &sb);
+    memory_rank_ledgers_with(s, mc, ap, &sb, micro_batches, rank, out);
 }
 
 int memory_fits(const mem_ledgers *l, double mem_GiB, double reserve, const char **overflow) {

@@ -11,29 +11,45 @@
  *    ranks, an expert parameter over expert-DP = dp ranks. ZeRO-1 shards the optimizer over that
  *    group, ZeRO-2 also the gradients, ZeRO-3 also the weights (its per-layer gather buffer is not
  *    counted).
- *  - Bytes per parameter: weights in the compute precision (BF16: 2; FP8: 1 — seed 003 stores FP8
- *    weights; with DeepSeek-V3's 128x128 block scaling (report §3.3.1) one FP8 copy serves both the
- *    forward and the input-gradient GEMM, the scales add 4 B per 16384 weights and are ignored);
- *    gradients 2 B (BF16 accumulation, seed 000 §1.3; DeepSeek-V3 keeps them in FP32, which a
- *    precision.master-like knob could add later); optimizer = master (precision.master: FP32 4 B)
- *    + Adam m and v in FP32 (8 B) = 12 B per parameter.
+ *  - Bytes per parameter (mem_state_bytes, reported by the plan): weights in the compute precision
+ *    (BF16: 2; FP8: 1 — seed 003 stores FP8 weights; DeepSeek-V3's 128x128 block scales add 4 B per
+ *    16384 weights and are ignored); gradients 2 B (BF16, seed 000 §1.3); optimizer = master weights
+ *    in precision.master + Adam m and v. The moments follow precision.master: FP32 master -> FP32
+ *    moments (4 + 8 = 12 B, seed 000 / seed 003); a 16-bit master -> 16-bit moments (2 + 4 = 6 B).
+ *    DeepSeek-V3 (report §3.3.3) keeps an FP32 master with BF16 moments (4 + 4 = 8 B) and FP32
+ *    gradients (4 B): the scenario has no knob for either yet, so memory_rank_ledgers_with() takes
+ *    the bytes explicitly for that what-if.
  *  - DualPipe: rank r holds stages r and p-1-r (two copies of the parameters: report Table 2); the
  *    two holders of each stage together form its ZeRO group, so the optimizer shard per GPU is the
  *    same as 1F1B's while weights and gradients double.
- *  - Activations: a Korthikanti-style count (Korthikanti et al. 2022, "Reducing Activation
- *    Recomputation in Large Transformer Models": 34 s b h + 5 a s^2 b per layer for GPT without
- *    sequence parallelism) rebuilt tensor by tensor for RMSNorm pre-norm blocks, MHA/GQA/MLA and
- *    SwiGLU/GeLU, under these assumptions: flash attention (the 5 a s^2 b term vanishes; only the
- *    output and a per-head FP32 logsumexp are kept), no dropout (modern pre-training: the masks
- *    vanish), sequence parallelism whenever TP > 1 (every tensor divided by TP), activations in BF16
- *    except GEMM inputs in FP8 when precision.compute is FP8 (DeepSeek-V3 §3.3.2 caches Linear
- *    inputs in FP8; §3.3.2 also caches the SwiGLU inputs of MoE experts in FP8). MoE layers keep,
- *    per token, top_k copies of the expert input, gate, up, activation and output (the output is
- *    needed for the gate-weight gradient; uniform routing: a GPU receives as many token copies as it
- *    sends) and the router's FP32 scores. The last stage also keeps one micro-batch of FP32 logits.
- *  - Recompute: none; selective = recompute RMSNorm outputs, the FFN/expert activation function and
- *    (MLA) the q/kv up-projections (DeepSeek-V3 §3.2.3) — keeps the inputs of those ops only;
- *    full = keep each layer's input only, plus one layer's full set while it is recomputed. */
+ *  - Activations (memory_activation_profile): counted tensor by tensor — what each backward kernel
+ *    needs — for RMSNorm pre-norm blocks, MHA/GQA/MLA and SwiGLU/GeLU FFNs, with flash attention
+ *    (no s x s scores: the output and an FP32 logsumexp per head are kept), no dropout, and sequence
+ *    parallelism whenever TP > 1 (every tensor divided by TP). For a BF16 GPT block this is
+ *    Korthikanti et al. 2022's 34 s b h without the two dropout masks, plus the logsumexp. Byte
+ *    widths: BF16 by default; under FP8 compute (DeepSeek-V3 §3.3.2 "Low-Precision Activation")
+ *    every cached Linear input is FP8 with one FP32 scale per 1x128 tile (1 + 4/128 B), the inputs of
+ *    the MoE SwiGLU (gate and up outputs) likewise, and the input of the Linear after attention (also
+ *    flash attention's saved output) E5M6 — counted as 2 B: the report does not say it is packed.
+ *    MoE: the expert tensors of a token live on the rank that computes the expert; under uniform
+ *    routing a rank receives as many token copies as it sends, top_k per token, so per token of its
+ *    own the rank holds top_k copies of: the dispatched input (FP8 when dispatched in FP8), the
+ *    gate/up outputs, the routing weight (FP32) and — without recompute — the activation output. The
+ *    expert's down-projection output is NOT kept: the routing weight is applied inside the activation
+ *    (token-weighted SwiGLU, Megatron-Core's WeightedSwiGLUFunction, which saves only its input and
+ *    the weights), so the gate gradient is <W_down^T dy, swiglu(gate, up)>, from tensors backward has
+ *    anyway. The router keeps its FP32 scores over all experts (the sequence-wise balance loss needs
+ *    them). The last stage also keeps one micro-batch of FP32 logits.
+ *  - Recompute kinds:
+ *      none       every tensor above is cached;
+ *      selective  DeepSeek-V3's practice (report §3.2.3 "Recomputation of RMSNorm and MLA
+ *                 Up-Projection" and §3.3.2 "Inputs of the SwiGLU operator ... recompute its output
+ *                 in the backward pass"): RMSNorm outputs, MLA q/k/v up-projection outputs and the
+ *                 FFN/expert activation outputs are recomputed; their inputs stay cached. (GQA/MHA
+ *                 models keep q, k, v: there is no up-projection to recompute from.)
+ *      full       each layer keeps its input only; one layer's full set while it is recomputed.
+ *    EMA weights (DeepSeek-V3 keeps them in host memory) and the multi-token-prediction module (not
+ *    in the preset) are not counted. */
 #ifndef MOESIM_MEMORY_H
 #define MOESIM_MEMORY_H
 
@@ -46,6 +62,12 @@
 #define MEMORY_RESERVE_DEFAULT 0.08
 
 typedef struct { double params, grads, optimizer, activations, total; } mem_ledgers;   /* bytes */
+
+/* Bytes per parameter of the model state. optimizer = master + moments (m and v together). */
+typedef struct { double weight, grad, master, moments; } mem_state_bytes;
+
+/* The scenario's state bytes (rules above). */
+void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out);
 
 /* Stored activation bytes per token per layer, before the TP split, per recompute kind. */
 typedef struct {
@@ -62,9 +84,13 @@ void memory_stage_params(const model_counts *mc, const model_cfg *m, const layou
                          int stage, stage_params *out);
 
 /* Ledgers of one GPU of pipeline rank `rank` (0..pp-1) with `micro_batches` micro-batches per step.
- * For DualPipe the rank holds stages rank and pp-1-rank. */
+ * For DualPipe the rank holds stages rank and pp-1-rank. State bytes from memory_state_bytes(). */
 void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_profile *ap,
                          int micro_batches, int rank, mem_ledgers *out);
+/* The same with explicit state bytes (what-ifs the scenario cannot express yet). */
+void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const act_profile *ap,
+                              const mem_state_bytes *sb, int micro_batches, int rank,
+                              mem_ledgers *out);
 
 /* Does `l` fit in mem_GiB x (1 - reserve)? When it does not, *overflow names the largest ledger
  * ("params", "grads", "optimizer" or "activations"); else "". */

@@ -1,21 +1,24 @@
 /* plan.c — the analytic level (plan.h): counts, ledgers, first-order step time, reliability.
  *
- * First-order step time, per pipeline rank and micro-batch:
- *   compute   GEMMs at the compute precision's peak x efficiency, flash attention at the BF16 peak x
- *             efficiency, expert GEMMs as a roofline (FLOPs vs HBM bytes) with an efficiency that falls
- *             for skinny per-expert row counts, non-GEMM kernels as HBM traffic; backward = 2 x forward;
- *             full recompute adds a forward, selective the MLA up projections.
+ * First-order step time, per pipeline rank and micro-batch; every kernel and transfer is priced by the
+ * cost model (sim/costmodel.h) the scenario names, the same functions the step level uses:
+ *   compute   each layer's GEMMs on their real shapes, attention core, routed experts at uniform
+ *             routing, memory-bound kernels (plan_compute.h); backward = input + weight gradients on
+ *             the transposed shapes; recompute adds what memory.h's recompute kind drops.
  *   all-to-all dispatch + combine, forward + backward, per MoE layer, split into NVLink and RDMA bytes
  *             by how many EP ranks share a node; with node-limited routing (DeepEP) one RDMA copy per
- *             destination node; time = the slower of the two link classes.
+ *             destination node; each of the 4 takes the slower of its two link classes
+ *             (costmodel_link_s: alpha + bytes / beta).
  *   P2P       one activation (forward) and one gradient (backward) message per stage boundary.
  *   exposure  1F1B and interleaved expose all communication; DualPipe overlaps it with the compute of
  *             the paired micro-batch and exposes only the excess (seed 003's "100% hidden" holds only
  *             when comm <= compute), at the price of the SMs the communication kernels occupy.
  *   step      m micro-batches on the slowest rank + pipeline bubble + exposed DP synchronization
  *             (ring reduce-scatter of gradients and all-gather of weights, (n-1)/n each, REFERENCE.md §5,
- *             overlapped with one micro-batch's backward/forward) + optimizer (HBM-bound over the shard).
- * All efficiency constants live in plan_costs.c. */
+ *             overlapped with one micro-batch's backward/forward) + optimizer (memory-bound over the
+ *             shard).
+ * Not modelled at this level: tensor-parallel collectives (all-gather / reduce-scatter per block when
+ * TP > 1) and routing imbalance (the step level simulates both). */
 #include "sim/plan.h"
 
 #include <cjson/cJSON.h>
@@ -25,9 +28,11 @@
 #include <string.h>
 
 #include "sim/compute_budget.h"
+#include "sim/costmodel.h"
 #include "sim/memory.h"
 #include "sim/model.h"
 #include "sim/pipeline_forms.h"
+#include "sim/plan_compute.h"
 #include "sim/plan_costs.h"
 #include "sim/reliability.h"
 
@@ -61,40 +66,23 @@ static group_span span_of(int members, int stride, int gpus_per_node) {
 /* ---- everything derived once per evaluation ------------------------------------------------------ */
 typedef struct {
     const scenario *s;
+    const costmodel *cm;
     const plan_costs *c;
     model_counts mc;
     act_profile ap;
+    mem_state_bytes sb;
+    plan_layer_costs lc;
     int gpus, m;
     double tokens_mb;          /* tokens of one micro-batch on one attention-DP rank (TP group) */
-    double gemm_Fps, attn_Fps, hbm_Bps, nic_Bps, nvl_Bps;
-    double expert_fwd_s;       /* routed experts of one MoE layer, one micro-batch, one GPU */
     double a2a_layer_s;        /* the 4 all-to-alls of one MoE layer, one micro-batch */
     double p2p_msg_s;          /* one stage-boundary message */
     double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
     group_span ep_span, attn_dp_span, exp_dp_span;
 } plan_ctx;
 
-/* Roofline of one GEMM (M x k) . (k x n) with element size b: the slower of FLOPs at the effective
- * peak and bytes at the effective HBM bandwidth. */
-static double gemm_roofline_s(const plan_ctx *x, double M, double k, double n, double b, double eff) {
-    double flops = 2.0 * M * k * n;
-    double bytes = (M * k + k * n + M * n) * b;
-    return dmax(flops / (x->gemm_Fps * eff), bytes / x->hbm_Bps);
-}
-
-static void derive_experts(plan_ctx *x) {
-    const model_cfg *m = &x->s->model;
-    const layout_cfg *lay = &x->s->layout;
-    if (m->experts <= 0 || x->mc.moe_layers == 0) return;
-    double local = (double)m->experts / lay->ep;                      /* experts per GPU */
-    double rows = x->tokens_mb * m->top_k * lay->ep / m->experts;      /* tokens per expert, uniform */
-    double inner = (double)m->expert_hidden / lay->tp;                 /* expert TP splits the inner dim */
-    double mats = m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0;                /* gate+up fused, or fc1 */
-    double b = x->s->precision.compute == DT_FP8 ? 1.0 : 2.0;
-    double eff = rows / (rows + x->c->expert_rows_half);               /* of the large-GEMM efficiency */
-    double one = gemm_roofline_s(x, rows, m->hidden, mats * inner, b, eff) +
-                 gemm_roofline_s(x, rows, inner, m->hidden, b, eff);
-    x->expert_fwd_s = (local < 1.0 ? 1.0 : local) * one;
+/* A transfer of `bytes` per rank in one direction over a link class (0 bytes: free). */
+static double link_s(const plan_ctx *x, cm_link_class link, double bytes) {
+    return bytes > 0 ? costmodel_link_s(x->cm, link, bytes) : 0.0;
 }
 
 /* Per GPU, per MoE layer and micro-batch: dispatch and combine, forward and backward. */
@@ -102,14 +90,14 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
     const scenario *s = x->s;
     const model_cfg *m = &s->model;
     double K = m->top_k, h = m->hidden;
-    double b_sum = dtype_bytes(s->precision.dispatch) + dtype_bytes(s->precision.combine);
+    double b_disp = dtype_bytes(s->precision.dispatch), b_comb = dtype_bytes(s->precision.combine);
     /* forward dispatch + backward of combine move dispatch-precision bytes (DeepSeek-V3 §3.3.3
      * quantizes both to FP8); forward combine + backward of dispatch move combine-precision bytes.
      * Reported in seed 000 §2.4's convention: bytes a GPU sends plus receives per token and MoE layer
      * over the 4 all-to-alls (its tiny calculator: "GPU 0 sends 8 bytes and receives 8 bytes"), so
      * 2 x 2 x 2 x K x h x bytes = 8 x 8 x 7168 x 2 B = 917,504 B in BF16. The link time below uses
      * the sent half only (links are full duplex). */
-    out->a2a_bytes_per_token_layer = m->experts > 0 ? 4.0 * K * h * b_sum : 0.0;
+    out->a2a_bytes_per_token_layer = m->experts > 0 ? 4.0 * K * h * (b_disp + b_comb) : 0.0;
     if (m->experts <= 0 || x->mc.moe_layers == 0 || s->layout.ep <= 1) return;
 
     int ep = s->layout.ep;
@@ -133,32 +121,29 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
         nvl_copies = K * (double)(q - 1) / ep + remote * (double)(q - 1) / q;
     }
     double tokens = x->tokens_mb / s->layout.tp;         /* sequence parallel: tokens per GPU */
-    double per_copy = 2.0 * h * b_sum;                   /* both directions, forward + backward */
-    double t_rdma = tokens * rdma_copies * per_copy / x->nic_Bps;
-    double t_nvl = tokens * nvl_copies * per_copy / x->nvl_Bps;
-    const latency_us_cfg *lat = &s->cluster.latency_us;
-    double lat_us = n <= 1 ? lat->nvlink : n <= s->cluster.leaf_down_ports ? lat->same_leaf
-                                                                          : lat->cross_leaf;
-    x->a2a_layer_s = dmax(t_rdma, t_nvl) + 4.0 * lat_us * 1e-6;
+    double per_b[2] = {b_disp, b_comb};
+    x->a2a_layer_s = 0;
+    for (int i = 0; i < 2; i++) {                        /* each precision: one forward, one backward */
+        double copy = tokens * h * per_b[i];
+        double t = dmax(link_s(x, CM_LINK_RDMA, rdma_copies * copy), link_s(x, CM_LINK_NVLINK, nvl_copies * copy));
+        x->a2a_layer_s += 2.0 * t;
+    }
 }
 
-static void derive(plan_ctx *x, const scenario *s, const plan_costs *c, plan_result *out) {
+static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const plan_costs *c,
+                   plan_result *out) {
     const cluster_cfg *cl = &s->cluster;
     const layout_cfg *lay = &s->layout;
     x->s = s;
+    x->cm = cm;
     x->c = c;
     model_count(&s->model, &x->mc);
     memory_activation_profile(&s->model, &s->precision, &x->ap);
+    memory_state_bytes(&s->precision, &x->sb);
+    plan_price_layers(s, &x->mc, cm, &x->lc);
     x->gpus = scn_gpus(s);
     x->m = scn_micro_batches(s);
     x->tokens_mb = (double)lay->micro_batch * s->model.seq_len;
-    double peak = s->precision.compute == DT_FP8 ? cl->gpu.fp8_tflops * c->gemm_eff_fp8
-                                                 : cl->gpu.bf16_tflops * c->gemm_eff_bf16;
-    x->gemm_Fps = peak * 1e12;
-    x->attn_Fps = cl->gpu.bf16_tflops * c->attn_eff * 1e12;
-    x->hbm_Bps = cl->gpu.hbm_GBps * 1e9 * c->hbm_eff;
-    x->nic_Bps = cl->nic_gbps / 8.0 * 1e9 * c->nic_eff;
-    x->nvl_Bps = cl->nvlink_GBps * 1e9 * c->nvlink_eff;
 
     int gpn = cl->gpus_per_node;
     int ep_inner = lay->placement == PLACE_EP_INNER;
@@ -167,46 +152,42 @@ static void derive(plan_ctx *x, const scenario *s, const plan_costs *c, plan_res
     x->attn_dp_span = span_of(lay->ep * lay->dp, lay->tp, gpn);
     x->exp_dp_span = span_of(lay->dp, ep_inner ? lay->tp * lay->ep : lay->tp, gpn);
 
-    x->expert_fwd_s = 0;
     x->a2a_layer_s = 0;
-    derive_experts(x);
     derive_a2a(x, out);
 
     int stage_gpus = x->gpus / lay->pp;
-    double bw_pp = stage_gpus >= gpn ? x->nic_Bps : x->nvl_Bps;
-    double lat_pp = (stage_gpus >= gpn ? cl->latency_us.cross_leaf : cl->latency_us.nvlink) * 1e-6;
-    x->p2p_msg_s = x->tokens_mb / lay->tp * s->model.hidden * 2.0 / bw_pp + lat_pp;
+    cm_link_class pp_link = stage_gpus >= gpn ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    x->p2p_msg_s = link_s(x, pp_link, x->tokens_mb / lay->tp * s->model.hidden * 2.0);
 
     int overlapped = lay->schedule == SCHED_DUALPIPE && x->mc.moe_layers > 0 && lay->ep > 1;
     x->sm_slow = overlapped ? 1.0 / (1.0 - c->comm_sm_fraction) : 1.0;
 }
 
 /* ---- one pipeline stage ---------------------------------------------------------------------------- */
-typedef struct { double F, c_mb, comm_mb; } stage_time;
+typedef struct { double F, B, W, R, c_mb, comm_mb; } stage_time;
+
+static void add_scaled(stage_time *st, const pass_times *p, double n) {
+    st->F += n * p->fwd_s;
+    st->B += n * (p->bwd_s + p->recompute_s);
+    st->W += n * p->wgrad_s;
+    st->R += n * p->recompute_s;
+}
 
 static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
-    const scenario *s = x->s;
-    const layout_cfg *lay = &s->layout;
-    const model_counts *mc = &x->mc;
+    const layout_cfg *lay = &x->s->layout;
     int nd, nm;
-    stage_layers(mc->layers, mc->dense_layers, lay->pp, stage, &nd, &nm);
-    double tok = x->tokens_mb / lay->tp;   /* FLOPs and bytes per GPU: TP splits them */
-    double gemm_flops = nd * (mc->fwd_attn_proj + mc->fwd_dense_ffn) +
-                        nm * (mc->fwd_attn_proj + mc->fwd_shared + mc->fwd_router);
-    if (stage == lay->pp - 1) gemm_flops += mc->fwd_head;
-    double t = tok * gemm_flops / x->gemm_Fps;
-    t += tok * (nd + nm) * mc->fwd_attn_core / x->attn_Fps;
-    t += nm * x->expert_fwd_s;
-    double act = nd * x->ap.dense_layer[RECOMPUTE_NONE] + nm * x->ap.moe_layer[RECOMPUTE_NONE];
-    t += x->c->elementwise_passes / 3.0 * tok * act / x->hbm_Bps;   /* forward's share of 3 F */
-    st->F = t * x->sm_slow;
-    st->c_mb = 3.0 * st->F;
-    if (lay->recompute == RECOMPUTE_FULL) st->c_mb += st->F;
-    else if (lay->recompute == RECOMPUTE_SELECTIVE)
-        st->c_mb += tok * (nd + nm) * 2.0 * mc->attn_up_proj / x->gemm_Fps * x->sm_slow;
+    stage_layers(x->mc.layers, x->mc.dense_layers, lay->pp, stage, &nd, &nm);
+    memset(st, 0, sizeof *st);
+    add_scaled(st, &x->lc.dense_layer, nd);
+    add_scaled(st, &x->lc.moe_layer, nm);
+    if (stage == 0) add_scaled(st, &x->lc.embed, 1);
+    if (stage == lay->pp - 1) add_scaled(st, &x->lc.head, 1);
+    st->F *= x->sm_slow; st->B *= x->sm_slow; st->W *= x->sm_slow; st->R *= x->sm_slow;
+    st->c_mb = st->F + st->B;
 
     int msgs = (stage > 0) + (stage < lay->pp - 1);
     double v = lay->schedule == SCHED_INTERLEAVED && lay->vpp > 1 ? lay->vpp : 1;
+    /* messages sent per micro-batch: activation to the next stage, gradient to the previous one */
     st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s;
 }
 
@@ -216,13 +197,13 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
 static void dp_sync_s(const plan_ctx *x, double ne, double ex, double g_ne, double g_ex,
                       double *t_rs, double *t_ag) {
     const scenario *s = x->s;
-    double bw_ne = x->attn_dp_span.nodes > 1 ? x->nic_Bps : x->nvl_Bps;
-    double bw_ex = x->exp_dp_span.nodes > 1 ? x->nic_Bps : x->nvl_Bps;
+    cm_link_class l_ne = x->attn_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    cm_link_class l_ex = x->exp_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
     double f_ne = g_ne > 1 ? (g_ne - 1) / g_ne : 0, f_ex = g_ex > 1 ? (g_ex - 1) / g_ex : 0;
-    double w_b = dtype_bytes(s->precision.compute);
-    *t_rs = f_ne * 2.0 * ne / bw_ne + f_ex * 2.0 * ex / bw_ex;
-    *t_ag = f_ne * w_b * ne / bw_ne + f_ex * w_b * ex / bw_ex;
-    if (s->layout.zero == 0) { *t_rs *= 2.0; *t_ag = 0; }   /* all-reduce = reduce-scatter + all-gather */
+    double w_b = x->sb.weight, g_b = x->sb.grad;
+    double ar = s->layout.zero == 0 ? 2.0 : 1.0;   /* all-reduce = reduce-scatter + all-gather */
+    *t_rs = link_s(x, l_ne, ar * f_ne * g_b * ne) + link_s(x, l_ex, ar * f_ex * g_b * ex);
+    *t_ag = s->layout.zero == 0 ? 0.0 : link_s(x, l_ne, f_ne * w_b * ne) + link_s(x, l_ex, f_ex * w_b * ex);
 }
 
 static int check_input(const scenario *s, moe_error *err) {
@@ -273,10 +254,12 @@ static void fill_params(const model_counts *mc, plan_result *out) {
     out->flops_per_token_6n = mc->flops_per_token_6n;
 }
 
-static void reliability_plan(const scenario *s, const model_counts *mc, plan_result *out) {
+static void reliability_plan(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
+                             plan_result *out) {
     const reliability_cfg *r = &s->reliability;
     const checkpoint_cfg *ck = &r->checkpoint;
-    double full_state_b = dtype_bytes(s->precision.compute) + dtype_bytes(s->precision.master) + 8.0;
+    /* "auto": the whole model's weights, master weights and optimizer moments */
+    double full_state_b = sb->weight + sb->master + sb->moments;
     out->checkpoint_state_bytes = ck->state_bytes >= 0 ? ck->state_bytes : mc->params_total * full_state_b;
     out->checkpoint_write_s = ck->write_min >= 0 ? ck->write_min * 60.0
                             : out->checkpoint_state_bytes / (s->cluster.storage_GBps * 1e9);
@@ -309,12 +292,17 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
         warn(out, "DualPipe needs an even PP and at least 2*PP micro-batches (PP=%d, m=%d)", l->pp, x->m);
 }
 
-int plan_evaluate_with(const scenario *s, const plan_costs *c, plan_result *out, moe_error *err) {
+/* The slowest rank's per-micro-batch figures, kept for the step-time formulas. */
+typedef struct { double t, F, B, W, R, c, e; } worst_time;
+
+int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs *c, plan_result *out,
+                       moe_error *err) {
     memset(out, 0, sizeof *out);
     if (check_input(s, err)) return err->code;
     plan_ctx x;
-    derive(&x, s, c, out);
+    derive(&x, s, cm, c, out);
     fill_params(&x.mc, out);
+    snprintf(out->costmodel_source, sizeof out->costmodel_source, "%s", cm->source);
     const layout_cfg *lay = &s->layout;
     int pp = lay->pp, dual = lay->schedule == SCHED_DUALPIPE && pp > 1;
 
@@ -323,46 +311,51 @@ int plan_evaluate_with(const scenario *s, const plan_costs *c, plan_result *out,
 
     /* ---- per pipeline rank: memory and time; keep the worst ---- */
     mem_ledgers worst = {0};
-    double worst_t = -1, F_b = 0, c_b = 0, e_b = 0, dp_exposed = 0, opt_s = 0;
+    worst_time wt = {.t = -1};
+    double dp_exposed = 0, opt_s = 0;
     double copies = dual ? 2.0 : 1.0;
     double g_ne = (double)scn_attn_dp(s) * copies, g_ex = (double)lay->dp * copies;
     int last = dual ? (pp - 1) / 2 : pp - 1;   /* DualPipe ranks r and pp-1-r are mirror images */
     for (int r = 0; r <= last; r++) {
         mem_ledgers ml;
-        memory_rank_ledgers(s, &x.mc, &x.ap, x.m, r, &ml);
-        if (ml.total > worst.total) worst = ml;
+        memory_rank_ledgers_with(s, &x.mc, &x.ap, &x.sb, x.m, r, &ml);
+        if (ml.total > worst.total) { worst = ml; out->memory_rank = r; }
 
         stage_time st;
         stage_timing(&x, r, &st);
         stage_params sp;
         memory_stage_params(&x.mc, &s->model, lay, r, &sp);
         if (dual && pp - 1 - r != r) {
+            /* the rank runs both of its stages in turn: per micro-batch, the mean of the two */
             stage_time st2;
             stage_params sp2;
             stage_timing(&x, pp - 1 - r, &st2);
             memory_stage_params(&x.mc, &s->model, lay, pp - 1 - r, &sp2);
             st.F = 0.5 * (st.F + st2.F);
+            st.B = 0.5 * (st.B + st2.B);
+            st.W = 0.5 * (st.W + st2.W);
+            st.R = 0.5 * (st.R + st2.R);
             st.c_mb = 0.5 * (st.c_mb + st2.c_mb);
             st.comm_mb = 0.5 * (st.comm_mb + st2.comm_mb);
             sp.nonexpert += sp2.nonexpert;
             sp.expert += sp2.expert;
         }
         double exposed = dual ? dmax(0.0, st.comm_mb - st.c_mb) : st.comm_mb;
-        if (st.c_mb + exposed > worst_t) {
-            worst_t = st.c_mb + exposed;
-            F_b = st.F; c_b = st.c_mb; e_b = exposed;
-        }
-        /* DP sync after the last backward; ZeRO-2/3 repeat part of it per micro-batch */
+        if (st.c_mb + exposed > wt.t)
+            wt = (worst_time){st.c_mb + exposed, st.F, st.B, st.W, st.R, st.c_mb, exposed};
+        if (st.c_mb + exposed >= wt.t) out->comm_mb_s = st.comm_mb;
+        /* DP sync after the last backward (overlapped with it), weight all-gather before the first
+         * forward (overlapped with it); ZeRO-2/3 repeat part of it per micro-batch */
         double t_rs, t_ag;
         dp_sync_s(&x, sp.nonexpert, sp.expert, g_ne, g_ex, &t_rs, &t_ag);
-        double dp = dmax(0.0, t_rs - 2.0 * st.F) + dmax(0.0, t_ag - st.F);
-        if (lay->zero == 2 && pp > 1) dp += (x.m - 1) * dmax(0.0, t_rs - 2.0 * st.F);
+        double dp = dmax(0.0, t_rs - st.B) + dmax(0.0, t_ag - st.F);
+        if (lay->zero == 2 && pp > 1) dp += (x.m - 1) * dmax(0.0, t_rs - st.B);
         if (lay->zero >= 3) dp += 2.0 * x.m * dmax(0.0, t_ag - st.F);
         if (dp > dp_exposed) dp_exposed = dp;
-        /* optimizer: read the BF16 gradient, read+write master, m and v, write the weight */
+        /* optimizer on the shard: read the gradient, read+write master, m and v, write the weight */
         double shard = sp.nonexpert / g_ne + sp.expert / g_ex;
-        double upd_b = 2.0 + 2.0 * (dtype_bytes(s->precision.master) + 8.0) + dtype_bytes(s->precision.compute);
-        double o = shard * upd_b / x.hbm_Bps;
+        double upd_b = x.sb.grad + 2.0 * (x.sb.master + x.sb.moments) + x.sb.weight;
+        double o = costmodel_memory_bound_s(cm, shard * upd_b);
         if (o > opt_s) opt_s = o;
     }
 
@@ -375,23 +368,33 @@ int plan_evaluate_with(const scenario *s, const plan_costs *c, plan_result *out,
     const char *overflow;
     out->fits_memory = memory_fits(&worst, s->cluster.gpu.mem_GiB, c->memory_reserve, &overflow);
     snprintf(out->overflow, sizeof out->overflow, "%s", overflow);
+    out->weight_bytes_per_param = x.sb.weight;
+    out->grad_bytes_per_param = x.sb.grad;
+    out->optimizer_bytes_per_param = x.sb.master + x.sb.moments;
+    int rc = lay->recompute;
+    out->act_bytes_per_token_layer = x.mc.moe_layers > 0 ? x.ap.moe_layer[rc] : x.ap.dense_layer[rc];
+    out->inflight_microbatches = inflight_microbatches(lay->schedule, pp, x.m, lay->vpp, out->memory_rank);
 
     /* ---- step time ---- */
     int m = x.m;
-    out->compute_s = m * c_b;
-    double pipe_exposed = m * e_b;
+    out->fwd_mb_s = wt.F;
+    out->bwd_mb_s = wt.B;
+    out->wgrad_mb_s = wt.W;
+    out->recompute_mb_s = wt.R;
+    out->compute_s = m * wt.c;
+    double pipe_exposed = m * wt.e;
     switch (dual ? SCHED_DUALPIPE : lay->schedule) {
     case SCHED_DUALPIPE:
-        /* F forward chunk, B full backward chunk (2F), W weight-gradient chunk (F), F&B the
-         * overlapped pair (F + B plus what communication it could not hide) */
-        out->bubble_s = bubble_dualpipe_s(pp, 2.0 * F_b, F_b, c_b + e_b);
+        /* B full backward chunk, W its weight-gradient part, F&B the overlapped pair (F + B plus
+         * what communication it could not hide) */
+        out->bubble_s = bubble_dualpipe_s(pp, wt.B, wt.W, wt.c + wt.e);
         break;
     case SCHED_INTERLEAVED:
-        out->bubble_s = (pp - 1) * (c_b + e_b) / (lay->vpp > 1 ? lay->vpp : 1);
+        out->bubble_s = (pp - 1) * (wt.c + wt.e) / (lay->vpp > 1 ? lay->vpp : 1);
         break;
     case SCHED_1F1B:
     default:
-        out->bubble_s = (pp - 1) * (c_b + e_b);
+        out->bubble_s = (pp - 1) * (wt.c + wt.e);
         break;
     }
     double pipeline_s = out->compute_s + pipe_exposed + out->bubble_s;
@@ -409,23 +412,79 @@ int plan_evaluate_with(const scenario *s, const plan_costs *c, plan_result *out,
     out->pure_compute_days =
         budget_days(out->total_flops, budget_cluster_flops_per_s(x.gpus, s->cluster.gpu.bf16_tflops, mfu));
 
-    reliability_plan(s, &x.mc, out);
+    reliability_plan(s, &x.mc, &x.sb, out);
 
     /* ---- warnings ---- */
     layout_warnings(&x, out);
     if (out->bubble_fraction > 0.20)
         warn(out, "pipeline bubble %.0f%% > 20%%: more micro-batches (m=%d) or a smaller PP",
              100.0 * out->bubble_fraction, m);
-    if (dual && e_b > 0)
+    if (dual && wt.e > 0)
         warn(out, "all-to-all + P2P exceed compute per micro-batch by %.0f%%: DualPipe hides only up to "
-                  "the compute time", 100.0 * e_b / c_b);
+                  "the compute time", 100.0 * wt.e / wt.c);
+    return 0;
+}
+
+int plan_evaluate_with_costmodel(const scenario *s, const costmodel *cm, plan_result *out,
+                                 moe_error *err) {
+    plan_costs c;
+    plan_costs_default(&c);
+    return plan_evaluate_with(s, cm, &c, out, err);
+}
+
+/* ---- the cost model of plan_evaluate, cached ----------------------------------------------------
+ * Loading a model JSON costs a file read and a parse; a sweep evaluates millions of layouts with the
+ * same one. The cache holds the last model, keyed by everything costmodel_for_scenario and the link
+ * fill-in below read: the calibration path and the cluster's GPU and link figures. One entry, static:
+ * plan_evaluate is not thread-safe (simrun runs sweep points in worker processes, not threads). A
+ * file changed on disk between two calls with the same path is not reloaded. */
+typedef struct {
+    char calibration[SCN_PATH_MAX];
+    char gpu_name[SCN_NAME_MAX];
+    double bf16_tflops, fp8_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
+} costmodel_key;
+
+static costmodel_key key_of(const scenario *s) {
+    costmodel_key k;
+    memset(&k, 0, sizeof k);   /* padding and string tails too: keys are compared with memcmp */
+    snprintf(k.calibration, sizeof k.calibration, "%s", s->calibration);
+    snprintf(k.gpu_name, sizeof k.gpu_name, "%s", s->cluster.gpu.name);
+    k.bf16_tflops = s->cluster.gpu.bf16_tflops;
+    k.fp8_tflops = s->cluster.gpu.fp8_tflops;
+    k.hbm_GBps = s->cluster.gpu.hbm_GBps;
+    k.nvlink_GBps = s->cluster.nvlink_GBps;
+    k.nic_gbps = s->cluster.nic_gbps;
+    k.pcie_GBps = s->cluster.pcie_GBps;
+    k.lat_nvlink = s->cluster.latency_us.nvlink;
+    k.lat_leaf = s->cluster.latency_us.same_leaf;
+    return k;
+}
+
+static int plan_costmodel(const scenario *s, const costmodel **out, moe_error *err) {
+    static struct { int valid; costmodel_key key; costmodel cm; } cache;
+    costmodel_key k = key_of(s);
+    if (!cache.valid || memcmp(&k, &cache.key, sizeof k) != 0) {
+        cache.valid = 0;
+        if (costmodel_for_scenario(s, &cache.cm, err)) return err->code;
+        /* a calibration without some link class (e.g. a single-node fit) keeps the plan finite: the
+         * missing classes come from the scenario's cluster, as the built-in roofline takes them */
+        costmodel from_cluster = costmodel_from_cluster(&s->cluster);
+        for (int l = 0; l < CM_LINK_N; l++)
+            if (!cache.cm.link[l].present) cache.cm.link[l] = from_cluster.link[l];
+        cache.key = k;
+        cache.valid = 1;
+    }
+    *out = &cache.cm;
     return 0;
 }
 
 int plan_evaluate(const scenario *s, plan_result *out, moe_error *err) {
-    plan_costs c;
-    plan_costs_default(&c);
-    return plan_evaluate_with(s, &c, out, err);
+    const costmodel *cm;
+    if (plan_costmodel(s, &cm, err)) {
+        memset(out, 0, sizeof *out);
+        return err->code;
+    }
+    return plan_evaluate_with_costmodel(s, cm, out, err);
 }
 
 void plan_result_to_json(const plan_result *p, cJSON *obj) {
@@ -462,6 +521,20 @@ void plan_result_to_json(const plan_result *p, cJSON *obj) {
     cJSON_AddNumberToObject(obj, "bubble_s", p->bubble_s);
     cJSON_AddNumberToObject(obj, "optimizer_s", p->optimizer_s);
     cJSON_AddStringToObject(obj, "overflow", p->overflow);
+    cJSON_AddStringToObject(obj, "costmodel_source", p->costmodel_source);
+    cJSON *mb = cJSON_AddObjectToObject(obj, "micro_batch_s");
+    cJSON_AddNumberToObject(mb, "forward", p->fwd_mb_s);
+    cJSON_AddNumberToObject(mb, "backward", p->bwd_mb_s);
+    cJSON_AddNumberToObject(mb, "weight_grad", p->wgrad_mb_s);
+    cJSON_AddNumberToObject(mb, "recompute", p->recompute_mb_s);
+    cJSON_AddNumberToObject(mb, "comm", p->comm_mb_s);
+    cJSON *sb = cJSON_AddObjectToObject(obj, "state_bytes_per_param");
+    cJSON_AddNumberToObject(sb, "weights", p->weight_bytes_per_param);
+    cJSON_AddNumberToObject(sb, "grads", p->grad_bytes_per_param);
+    cJSON_AddNumberToObject(sb, "optimizer", p->optimizer_bytes_per_param);
+    cJSON_AddNumberToObject(obj, "act_bytes_per_token_layer", p->act_bytes_per_token_layer);
+    cJSON_AddNumberToObject(obj, "inflight_microbatches", p->inflight_microbatches);
+    cJSON_AddNumberToObject(obj, "memory_rank", p->memory_rank);
     cJSON *b = cJSON_AddObjectToObject(obj, "params_breakdown");
     cJSON_AddNumberToObject(b, "embedding", p->params_embedding);
     cJSON_AddNumberToObject(b, "head", p->params_head);

@@ -36,8 +36,24 @@ typedef struct {
     double checkpoint_write_s;     /* delta: state bytes / storage bandwidth (or write_min) */
     double checkpoint_state_bytes;
     double young_interval_min, daly_first_order_min, daly_interval_min;
+    /* ---- breakdowns (added with the cost-model plan) ---- */
+    char costmodel_source[64];     /* the cost model that priced compute and links (costmodel.h) */
+    /* one micro-batch on the slowest pipeline rank: forward, backward (incl. its weight-gradient
+     * share and any recompute), the weight-gradient share (DualPipe's W), the recompute share, and
+     * the all-to-all + P2P time it needs */
+    double fwd_mb_s, bwd_mb_s, wgrad_mb_s, recompute_mb_s, comm_mb_s;
+    /* state bytes per parameter the ledgers use (memory.h): weights, gradients, optimizer (master
+     * weights + Adam m and v) */
+    double weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param;
+    double act_bytes_per_token_layer; /* a MoE layer (dense if none) at the layout's recompute, before TP */
+    double inflight_microbatches;  /* micro-batches of activations the most loaded rank holds */
+    int memory_rank;               /* the most loaded pipeline rank */
 } plan_result;
 
+/* Prices compute and links with costmodel_for_scenario(s): the scenario's calibration JSON, else the
+ * built-in roofline of its GPU and cluster. The loaded model is cached (keyed by the calibration path
+ * and the cluster figures), so this is NOT thread-safe; plan_evaluate_with_costmodel
+ * (sim/plan_costs.h) is the pure form. */
 int plan_evaluate(const scenario *s, plan_result *out, moe_error *err);
 /* Adds the plan keys of SCENARIO.md (and the breakdowns) to `obj`. */
 void plan_result_to_json(const plan_result *p, struct cJSON *obj);

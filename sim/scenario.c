@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim/presets.h"
+#include "sim/failures.h"
 #include "sim/scenario_defaults.h"
 #include "sim/scenario_fields.h"
 #include "sim/sweep.h"
@@ -18,40 +19,6 @@
 #define MAX_SCENARIO_BYTES (16u << 20)
 
 /* ---- defaults ----------------------------------------------------------------------------------- */
-
-/* Failure mix: Llama 3 405B pre-training, 54 days on 16,384 H100 GPUs (Dubey et al., "The Llama 3
- * Herd of Models", 2024, section 3.3.4, Table 5): 419 unexpected interruptions by root cause, grouped
- * into moesim's classes. NVLink has no row of its own there (NVLink errors surface as faulty-GPU
- * interruptions), so its default share is 0; a scenario can give it one. Hardware classes take the
- * node out of the job (hot-spare swap or wait for repair); software faults restart in place. */
-static const struct {
-    failure_class cls;
-    int interruptions;
-    int needs_node_swap;
-} LLAMA3_INTERRUPTIONS[FAIL_NCLASSES] = {
-    /* faulty GPU 148, GPU SRAM 19, GPU system processor 17, silent data corruption 6,
-     * GPU thermal interface + sensor 6 */
-    {FAIL_GPU, 148 + 19 + 17 + 6 + 6, 1},
-    {FAIL_HBM, 72, 1},     /* GPU HBM3 memory */
-    {FAIL_NIC, 7, 1},
-    {FAIL_NVLINK, 0, 1},
-    {FAIL_SWITCH, 35, 1},  /* network switch/cable: the job moves off the node behind the bad link */
-    /* host maintenance 32, SSD 3, power supply 3, server chassis 2, IO expansion board 2, CPU 2,
-     * system memory 2 */
-    {FAIL_HOST, 32 + 3 + 3 + 2 + 2 + 2 + 2, 1},
-    /* software bugs 54, dependencies 2, NCCL watchdog timeouts (root cause unknown) 7 */
-    {FAIL_SOFTWARE, 54 + 2 + 7, 0},
-};
-
-static void default_failure_classes(failure_class_cfg *classes) {
-    int total = 0;
-    for (int i = 0; i < FAIL_NCLASSES; i++) total += LLAMA3_INTERRUPTIONS[i].interruptions;
-    for (int i = 0; i < FAIL_NCLASSES; i++) {
-        failure_class_cfg *c = &classes[LLAMA3_INTERRUPTIONS[i].cls];
-        c->share = (double)LLAMA3_INTERRUPTIONS[i].interruptions / total;
-        c->needs_node_swap = LLAMA3_INTERRUPTIONS[i].needs_node_swap;
-    }
-}
 
 void scenario_defaults(scenario *s) {
     memset(s, 0, sizeof *s);
@@ -73,7 +40,7 @@ void scenario_defaults(scenario *s) {
     r->gpu_mtbf_h = 26000; /* seed 003: 26,000 h per GPU -> 6.35 h for 4096 GPUs */
     r->distribution = DIST_EXPONENTIAL;
     r->weibull_shape = 0.8;
-    default_failure_classes(r->classes);
+    failures_default_classes(r->classes);
     r->checkpoint = (checkpoint_cfg){.policy = CKPT_DALY, .interval_min = 60, .mode = CKPT_ASYNC,
                                      .state_bytes = -1, .snapshot_GBps = 64, .write_min = -1};
     r->recovery = (recovery_cfg){.hot_spare_fraction = 0.02, .spare_swap_s = 90, .full_restart_min = 30,

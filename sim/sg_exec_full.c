@@ -17,6 +17,8 @@
 /* One instance of a collective: the k-th collective op of a group on every member. */
 typedef struct {
     int n, arrived, finished;
+    int total_left;         /* a2a: flows of all members still in flight (barrier mode) */
+    int ring_done;          /* ring: members whose ring steps are done (barrier mode) */
     double min_arr, max_arr;
     int last_rank;
     int *left;              /* a2a: flows carrying data to member j still in flight (incl. unissued) */
@@ -56,6 +58,7 @@ typedef struct {
     sg_mutex_t mu;          /* actors are cooperative; conditions need a mutex all the same */
     double t0;              /* simulated clock at the step start */
     int n_tags, actors_left;
+    int eager;              /* 1: a member issues its flows when it arrives (DeepEP's one-sided writes) */
     long executed;
 } full_ctx;
 
@@ -68,6 +71,18 @@ static double now(const full_ctx *x) { return simgrid_get_clock() - x->t0; }
 
 static int group_kind_of(const full_ctx *x, int g) { return (int)x->p->groups[g].kind; }
 static int gpu_of_member(const full_ctx *x, int g, int m) { return program_gpu_of_rank(x->p, x->p->groups[g].ranks[m]); }
+
+/* All-to-all payload i -> j in the dispatch-shaped view. Combine-direction patterns (is_combine) are
+ * handled as program.h prescribes: their mirror image (transpose, node_bytes as rank i -> node k),
+ * whose flows are then sent in reverse, which is exactly DeepEP's combine path (NVLink to the GPU on
+ * the token owner's rail, one RDMA copy per node back to the owner). */
+static double pay(const a2a_matrix *am, int n, int i, int j) {
+    return am->is_combine ? am->bytes[(size_t)j * n + i] : am->bytes[(size_t)i * n + j];
+}
+static rail_xfer start_flow(const a2a_matrix *am, int src_gpu, int dst_gpu, double bytes) {
+    if (am->is_combine) return rail_xfer_start(rail_fabric_gpu_host(dst_gpu), rail_fabric_gpu_host(src_gpu), bytes);
+    return rail_xfer_start(rail_fabric_gpu_host(src_gpu), rail_fabric_gpu_host(dst_gpu), bytes);
+}
 
 static void mark_done(rank_rt *r, int i, double t) {
     r->end[i] = t;
@@ -88,12 +103,19 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
         G->cap = cap;
     }
     if (G->v[seq]) return G->v[seq];
+    /* Creating a condition is a simcall: this actor may yield there and another member may create
+     * the instance meanwhile. Create it first, then build and publish the instance without yielding. */
+    sg_cond_t cond = sg_cond_init();
+    if (G->v[seq]) {
+        sg_cond_destroy(cond);
+        return G->v[seq];
+    }
     const program *p = x->p;
     const int n = p->groups[o->group].n;
     instance *in = calloc(1, sizeof *in);
     if (!in) abort();
     in->n = n;
-    in->cond = sg_cond_init();
+    in->cond = cond;
     in->last_rank = -1;
     if (o->kind == OP_A2A_DISPATCH || o->kind == OP_A2A_COMBINE) {
         /* Count, per receiver, the flows that carry its data (see a2a_issue). */
@@ -102,13 +124,14 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
         for (int i = 0; i < n; i++) {
             int gi = gpu_of_member(x, o->group, i), ni = fabric_node_of(x->c, gi);
             for (int j = 0; j < n; j++) {
-                if (i == j || am->bytes[(size_t)i * n + j] <= 0) continue;
+                if (i == j || pay(am, n, i, j) <= 0) continue;
                 int gj = gpu_of_member(x, o->group, j), nj = fabric_node_of(x->c, gj);
                 if (nj == ni) { in->left[j]++; continue; }
                 int landing = fabric_gpu(x->c, nj, fabric_rail_of(x->c, gi));
                 in->left[j] += 1 + (gj != landing); /* the RDMA flow, and the fan-out unless it lands on j */
             }
         }
+        for (int j = 0; j < n; j++) in->total_left += in->left[j];
     } else {
         int *gpus = malloc((size_t)n * sizeof(int));
         for (int m = 0; m < n; m++) gpus[m] = gpu_of_member(x, o->group, m);
@@ -184,39 +207,44 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
         if (am->node_bytes) b = am->node_bytes[(size_t)me * nn + k];
         else
             for (int j = 0; j < n; j++)
-                if (j != me && fabric_node_of(x->c, gpu_of_member(x, g, j)) == nodes[k]) b += am->bytes[(size_t)me * n + j];
+                if (j != me && fabric_node_of(x->c, gpu_of_member(x, g, j)) == nodes[k]) b += pay(am, n, me, j);
         int any = 0;
         for (int j = 0; j < n; j++)
-            any |= j != me && am->bytes[(size_t)me * n + j] > 0 && fabric_node_of(x->c, gpu_of_member(x, g, j)) == nodes[k];
+            any |= j != me && pay(am, n, me, j) > 0 && fabric_node_of(x->c, gpu_of_member(x, g, j)) == nodes[k];
         if (!any) continue;
         int landing = fabric_gpu(x->c, nodes[k], rail);
-        f[nf] = (a2a_flow){rail_xfer_start(rail_fabric_gpu_host(gi), rail_fabric_gpu_host(landing), b), nodes[k], -1};
+        f[nf] = (a2a_flow){start_flow(am, gi, landing, b), nodes[k], -1};
         xs[nf] = f[nf].x;
         nf++;
     }
     for (int j = 0; j < n; j++) {
-        double b = am->bytes[(size_t)me * n + j];
+        double b = pay(am, n, me, j);
         if (j == me || b <= 0) continue;
         int gj = gpu_of_member(x, g, j), nj = fabric_node_of(x->c, gj);
         int from = nj == ni ? gi : fabric_gpu(x->c, nj, rail); /* direct, or fan-out from the landing GPU */
         if (from == gj) continue;                              /* landed on its receiver: no NVLink hop */
-        f[nf] = (a2a_flow){rail_xfer_start(rail_fabric_gpu_host(from), rail_fabric_gpu_host(gj), b), -1, j};
+        f[nf] = (a2a_flow){start_flow(am, from, gj, b), -1, j};
         xs[nf] = f[nf].x;
         nf++;
     }
     for (int done = 0; done < nf; done++) {
         long k = rail_xfer_wait_any(xs, (size_t)nf);
         if (k < 0) break;
-        if (f[k].node < 0) in->left[f[k].target]--;
-        else
+        if (f[k].node < 0) {
+            in->left[f[k].target]--;
+            in->total_left--;
+        } else
             for (int j = 0; j < n; j++)
-                if (j != me && am->bytes[(size_t)me * n + j] > 0 &&
-                    fabric_node_of(x->c, gpu_of_member(x, g, j)) == f[k].node)
+                if (j != me && pay(am, n, me, j) > 0 &&
+                    fabric_node_of(x->c, gpu_of_member(x, g, j)) == f[k].node) {
                     in->left[j]--;
+                    in->total_left--;
+                }
         sg_cond_notify_all(in->cond);
     }
+    /* eager: done when my data is in; barrier: the all-to-all ends for everyone together */
     sg_mutex_lock(x->mu);
-    while (in->left[me] > 0) sg_cond_wait(in->cond, x->mu);
+    while (x->eager ? in->left[me] > 0 : in->total_left > 0) sg_cond_wait(in->cond, x->mu);
     sg_mutex_unlock(x->mu);
     free(f);
     free(xs);
@@ -243,6 +271,13 @@ static void ring_run(full_ctx *x, const program_op *o, instance *in, int me) {
         while (in->steps[ph] > 0 && in->got[ph][me] < in->steps[ph] && succ >= 0) sg_cond_wait(in->cond, x->mu);
         sg_mutex_unlock(x->mu);
     }
+    if (!x->eager) { /* the collective ends for everyone together */
+        in->ring_done++;
+        sg_cond_notify_all(in->cond);
+        sg_mutex_lock(x->mu);
+        while (in->ring_done < in->n) sg_cond_wait(in->cond, x->mu);
+        sg_mutex_unlock(x->mu);
+    }
 }
 
 static void collective(full_ctx *x, rank_rt *r, int i, const program_op *o, double t_arr) {
@@ -265,6 +300,12 @@ static void collective(full_ctx *x, rank_rt *r, int i, const program_op *o, doub
             x->res->worst_a2a.last_rank = in->last_rank;
             x->res->worst_a2a.start_s = in->max_arr;
         }
+    }
+    if (!x->eager) { /* program.h: the collective starts when the last member arrives */
+        sg_cond_notify_all(in->cond);
+        sg_mutex_lock(x->mu);
+        while (in->arrived < in->n) sg_cond_wait(in->cond, x->mu);
+        sg_mutex_unlock(x->mu);
     }
     if (is_a2a) a2a_issue(x, o, in, me);
     else ring_run(x, o, in, me);
@@ -291,9 +332,7 @@ static void stream_actor(int argc, char **argv) {
         for (int k = 0; k < o->n_deps; k++) {
             int j = o->deps[k];
             sg_mutex_lock(x->mu);
-            if (getenv("H3DBG") && r->end[j] < 0 && i == 84) fprintf(stderr, "DBG wait rank %d stream %d op %d dep %d\n", r->rank, a->stream, i, j);
             while (r->end[j] < 0) sg_cond_wait(r->cond, x->mu);
-            if (getenv("H3DBG") && i == 84) fprintf(stderr, "DBG got rank %d stream %d op %d dep %d at %g\n", r->rank, a->stream, i, j, now(x));
             sg_mutex_unlock(x->mu);
             if (r->end[j] > tdep) {
                 tdep = r->end[j];
@@ -348,6 +387,11 @@ static double slow_factor(const program *p, int gpu) {
 }
 
 int sg_exec_full_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
+    return sg_exec_full_run_mode(p, o, SG_FULL_BARRIER, res, err);
+}
+
+int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mode mode, step_exec_result *res,
+                          moe_error *err) {
     memset(res, 0, sizeof *res);
     const scenario *s = p->scn;
     const int G = scn_gpus(s);
@@ -366,6 +410,7 @@ int sg_exec_full_run(const program *p, const step_exec_opts *o, step_exec_result
     x.c = rail_fabric_cluster();
     x.res = res;
     x.mu = sg_mutex_init();
+    x.eager = mode == SG_FULL_EAGER;
     x.n_tags = p->micro_batches * p->n_model_stages * 2;
     res->worst_a2a.group = -1;
     res->worst_a2a.spread_s = -1;
@@ -427,17 +472,6 @@ int sg_exec_full_run(const program *p, const step_exec_opts *o, step_exec_result
     simgrid_run();
 
     int rc = 0;
-    if (x.actors_left != 0 && getenv("H3DBG")) {
-        for (int r = 0; r < R; r++) { int shown = 0;
-            for (int i = 0; i < x.r[r].n_ops && shown < 2; i++) { const program_op *op = &x.r[r].ops[i];
-                if (x.r[r].end[i] >= 0) { continue; } shown++;
-                fprintf(stderr, "DBG rank %d op %d %s st %d L%d mb%d g%d seq %d tag %d peer %d deps %d %d\n", r, i, op_kind_name((op_kind)op->kind), op->stream, op->layer, op->mb, op->group, x.r[r].seq[i], op->tag, op->peer, op->n_deps>0?op->deps[0]:-1, op->n_deps>1?op->deps[1]:-1); } }
-    }
-    if (x.actors_left != 0 && getenv("H3DBG")) {
-        for (int g = 0; g < 3; g++) for (int k = 0; k < x.g[g].cap; k++) { instance *in = x.g[g].v[k]; if (!in) { continue; }
-            fprintf(stderr, "DBG inst g%d seq %d n %d arrived %d finished %d left:", g, k, in->n, in->arrived, in->finished);
-            for (int j = 0; j < in->n && in->left; j++) { fprintf(stderr, " %d", in->left[j]); } fprintf(stderr, "\n"); }
-    }
     if (x.actors_left != 0) { /* name the first stuck op, as the fast executor does */
         for (int r = 0; r < R && rc == 0; r++)
             for (int i = 0; i < x.r[r].n_ops; i++) {

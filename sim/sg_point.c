@@ -17,6 +17,16 @@ static cJSON *calibration_json(const scenario *s, moe_error *err) {
     return costmodel_provenance_json(&cm);
 }
 
+/* --reproducible: every wall-clock measurement is named *_wall_s (sim_wall_s, simgrid_wall_s, ...);
+ * zero them all so that reruns are byte-identical. */
+static void zero_wall_clock(cJSON *node) {
+    for (cJSON *e = node ? node->child : NULL; e; e = e->next) {
+        size_t n = e->string ? strlen(e->string) : 0;
+        if (cJSON_IsNumber(e) && n >= 7 && strcmp(e->string + n - 7, "_wall_s") == 0) cJSON_SetNumberValue(e, 0);
+        else if (cJSON_IsObject(e) || cJSON_IsArray(e)) zero_wall_clock(e);
+    }
+}
+
 cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const point_opts *opt, moe_error *err) {
     cJSON *pt = cJSON_CreateObject();
     cJSON_AddNumberToObject(pt, "id", id);
@@ -36,8 +46,8 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         memset(&st, 0, sizeof st);
         step_options so = {.trace_path = opt->trace_path};
         if (step_simulate(s, &so, &st, err)) goto fail;
-        if (opt->reproducible) st.sim_wall_s = 0;
-        step_result_to_json(&st, cJSON_AddObjectToObject(pt, "step"));
+        cJSON *step = cJSON_AddObjectToObject(pt, "step");
+        step_result_to_json(&st, step);
         step_time_s = st.step_time_s;
         step_result_free(&st);
     }
@@ -46,6 +56,7 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         if (trainrun_simulate(s, &plan, step_time_s, &tr, err)) goto fail;
         trainrun_result_to_json(&tr, cJSON_AddObjectToObject(pt, "run"));
     }
+    if (opt->reproducible) zero_wall_clock(pt);
     return pt;
 fail:
     cJSON_Delete(pt);

@@ -1,11 +1,14 @@
 #define _POSIX_C_SOURCE 200809L
 /* sg_step.c — step_simulate(): one training step at op level (the `step` level of SCENARIO.md).
  *
- * Builds the step program (program.h), picks the communication model — step.fidelity "fast": the
- * SimGrid pattern model (sg_comm.h: one flow-level run per distinct pattern, memoized); "full": the
- * same until the full-fidelity SimGrid executor of the program (sg_exec_full.c) lands — prices compute
- * with the scenario's cost model (costmodel.h), runs the fast executor (step_exec.h) with the replica
- * shortcut, and fills step_result; writes trace.json when asked. */
+ * Builds the step program (program.h, with the routing samples of sim/routing.h), picks the
+ * communication model — step.fidelity "fast": the SimGrid pattern model (sg_comm.h: one flow-level run
+ * per distinct pattern, memoized); "full": the same until the full-fidelity SimGrid executor of the
+ * program (sg_exec_full.c) lands — prices compute with the scenario's cost model (costmodel.h), runs
+ * the fast executor (step_exec.h) with the replica shortcut, and fills step_result (with
+ * breakdown.routing and breakdown.comm_patterns: SimGrid patterns simulated, memo hits); writes
+ * trace.json (trace.h) when asked. A stalled rank (faults.stalls) makes the step hang: EXIT_RUNTIME
+ * with the culprit named in err, and trace.json still written with otherData.hang. */
 #include "sim/step.h"
 
 #include <math.h>
@@ -182,12 +185,12 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(rt, "routed_pairs", (double)p->routed_pairs);
         cJSON_AddNumberToObject(rt, "dropped_pairs", (double)p->dropped_pairs);
         sg_comm_stats cs = sg_comm_get_stats(&comm);
+        /* counts only (deterministic): wall times would break byte-identical results.json */
         cJSON *ct = cJSON_AddObjectToObject(bd, "comm_patterns");
         cJSON_AddNumberToObject(ct, "queries", (double)cs.queries);
         cJSON_AddNumberToObject(ct, "memo_hits", (double)cs.hits);
         cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
-        cJSON_AddNumberToObject(ct, "simgrid_wall_s", cs.sim_wall_s);
         out->breakdown = bd;
     }
     step_exec_result_free(&xr);

@@ -326,18 +326,28 @@ static int stall_stops(const program *p, int *stop, moe_error *err) {
             if (o->phase == PHASE_F && o->layer == sf->layer && o->mb == sf->micro_batch) found = i;
         }
         if (found < 0) {
-            int lo = p->n_ranks, hi = -1;   /* the layers this rank runs, for the message */
-            for (int i = 0; i < p->stage_n_ops[st]; i++) {
-                int l = p->stage_ops[st][i].layer;
-                if (l >= 0 && l < lo) lo = l;
-                if (l > hi) hi = l;
+            /* what the rank does run: per chunk, its layers and micro-batches (forward ops) */
+            char runs[256] = "";
+            for (int c = 0; c < p->n_chunks; c++) {
+                int lo = INT_MAX, hi = -1, mlo = INT_MAX, mhi = -1;
+                for (int i = 0; i < p->stage_n_ops[st]; i++) {
+                    const program_op *o = &p->stage_ops[st][i];
+                    if (o->phase != PHASE_F || o->chunk != c || o->layer < 0) continue;
+                    if (o->layer < lo) lo = o->layer;
+                    if (o->layer > hi) hi = o->layer;
+                    if (o->mb < mlo) mlo = o->mb;
+                    if (o->mb > mhi) mhi = o->mb;
+                }
+                if (hi < 0) continue;
+                size_t len = strlen(runs);
+                snprintf(runs + len, sizeof runs - len, "%slayers %d..%d with micro-batches %d..%d",
+                         len ? "; " : "", lo, hi, mlo, mhi);
             }
             snprintf(path, sizeof path, "faults.stalls[%d]", k);
             snprintf(v, sizeof v, "layer %d, micro_batch %d", sf->layer, sf->micro_batch);
             rc = moe_error_input(err, p->scn->file, path, v,
-                                 "a (layer, micro_batch) that the rank on GPU %d runs: layers %d..%d "
-                                 "(pipeline stage %d), micro-batches 0..%d", sf->gpu, lo, hi, st,
-                                 p->micro_batches - 1);
+                                 "a (layer, micro_batch) whose forward the rank on GPU %d (pipeline stage %d) "
+                                 "runs: %s", sf->gpu, st, runs);
             break;
         }
         if (found < stop[r]) stop[r] = found;

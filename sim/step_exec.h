@@ -11,7 +11,10 @@
  * Durations: compute from the cost model (costmodel.h) times the slow-GPU factor of the rank's GPU
  * (faults.slow_gpus); communication from a comm_model (comm.h), memoized per (pattern, group) for
  * all-to-alls and per (group, kind) for ring collectives, so that an expensive SimGrid pattern run
- * happens once per distinct pattern. Link faults reach the comm model through the scenario.
+ * happens once per distinct pattern. Link faults reach the comm model through the scenario. An
+ * all-to-all hands the comm model its group's GPUs, the routing sample's byte matrix and the DeepEP
+ * per-node RDMA payloads (a2a_pattern.node_bytes); combine-direction patterns go as their mirror
+ * image (program.h "Routing").
  *
  * The replica shortcut (opts.shortcut): DP replicas run identical programs (routing draws do not
  * depend on the replica, program.h) and meet only in the gradient collectives of the step tail, where

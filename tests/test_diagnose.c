@@ -180,7 +180,8 @@ static void test_hang(void **state) {
     assert_non_null(strstr(text, "7 ranks wait in A2A_DISPATCH of EP group 0 (layer 0, micro-batch 1)"));
     assert_non_null(strstr(text, "missing: rank 5 (node 1, GPU 2; global GPU 10)"));
     assert_non_null(strstr(text, "the odd one out, rank 5, is the culprit"));
-    assert_non_null(strstr(text, "stopped in compute"));
+    assert_non_null(strstr(text, "last finished op: COMPUTE attn_fwd, layer 0, micro-batch 1"));
+    assert_non_null(strstr(text, "never issued the collective"));
     assert_non_null(strstr(text, "py-spy dump"));
     assert_non_null(strstr(text, "XID 43"));
     assert_non_null(strstr(text, "NCCL_P2P_DISABLE=1"));
@@ -231,12 +232,13 @@ static void test_routed_counts(void **state) {
     assert_non_null(strstr(err.msg, "routed.json: otherData.expert_tokens_routed"));
 }
 
-/* Where the missing rank last was decides the advice: a rank that never started is a dead process;
- * one blocked in another collective is a link in a chain, not the root. */
+/* Where the missing rank last was: a rank that never started an op is a dead (or never launched)
+ * process; otherwise the report names its last finished op, in either label style. */
 static void test_hang_last_op_kinds(void **state) {
     (void)state;
     const char *ops[3] = {"(not started)", "A2A_COMBINE", "expert_fwd"};
-    const char *says[3] = {"never started an op", "itself blocked in communication", "stopped in compute"};
+    const char *says[3] = {"never started an op", "last finished op: A2A_COMBINE, layer 1, micro-batch 0",
+                           "last finished op: expert_fwd, layer 1"};
     for (int k = 0; k < 3; k++) {
         char text[2048];
         snprintf(text, sizeof text,
@@ -274,25 +276,31 @@ static void test_hang_last_op_kinds(void **state) {
 
 /* ---- the noise floor of the 2-sigma rule ---------------------------------------------------------- */
 
+/* A pp 1 trace of n ranks (GPU = rank) with the given busy times and no expert counts. */
+static char *mini_trace(int n, int gpn, const double *busy) {
+    cJSON *doc = cJSON_CreateObject(), *od = cJSON_AddObjectToObject(doc, "otherData");
+    cJSON_AddStringToObject(od, "format", DIAG_TRACE_FORMAT);
+    cJSON_AddNumberToObject(od, "ranks", n);
+    cJSON_AddNumberToObject(od, "gpus_per_node", gpn);
+    cJSON_AddNumberToObject(od, "tp", 1);
+    cJSON_AddNumberToObject(od, "pp", 1);
+    cJSON_AddNumberToObject(od, "ep", 1);
+    cJSON_AddNumberToObject(od, "dp", n);
+    cJSON *g = cJSON_AddArrayToObject(od, "rank_gpu");
+    for (int r = 0; r < n; r++) cJSON_AddItemToArray(g, cJSON_CreateNumber(r));
+    cJSON_AddItemToObject(od, "rank_compute_s", cJSON_CreateDoubleArray(busy, n));
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return text;
+}
+
 /* 64 ranks alternating 1.000 / 1.004 s, one at 1.02 s: 2 sd is ~0.6% here, so the seed's rule flags
  * a rank that is 1.8% slow; with the 5% floor only the 1.25 x half could flag it, and it does not. */
 static void test_noise_floor(void **state) {
     (void)state;
-    cJSON *doc = cJSON_CreateObject(), *od = cJSON_AddObjectToObject(doc, "otherData");
-    cJSON_AddStringToObject(od, "format", DIAG_TRACE_FORMAT);
-    cJSON_AddNumberToObject(od, "ranks", 64);
-    cJSON_AddNumberToObject(od, "gpus_per_node", 8);
-    cJSON_AddNumberToObject(od, "tp", 1);
-    cJSON_AddNumberToObject(od, "pp", 1);
-    cJSON_AddNumberToObject(od, "ep", 8);
-    cJSON_AddNumberToObject(od, "dp", 8);
-    cJSON *g = cJSON_AddArrayToObject(od, "rank_gpu"), *c = cJSON_AddArrayToObject(od, "rank_compute_s");
-    for (int r = 0; r < 64; r++) {
-        cJSON_AddItemToArray(g, cJSON_CreateNumber(r));
-        cJSON_AddItemToArray(c, cJSON_CreateNumber(r == 40 ? 1.02 : r % 2 ? 1.004 : 1.0));
-    }
-    char *text = cJSON_PrintUnformatted(doc);
-    cJSON_Delete(doc);
+    double busy[64];
+    for (int r = 0; r < 64; r++) busy[r] = r == 40 ? 1.02 : r % 2 ? 1.004 : 1.0;
+    char *text = mini_trace(64, 8, busy);
     diag_trace t;
     moe_error err = {0};
     assert_int_equal(diag_trace_parse(text, "noise.json", &t, &err), 0);
@@ -307,6 +315,37 @@ static void test_noise_floor(void **state) {
     check(&t, DIAG_MIN_EXCESS_DEFAULT, &r);
     assert_int_equal(r.compute.n_stragglers, 0);
     assert_false(r.load.present);   /* no expert_tokens: a dense model */
+    diag_report_free(&r);
+    diag_trace_free(&t);
+}
+
+/* Two slow GPUs on one node (ranks 9 and 12, both on node 1): mean = (14 + 1.4 + 1.6) / 16 = 1.0625 s,
+ * so 1.6 s is +50.6% and 1.4 s is +31.8%, both > 1.25 x mean; the worse first, and the report points
+ * at the node. */
+static void test_node_level(void **state) {
+    (void)state;
+    double busy[16];
+    for (int r = 0; r < 16; r++) busy[r] = r == 9 ? 1.4 : r == 12 ? 1.6 : 1.0;
+    char *text = mini_trace(16, 8, busy);
+    diag_trace t;
+    moe_error err = {0};
+    assert_int_equal(diag_trace_parse(text, "node.json", &t, &err), 0);
+    free(text);
+    diag_report r;
+    check(&t, DIAG_MIN_EXCESS_DEFAULT, &r);
+    assert_int_equal(r.compute.n_stragglers, 2);
+    assert_int_equal(r.compute.stragglers[0].where.rank, 12);
+    assert_true(fabs(r.compute.stragglers[0].pct_over_mean - (1.6 / 1.0625 - 1) * 100) < 1e-9);
+    assert_int_equal(r.compute.stragglers[1].where.rank, 9);
+    diag_rules rules;
+    diag_rules_default(&rules);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    diag_report_print(f, &t, &r, &rules);
+    fclose(f);
+    assert_non_null(strstr(out, "node 1: 2 of its 8 GPUs straggle"));
+    free(out);
     diag_report_free(&r);
     diag_trace_free(&t);
 }
@@ -567,6 +606,7 @@ int main(void) {
         cmocka_unit_test(test_routed_counts),
         cmocka_unit_test(test_hang_last_op_kinds),
         cmocka_unit_test(test_noise_floor),
+        cmocka_unit_test(test_node_level),
         cmocka_unit_test(test_bad_traces),
         cmocka_unit_test(test_compare),
         cmocka_unit_test_setup_teardown(test_cli, cli_setup, cli_teardown),

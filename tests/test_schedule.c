@@ -2,12 +2,13 @@
  * Communication set to zero and compute to constants, so every bubble is hand-computable:
  *   1F1B bubble fraction (p-1)/(m+p-1), interleaved (p-1)/(v m+p-1);
  *   every micro-batch's F precedes its B on every stage; SEND/RECV counts match across ranks;
- *   DualPipe keeps at most p+1 micro-batches of activations in flight (DeepSeek-V3 report). */
+ *   DualPipe keeps at most p+1 micro-batches of activations in flight (DeepSeek-V3 report);
+ *   DualPipe's overlapped F/B pairs hide every all-to-all when comm <= compute and expose exactly
+ *   the excess when comm > compute (the rule worked out above test_dualpipe_overlap_by_hand). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <cmocka.h>

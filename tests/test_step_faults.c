@@ -143,7 +143,7 @@ static void test_stall_bad_input(void **st) {
     step_exec_result r;
     assert_int_equal(run(p, 1, 0, NULL, &r, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "faults.stalls[0]"));
-    assert_non_null(strstr(err.msg, "layers 0..1"));
+    assert_non_null(strstr(err.msg, "layers 0..1 with micro-batches 0..7"));
     step_exec_result_free(&r);
     s.faults.stalls[0] = (stall_fault){.gpu = 99, .layer = 0, .micro_batch = 0};
     assert_int_equal(run(p, 1, 0, NULL, &r, &err), EXIT_BADINPUT);

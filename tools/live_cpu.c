@@ -529,3 +529,19 @@ int live_cpu_check_model(live_cpu *c, live_moe_check *k) {
     free(x); free(out);
     return 0;
 }
+
+/* ---- host-side data for other backends --------------------------------------------------------------------- */
+int live_cpu_weights(const live_cpu *c, int layer, const uint16_t **w_gate, const uint16_t **w1,
+                     const uint16_t **w3, const uint16_t **w2) {
+    if (layer < 0 || layer >= c->L || !c->w1[layer]) return 0;
+    *w_gate = c->w_gate[layer]; *w1 = c->w1[layer]; *w3 = c->w3[layer]; *w2 = c->w2[layer];
+    return 1;
+}
+void live_cpu_shape(const live_cpu *c, int *T, int *H, int *F, int *E, int *K, int *capacity, int *first_expert) {
+    *T = c->T; *H = c->H; *F = c->F; *E = c->E; *K = c->K; *capacity = c->capacity; *first_expert = c->e * c->El;
+}
+void live_cpu_embed(live_cpu *c, int mb, uint16_t *x) { embed_tokens(c, c->d, c->e, mb, x); }
+int live_cpu_moe_reference(live_cpu *c, int layer, const uint16_t *x, uint16_t *out) {
+    return moe_ref(c, layer, x, out) == MOE_OK ? 0 : -1;
+}
+const void *live_cpu_gate_cfg(const live_cpu *c) { return &c->gate; }

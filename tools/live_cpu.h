@@ -80,6 +80,19 @@ void *live_cpu_p2p_buffer(live_cpu *c, const program_op *o, size_t *bytes, moe_e
 int live_cpu_coll_buffers(live_cpu *c, const program_op *o, int n, uint16_t **send, uint16_t **recv,
                           size_t *count_per_member, moe_error *err);
 
+/* ---- host-side data for other backends (the NCCL backend uploads these and checks against them) -- */
+/* Weights of MoE layer `layer` (every expert: w_gate [H,E], w1/w3 [E,H,F], w2 [E,F,H]); 0 when the
+ * layer is dense. Shape: T tokens per micro-batch, H, F, E, K, capacity, first expert of this rank. */
+int live_cpu_weights(const live_cpu *c, int layer, const uint16_t **w_gate, const uint16_t **w1,
+                     const uint16_t **w3, const uint16_t **w2);
+void live_cpu_shape(const live_cpu *c, int *T, int *H, int *F, int *E, int *K, int *capacity,
+                    int *first_expert);
+/* The embedding stand-in's token rows of micro-batch mb of this rank, [T,H] BF16. */
+void live_cpu_embed(live_cpu *c, int mb, uint16_t *x);
+/* The reference MoE layer output of `layer` on x [T,H] (moe_layer_ref_cpu with this run's gating). */
+int live_cpu_moe_reference(live_cpu *c, int layer, const uint16_t *x, uint16_t *out);
+const void *live_cpu_gate_cfg(const live_cpu *c);   /* moe_gate_cfg * */
+
 /* ---- checks (outside the timed region) ----------------------------------------------------------- */
 typedef struct {
     long instances;            /* MoE layer instances (layer, micro-batch) compared */

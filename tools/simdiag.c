@@ -32,7 +32,7 @@ static const char USAGE[] =
     "  --json OUT           also write the report as JSON to OUT (atomically)\n"
     "  --min-excess PCT     check: the 2-sigma rule also needs PCT% over the mean (default 5; 0 = the seed's\n"
     "                       rule exactly; on thousands of ranks 2 sigma alone flags ~2% of healthy ones)\n"
-    "  --top K              check: name the K hottest experts (default 3)\n"
+    "  --top K              check: name up to K hot experts (default 3)\n"
     "  --tolerance PCT      compare: exit 3 when an op class's |error| exceeds PCT%\n"
     "  --quiet              no report on stdout (the exit code and --json only)\n"
     "  -h, --help           this text\n"
