@@ -27,8 +27,8 @@
  * The rules (seed 000 §4.2), with two documented refinements:
  *   straggler  t > mean + 2 sd  or  t > 1.25 x mean          (population sd, as the seed)
  *              - computed among the ranks of one pipeline stage: stages carry different layers
- *                (embedding, loss head) and legitimately differ; pooled, a heavier last stage of a
- *                pp >= 8 job is flagged wholesale by both halves of the rule.
+ *                (embedding, loss head) and legitimately differ; pooled, a heavier stage is flagged
+ *                wholesale (tests/test_simdiag_closed_loop.c: the last of pp 2 computes 2x the first).
  *              - the 2-sigma half also needs t >= (1 + min_excess) x mean (default 5%): on 4096
  *                ranks with Gaussian jitter, 2 sigma alone flags ~2% of healthy ranks (~90 GPUs);
  *                on the simulated seed-4096 step (healthy, routing noise only) it flags 68 ranks,

@@ -293,7 +293,7 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
 }
 
 /* The slowest rank's per-micro-batch figures, kept for the step-time formulas. */
-typedef struct { double t, F, B, W, R, c, e; } worst_time;
+typedef struct { double t, F, B, W, R, c, e, comm; } worst_time;
 
 int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs *c, plan_result *out,
                        moe_error *err) {
@@ -342,8 +342,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
         }
         double exposed = dual ? dmax(0.0, st.comm_mb - st.c_mb) : st.comm_mb;
         if (st.c_mb + exposed > wt.t)
-            wt = (worst_time){st.c_mb + exposed, st.F, st.B, st.W, st.R, st.c_mb, exposed};
-        if (st.c_mb + exposed >= wt.t) out->comm_mb_s = st.comm_mb;
+            wt = (worst_time){st.c_mb + exposed, st.F, st.B, st.W, st.R, st.c_mb, exposed, st.comm_mb};
         /* DP sync after the last backward (overlapped with it), weight all-gather before the first
          * forward (overlapped with it); ZeRO-2/3 repeat part of it per micro-batch */
         double t_rs, t_ag;
@@ -381,6 +380,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     out->bwd_mb_s = wt.B;
     out->wgrad_mb_s = wt.W;
     out->recompute_mb_s = wt.R;
+    out->comm_mb_s = wt.comm;
     out->compute_s = m * wt.c;
     double pipe_exposed = m * wt.e;
     switch (dual ? SCHED_DUALPIPE : lay->schedule) {

@@ -192,6 +192,7 @@ static int build_routing(program *p, moe_error *err) {
     p->n_moe_layers = E > 0 ? s->model.layers - s->model.dense_layers : 0;
     p->draw_of = calloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
     p->step_expert_tokens = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
+    p->step_expert_routed = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
     if (E <= 0 || p->n_moe_layers <= 0) {
         p->n_draws = 1; p->n_patterns = 0;
         p->recv_tokens = calloc((size_t)n, sizeof(double));
@@ -201,7 +202,11 @@ static int build_routing(program *p, moe_error *err) {
     const program_group *g0 = &p->groups[0];           /* EP group 0: replica 0, stage 0, tp 0 */
     int *gpus = malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) gpus[i] = program_gpu_of_rank(p, g0->ranks[i]);
-    routing_ctx *ctx = routing_ctx_create(s, gpus, err);
+    /* with a dropping capacity limit, keep every token's choices to count what the router assigned
+     * before the limit (step_expert_routed: the imbalance the limit hides); ~K*T int32 per sample */
+    int capped = s->routing.drop && s->routing.capacity_factor > 0;
+    routing_opts ro = {.keep_choices = capped};
+    routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
     free(gpus);
     if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
     int laws = routing_ctx_layer_laws(ctx);
@@ -244,12 +249,21 @@ static int build_routing(program *p, moe_error *err) {
             p->routed_pairs += uses[d] * rs->assignments;
             p->dropped_pairs += uses[d] * rs->dropped;
             for (int e = 0; e < E; e++) p->step_expert_tokens[e] += uses[d] * rs->expert_tokens[e];
+            if (capped && rs->choices) {
+                size_t nc = (size_t)rs->n_ranks * rs->tokens_per_rank * rs->top_k;
+                for (size_t c = 0; c < nc; c++) {
+                    int32_t v = rs->choices[c];
+                    if (v == ROUTING_NONE) continue;
+                    p->step_expert_routed[v >= 0 ? v : -1 - v] += uses[d];
+                }
+            }
             expert_load_stats st;
             if (expert_load_analyze(rs->expert_tokens, (size_t)E, &st) == 0) {
                 cv += uses[d] * st.cv; mm += uses[d] * st.max_min; gini += uses[d] * st.gini;
             }
             n_uses += uses[d];
         }
+        if (!capped) memcpy(p->step_expert_routed, p->step_expert_tokens, (size_t)E * sizeof(double));
         p->dropped_token_fraction = p->routed_pairs > 0 ? (double)p->dropped_pairs / p->routed_pairs : 0;
         p->expert_load_cv = cv / n_uses; p->expert_load_max_min = mm / n_uses; p->expert_load_gini = gini / n_uses;
     }
@@ -705,6 +719,6 @@ void program_free(program *p) {
     free(p->groups); free(p->group_members); free(p->rank_group);
     for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); }
     free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
-    free(p->draw_of); free(p->step_expert_tokens);
+    free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
     free(p);
 }

@@ -210,6 +210,9 @@ typedef struct program {
     int a2a_n_nodes;          /* nodes spanned by EP group 0 (node_bytes' second dimension) */
     double *step_expert_tokens; /* experts: pairs each expert id receives, summed over every MoE layer
                                    and micro-batch of one replica (EP groups of tp index 0) */
+    double *step_expert_routed; /* experts: pairs the router assigned to each expert id before the
+                                   capacity limit, summed the same way (== step_expert_tokens unless
+                                   routing drops) */
     long routed_pairs, dropped_pairs; /* summed the same way */
     /* totals */
     double model_flops_per_step;   /* sum over all ranks' compute ops (for MFU) */

@@ -208,6 +208,9 @@ cJSON *step_trace_build(const program *p, const step_exec_result *r, const char 
     cJSON *et = cJSON_AddArrayToObject(od, "expert_tokens");
     for (int e = 0; e < s->model.experts && p->n_moe_layers > 0; e++)
         cJSON_AddItemToArray(et, cJSON_CreateNumber(p->step_expert_tokens[e]));
+    cJSON *er = cJSON_AddArrayToObject(od, "expert_tokens_routed");
+    for (int e = 0; e < s->model.experts && p->n_moe_layers > 0; e++)
+        cJSON_AddItemToArray(er, cJSON_CreateNumber(p->step_expert_routed[e]));
     cJSON_AddItemToObject(od, "hang", hang_json(p, &r->hang));
     return doc;
 }

@@ -42,6 +42,9 @@
  *                          "Routing"), so this is also each EP group's load, summed over layers.
  *                          (step.expert_load_cv is the mean of the per-layer, per-micro-batch CVs;
  *                          the CV of this sum is lower when the hot experts differ between layers.)
+ *   "expert_tokens_routed": [E]  the same sum of what the router assigned to each expert before the
+ *                          capacity limit (equal to expert_tokens unless routing drops; with drops the
+ *                          limit caps the hot expert's received count and hides the imbalance)
  *   "hang": null, or
  *     {"op": "A2A_DISPATCH" (op_kind_label), "group_kind": "EP" | "TP" | "DP_DENSE" | "DP_EXPERT",
  *      "group": id, "layer": L, "micro_batch": M,

@@ -582,6 +582,11 @@ static void test_cli(void **state) {
     assert_non_null(strstr(err, "bad-rank-gpu.json: otherData.rank_gpu[2]"));
     assert_int_equal(run(out, sizeof out, err, sizeof err, "check", "/nonexistent/t.json", NULL), EXIT_BADINPUT);
     assert_non_null(strstr(err, "/nonexistent/t.json"));
+    /* a folder stands for its trace.json (here: none) */
+    char expect[4300];
+    snprintf(expect, sizeof expect, "%s/trace.json", tmpdir);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "check", tmpdir, NULL), EXIT_BADINPUT);
+    assert_non_null(strstr(err, expect));
 
     /* compare: 50% is the largest class error */
     assert_int_equal(run(out, sizeof out, err, sizeof err, "compare", TRACES "compare-predicted.json",

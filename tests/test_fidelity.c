@@ -103,5 +103,7 @@ int main(void) {
         cmocka_unit_test(test_hot_expert),
         cmocka_unit_test(test_too_large),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (g_sg.ctx) g_sg.destroy(g_sg.ctx);
+    return rc;
 }

@@ -9,11 +9,16 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sim/compute_budget.h"
+#include "sim/costmodel.h"
+#include "sim/memory.h"
+#include "sim/model.h"
 #include "sim/pipeline_forms.h"
 #include "sim/plan.h"
+#include "sim/plan_costs.h"
 #include "sim/presets.h"
 
 #define GiB 1073741824.0
@@ -150,9 +155,6 @@ static void bubble_closed_forms(void **state) {
         {8, 2, 256, 1, 1, SCHED_1F1B, 1.0 / 2},
         {8, 8, 64, 64, 2, SCHED_INTERLEAVED, 7.0 / 135},
         {8, 4, 128, 16, 3, SCHED_INTERLEAVED, 3.0 / 51},
-        /* DualPipe without exposed communication: (p/2 - 1)(F&B + B - 3W) with F&B = 3F, B = 2F,
-         * W = F gives (p/2 - 1) 2F over m x 3F of work: (p - 2) / (3m + p - 2) */
-        {8, 16, 32, 60, 1, SCHED_DUALPIPE, 14.0 / 194},
         {8, 2, 256, 8, 1, SCHED_DUALPIPE, 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -162,6 +164,18 @@ static void bubble_closed_forms(void **state) {
         if (fabs(p.bubble_fraction - cases[i].want) > 1e-12)
             fail_msg("case %zu: bubble %.12f, want %.12f", i, p.bubble_fraction, cases[i].want);
     }
+    /* DualPipe without exposed communication: (p/2 - 1)(F&B + B - 3W) with F&B = F + B. With B = 2F
+     * and W = F that is (p/2 - 1) 2F over m x 3F of work: (p - 2) / (3m + p - 2) = 14/194 for p = 16,
+     * m = 60. Priced by the cost model, W (weight-gradient GEMMs only) is less than F: attention
+     * core, norms, pointwise kernels and the cross-entropy have no weight gradient. So the formula
+     * holds exactly with the plan's own F, B, W, and the fraction lies a little above 14/194. */
+    scenario s = gpt3_scenario(8, 16, 32, 60, SCHED_DUALPIPE, 1);
+    plan_result p = eval(&s);
+    double F = p.fwd_mb_s, B = p.bwd_mb_s, W = p.wgrad_mb_s;
+    assert_true(W < F && B > 1.9 * F && B < 2.1 * F);
+    assert_within(p.bubble_s, 7.0 * (F + B + B - 3.0 * W), 1e-12);
+    assert_within(p.bubble_fraction, p.bubble_s / (60.0 * (F + B) + p.bubble_s), 1e-12);
+    assert_true(p.bubble_fraction > 14.0 / 194 && p.bubble_fraction < 1.1 * 14.0 / 194);
     assert_true(fabs(bubble_1f1b(16, 60) - 0.2) < 1e-15);
     assert_true(fabs(bubble_interleaved(8, 64, 2) - 7.0 / 135) < 1e-15);
 }
@@ -353,6 +367,173 @@ static void json_has_contract_keys(void **state) {
     cJSON_Delete(o);
 }
 
+
+/* ---- one cost model for plan and step ------------------------------------------------------------
+ * A dense GQA/SwiGLU model on one GPU, 1F1B, TP = PP = EP = DP = 1: no communication at all, so the
+ * plan's compute per micro-batch must be exactly the kernels one micro-batch runs, each priced with
+ * costmodel.h on its shape. The kernel list is written out here from the model's dimensions
+ * (h 1024, 8 query heads and 2 kv heads of 128, SwiGLU inner 4096, vocab 32000, 2048 tokens):
+ *   per layer  qkv  [2048 x 1024] . [1024 x (8 + 2 + 2) x 128 = 1536]
+ *              o    [2048 x 1024] . [1024 x 1024]
+ *              gate+up [2048 x 1024] . [1024 x 8192],  down [2048 x 4096] . [4096 x 1024]
+ *              attention core 2 x (2048/2 keys) x 8 heads x (128 + 128) = 4,194,304 FLOPs per token
+ *              2 residual+RMSNorm passes of 5 x 1024 x 2 B per token (backward twice the bytes)
+ *              SwiGLU: read 2 x 4096, write 4096 BF16 (backward: read 3, write 2)
+ *   once       embedding gather 4 x 2048 x 1024 B (forward and backward), final RMSNorm 2 x 1024 x 2 B
+ *              per token (backward twice), head [2048 x 1024] . [1024 x 32000] in BF16,
+ *              cross-entropy 6 B per logit each way
+ * Backward of a GEMM C = A B: dA (M x K, inner N) + dB (K x N, inner M). */
+typedef struct { double m, n, k; } gemm_shape;
+
+static double gemm_fwd_bwd_s(const costmodel *cm, gemm_shape g, dtype_kind dt) {
+    return costmodel_gemm_s(cm, g.m, g.n, g.k, dt)                              /* forward */
+         + costmodel_gemm_s(cm, g.m, g.k, g.n, dt)                              /* input gradient */
+         + costmodel_gemm_s(cm, g.k, g.n, g.m, dt);                             /* weight gradient */
+}
+
+static scenario small_dense_one_gpu(void) {
+    scenario s = seed_scenario();
+    s.model = (model_cfg){.layers = 4, .dense_layers = 4, .hidden = 1024, .heads = 8, .head_dim = 128,
+                          .kv_heads = 2, .v_head_dim = 128, .ffn_hidden = 4096, .ffn_act = FFN_SWIGLU,
+                          .vocab = 32000, .seq_len = 2048, .attention = ATTN_GQA};
+    s.cluster.nodes = 1;
+    s.cluster.gpus_per_node = 1;
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.layout = (layout_cfg){.tp = 1, .pp = 1, .ep = 1, .dp = 1, .zero = 1, .micro_batch = 1,
+                            .global_batch = 8, .schedule = SCHED_1F1B, .vpp = 1,
+                            .recompute = RECOMPUTE_NONE};
+    return s;
+}
+
+static void plan_compute_is_the_kernels_priced_by_the_cost_model(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = {0};
+    if (costmodel_load("calibration/models/h800-published.json", &cm, &err)) fail_msg("%s", err.msg);
+    scenario s = small_dense_one_gpu();
+    plan_result p;
+    assert_int_equal(plan_evaluate_with_costmodel(&s, &cm, &p, &err), 0);
+
+    const double T = 2048, h = 1024, f = 4096, V = 32000;
+    const gemm_shape layer[] = {{T, 1536, h}, {T, h, 1024}, {T, 2 * f, h}, {T, h, f}};
+    const gemm_shape head = {T, V, h};
+    double want = 0, gemm_flops = 0;
+    for (int l = 0; l < 4; l++) {
+        for (int g = 0; g < 4; g++) {
+            want += gemm_fwd_bwd_s(&cm, layer[g], DT_BF16);
+            gemm_flops += 2 * layer[g].m * layer[g].n * layer[g].k;
+        }
+        double core = T * 4194304.0;
+        want += costmodel_attention_s(&cm, core, DT_BF16) + costmodel_attention_s(&cm, 2 * core, DT_BF16);
+        want += 2 * (costmodel_memory_bound_s(&cm, T * 5 * h * 2) + costmodel_memory_bound_s(&cm, T * 10 * h * 2));
+        want += costmodel_kernel_s(&cm, "swiglu", T * f * 3 * 2) + costmodel_kernel_s(&cm, "swiglu", T * f * 5 * 2);
+    }
+    want += gemm_fwd_bwd_s(&cm, head, DT_BF16);
+    gemm_flops += 2 * head.m * head.n * head.k;
+    want += 2 * costmodel_memory_bound_s(&cm, 4 * T * h);                                  /* embedding */
+    want += costmodel_memory_bound_s(&cm, T * 2 * h * 2) + costmodel_memory_bound_s(&cm, T * 4 * h * 2);
+    want += 2 * costmodel_memory_bound_s(&cm, T * V * 6);                                  /* loss */
+
+    /* the listed shapes are the model's matmul FLOPs (model.h counts them independently) */
+    model_counts mc;
+    model_count(&s.model, &mc);
+    assert_within(gemm_flops, T * (mc.fwd_total - 4 * mc.fwd_attn_core), 1e-12);
+
+    assert_within(p.compute_s / 8, want, 1e-12);            /* m = 8 micro-batches */
+    assert_within(p.fwd_mb_s + p.bwd_mb_s, want, 1e-12);
+    assert_true(p.bubble_s == 0 && p.exposed_comm_s == 0);
+    assert_string_equal(p.costmodel_source, "h800-published");
+}
+
+/* plan_evaluate takes the model the scenario names (cached by path): the same numbers as an explicit
+ * load; the built-in roofline (no calibration) differs (GEMM eff_max 0.80 vs the file's 0.82); a
+ * missing file is an input error naming `calibration`. */
+static void plan_evaluate_uses_the_scenario_costmodel(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = {0};
+    assert_int_equal(costmodel_load("calibration/models/h800-published.json", &cm, &err), 0);
+    scenario s = small_dense_one_gpu();
+    snprintf(s.calibration, sizeof s.calibration, "calibration/models/h800-published.json");
+    plan_result direct, cached, builtin;
+    assert_int_equal(plan_evaluate_with_costmodel(&s, &cm, &direct, &err), 0);
+    cached = eval(&s);
+    assert_true(cached.step_time_s == direct.step_time_s);
+    scenario b = s;
+    b.calibration[0] = '\0';
+    builtin = eval(&b);
+    assert_string_equal(builtin.costmodel_source, "built-in roofline");
+    assert_true(builtin.compute_s > cached.compute_s);
+    assert_true(eval(&s).step_time_s == direct.step_time_s);   /* switching back reloads */
+    snprintf(s.calibration, sizeof s.calibration, "calibration/models/no-such-model.json");
+    assert_int_equal(plan_evaluate(&s, &cached, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "calibration"));
+}
+
+/* ---- DeepSeek-V3's activation practice on the seed layout ---------------------------------------
+ * Per token of one MoE layer, FP8 compute and dispatch, x = 1 + 4/128 B (FP8 + an FP32 scale per
+ * 1x128 tile), counted tensor by tensor (memory.h); selective = DeepSeek-V3 §3.2.3 + §3.3.2:
+ *   attention: layer input 2h = 14336; attention output (E5M6, in 16 bit) 2 x 128 x 128 = 32768;
+ *     logsumexp 4 x 128 = 512; latents (q 1536 + kv 512 + rope key 64) BF16 = 4224       -> 51,840
+ *   FFN side: residual 2h = 14336; router scores FP32 4 x 256 = 1024; shared expert's SwiGLU inputs
+ *     2 x 2048 x = 4224; top-8 routed copies on the experts' ranks, each the dispatched input
+ *     7168 x + SwiGLU inputs 2 x 2048 x + FP32 routing weight 4 = 11,620 -> 92,960        -> 112,544
+ *   = 164,384 B. Without recompute add the RMSNorm outputs (2 x 7168 x), the latent-norm outputs
+ *   (2048 x), q/k/v BF16 (2 x (2 x 128 x 192 + 128 x 128) = 131,072) and the SwiGLU outputs
+ *   (9 x 2048 x): 166,976 more = 331,360 B.
+ * Most loaded rank: rank 1 (stages 1 and 14, 4 MoE layers each), PP + 1 = 17 micro-batches of 4096
+ * tokens: 17 x 4 x 4096 x 164,384 = 45,785,546,752 B = 42.64 GiB; + weights 3.05, BF16 grads 6.10,
+ * optimizer (12 B) 2.01 = 53.8 GiB <= 80 x 0.92. */
+static void seed_fits_with_deepseek_recompute(void **state) {
+    (void)state;
+    scenario s = seed_scenario();
+    s.layout.recompute = RECOMPUTE_SELECTIVE;
+    plan_result p = eval(&s);
+    assert_true(p.act_bytes_per_token_layer == 164384.0);
+    assert_int_equal(p.memory_rank, 1);
+    assert_true(p.inflight_microbatches == 17.0);
+    assert_true(p.memory_GiB.activations * GiB == 45785546752.0);
+    assert_true(p.fits_memory);
+    assert_true(p.memory_GiB.total < 80 * 0.92);
+    assert_true(p.optimizer_bytes_per_param == 12.0 && p.grad_bytes_per_param == 2.0 &&
+                p.weight_bytes_per_param == 1.0);
+    assert_true(p.recompute_mb_s > 0 && p.recompute_mb_s < 0.1 * p.bwd_mb_s);
+
+    s.layout.recompute = RECOMPUTE_NONE;
+    plan_result none = eval(&s);
+    assert_true(none.act_bytes_per_token_layer == 331360.0);
+    assert_false(none.fits_memory);
+    assert_string_equal(none.overflow, "activations");
+    assert_true(none.recompute_mb_s == 0 && none.step_time_s < p.step_time_s);
+
+    /* DeepSeek-V3 §3.3.3 keeps FP32 gradients and an FP32 master with BF16 moments (4 + 2 + 2 B):
+     * grads double, the optimizer shard shrinks to 8/12; still fits (59.2 GiB). */
+    s.layout.recompute = RECOMPUTE_SELECTIVE;
+    model_counts mc;
+    act_profile ap;
+    model_count(&s.model, &mc);
+    memory_activation_profile(&s.model, &s.precision, &ap);
+    mem_state_bytes dsv3 = {.weight = 1, .grad = 4, .master = 4, .moments = 4};
+    mem_ledgers ml;
+    memory_rank_ledgers_with(&s, &mc, &ap, &dsv3, scn_micro_batches(&s), 1, &ml);
+    assert_within(ml.grads / GiB, 2.0 * p.memory_GiB.grads, 1e-12);
+    assert_within(ml.optimizer / GiB, 8.0 / 12.0 * p.memory_GiB.optimizer, 1e-12);
+    assert_true(ml.activations == 45785546752.0);
+    const char *overflow;
+    assert_true(memory_fits(&ml, 80, MEMORY_RESERVE_DEFAULT, &overflow));
+    assert_true(ml.total / GiB > 59.0 && ml.total / GiB < 59.5);
+}
+
+/* A 16-bit master brings 16-bit moments: 2 + 2 + 2 = 6 B of optimizer state per parameter. */
+static void optimizer_bytes_follow_master(void **state) {
+    (void)state;
+    scenario s = tiny_dense(1, 2, 4);
+    s.precision.master = DT_BF16;
+    plan_result p = eval(&s);
+    assert_true(p.optimizer_bytes_per_param == 6.0);
+    assert_true(p.memory_GiB.optimizer * GiB == 6.0 * 1696 / 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed_budget_chain_with_37e9),
@@ -370,6 +551,10 @@ int main(void) {
         cmocka_unit_test(step_metrics_consistent),
         cmocka_unit_test(bad_layout_is_an_error),
         cmocka_unit_test(json_has_contract_keys),
+        cmocka_unit_test(plan_compute_is_the_kernels_priced_by_the_cost_model),
+        cmocka_unit_test(plan_evaluate_uses_the_scenario_costmodel),
+        cmocka_unit_test(seed_fits_with_deepseek_recompute),
+        cmocka_unit_test(optimizer_bytes_follow_master),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

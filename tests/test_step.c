@@ -228,6 +228,12 @@ static double dropped_fraction(double cf, int drop) {
     assert_int_equal(program_build(&s, &p, &err), 0);
     assert_int_equal(p->routed_pairs, 2L * 4 * 4 * 1024);     /* layers x micro-batches x T x K */
     double f = p->dropped_token_fraction;
+    /* what the router assigned before the limit: everything; the drops all fall on expert 0 */
+    double routed = 0, kept = 0;
+    for (int e = 0; e < 4; e++) { routed += p->step_expert_routed[e]; kept += p->step_expert_tokens[e]; }
+    assert_true(routed == (double)p->routed_pairs);
+    assert_true(routed - kept == (double)p->dropped_pairs);
+    assert_true(p->step_expert_routed[0] - p->step_expert_tokens[0] == (double)p->dropped_pairs);
     /* the expert GEMMs follow the kept tokens: expert 0 (EP rank 0) computes at most its capacity */
     if (drop && cf > 0)
         for (int d = 0; d < p->n_draws; d++) assert_true(p->recv_tokens[d * 4 + 0] <= ceil(cf * 4096 / 4.0));

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sim/diagnose.h"
 #include "sim/results.h"
@@ -18,6 +19,7 @@
 static const char USAGE[] =
     "usage: simdiag check TRACE.json [options]\n"
     "       simdiag compare PREDICTED.json MEASURED.json [options]\n"
+    "(a folder stands for the trace.json that simrun or simlive wrote in it)\n"
     "\n"
     "check: the seed 000 diagnoser over one step trace (trace.json of `simrun --levels step` with\n"
     "output.trace, or of `simlive`):\n"
@@ -40,7 +42,7 @@ static const char USAGE[] =
     "exit codes: 0 healthy, 1 runtime failure, 2 bad input or usage, 3 problem found\n"
     "\n"
     "examples:\n"
-    "  simrun scenarios/slow-gpu.json --levels step --out results/slow && simdiag check results/slow/trace.json\n"
+    "  simrun scenarios/slow-gpu.json --levels step --out results/slow && simdiag check results/slow\n"
     "  simdiag check trace.json --json diagnosis.json --quiet || echo \"exit $?: see diagnosis.json\"\n"
     "  simdiag check trace.json --min-excess 0          # the seed's straggler rule, unmodified\n"
     "  simdiag compare results/tiny/trace.json live/trace.json --tolerance 25\n";
@@ -117,6 +119,14 @@ static int write_json(const char *path, cJSON *doc) {
     return rc;
 }
 
+/* `simdiag check results/slow` means the trace simrun wrote there. */
+static const char *trace_path(const char *arg, char *buf, size_t cap) {
+    struct stat st;
+    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) return arg;
+    snprintf(buf, cap, "%s/trace.json", arg);
+    return buf;
+}
+
 static int cmd_check(int argc, char **argv) {
     opts o = {0};
     int rc = parse_opts(argc, argv, 1, &o);
@@ -127,6 +137,8 @@ static int cmd_check(int argc, char **argv) {
     rules.top_experts = (int)o.top;
     moe_error err = {0};
     diag_trace t;
+    char path[4096];
+    o.files[0] = trace_path(o.files[0], path, sizeof path);
     if (diag_trace_load(o.files[0], &t, &err)) {
         fprintf(stderr, "simdiag: %s\n", err.msg);
         return err.code;
@@ -155,6 +167,9 @@ static int cmd_compare(int argc, char **argv) {
     if (rc) return rc;
     moe_error err = {0};
     diag_trace p, m;
+    char path0[4096], path1[4096];
+    o.files[0] = trace_path(o.files[0], path0, sizeof path0);
+    o.files[1] = trace_path(o.files[1], path1, sizeof path1);
     if (diag_trace_load(o.files[0], &p, &err)) {
         fprintf(stderr, "simdiag: %s\n", err.msg);
         return err.code;

@@ -349,6 +349,9 @@ int main(int argc, char **argv) {
     if (live_mpi_all_ok(rc == 0)) {
         if (rc && (rank == 0 || err.code != EXIT_BADINPUT)) fprintf(stderr, "simlive[%d]: %s\n", rank, err.msg);
         int code = live_mpi_max(rc ? err.code : 0) >= EXIT_BADINPUT ? EXIT_BADINPUT : EXIT_RUNTIME;
+#ifdef MOESIM_LIVE_NCCL
+        live_nccl_free(g);
+#endif
         live_mpi_free(m); live_cpu_free(cpu); free(ops); program_free(p);
         live_mpi_finalize();
         return code;
