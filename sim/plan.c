@@ -10,6 +10,9 @@
  *             destination node; each of the 4 takes the slower of its two link classes
  *             (costmodel_link_s: alpha + bytes / beta).
  *   P2P       one activation (forward) and one gradient (backward) message per stage boundary.
+ *   TP        with sequence parallelism, an all-gather before and a reduce-scatter after each block
+ *             (attention, FFN/MoE), forward and backward: 8 ring collectives per layer, each moving
+ *             (tp-1)/tp x T x h x 2 B per rank, over NVLink while the TP group fits in a node.
  *   exposure  1F1B and interleaved expose all communication; DualPipe overlaps it with the compute of
  *             the paired micro-batch and exposes only the excess (seed 003's "100% hidden" holds only
  *             when comm <= compute), at the price of the SMs the communication kernels occupy.
@@ -17,8 +20,8 @@
  *             (ring reduce-scatter of gradients and all-gather of weights, (n-1)/n each, REFERENCE.md §5,
  *             overlapped with one micro-batch's backward/forward) + optimizer (memory-bound over the
  *             shard).
- * Not modelled at this level: tensor-parallel collectives (all-gather / reduce-scatter per block when
- * TP > 1) and routing imbalance (the step level simulates both). */
+ * Not modelled at this level: routing imbalance and the all-to-alls that full recompute repeats (the
+ * step level simulates the former). */
 #include "sim/plan.h"
 
 #include <cjson/cJSON.h>
@@ -76,6 +79,7 @@ typedef struct {
     double tokens_mb;          /* tokens of one micro-batch on one attention-DP rank (TP group) */
     double a2a_layer_s;        /* the 4 all-to-alls of one MoE layer, one micro-batch */
     double p2p_msg_s;          /* one stage-boundary message */
+    double tp_layer_s;         /* the TP collectives of one layer, one micro-batch */
     double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
     group_span ep_span, attn_dp_span, exp_dp_span;
 } plan_ctx;
@@ -159,6 +163,13 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     cm_link_class pp_link = stage_gpus >= gpn ? CM_LINK_RDMA : CM_LINK_NVLINK;
     x->p2p_msg_s = link_s(x, pp_link, x->tokens_mb / lay->tp * s->model.hidden * 2.0);
 
+    x->tp_layer_s = 0;
+    if (lay->tp > 1) {
+        cm_link_class tp_link = lay->tp <= gpn ? CM_LINK_NVLINK : CM_LINK_RDMA;
+        double ring = (lay->tp - 1.0) / lay->tp * x->tokens_mb * s->model.hidden * 2.0;
+        x->tp_layer_s = 8.0 * link_s(x, tp_link, ring);
+    }
+
     int overlapped = lay->schedule == SCHED_DUALPIPE && x->mc.moe_layers > 0 && lay->ep > 1;
     x->sm_slow = overlapped ? 1.0 / (1.0 - c->comm_sm_fraction) : 1.0;
 }
@@ -188,7 +199,7 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
     int msgs = (stage > 0) + (stage < lay->pp - 1);
     double v = lay->schedule == SCHED_INTERLEAVED && lay->vpp > 1 ? lay->vpp : 1;
     /* messages sent per micro-batch: activation to the next stage, gradient to the previous one */
-    st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s;
+    st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s + (nd + nm) * x->tp_layer_s;
 }
 
 /* DP synchronization of one GPU holding `ne` non-expert and `ex` expert parameters, replicated over

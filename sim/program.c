@@ -520,14 +520,16 @@ static void gen_item(op_buf *b, const gen_ctx *g, const sched_item *it) {
 }
 
 static void append_whole(op_buf *dst, const op_buf *src) {
-    int *map = malloc((size_t)(src->n + 1) * sizeof(int));
+    /* deps point to earlier ops, so every remap entry read is written first (calloc: the compiler
+     * cannot see that) */
+    int *map = calloc((size_t)src->n + 1, sizeof(int));
     append_ops(dst, src, 0, src->n, map, map);
     free(map);
 }
 
 /* DualPipe F/B pair: alternate segments so each one's all-to-all overlaps the other's compute. */
 static void append_pair(op_buf *dst, const op_buf *a, const op_buf *bb) {
-    int *ma = malloc((size_t)(a->n + 1) * sizeof(int)), *mb = malloc((size_t)(bb->n + 1) * sizeof(int));
+    int *ma = calloc((size_t)a->n + 1, sizeof(int)), *mb = calloc((size_t)bb->n + 1, sizeof(int));
     int ia = 0, ib = 0;
     while (ia < a->n || ib < bb->n) {
         if (ia < a->n) { int e = next_segment_end(a, ia); append_ops(dst, a, ia, e, ma, ma); ia = e; }

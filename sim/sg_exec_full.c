@@ -465,7 +465,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
             args[r * STREAM_N + st] = (actor_arg){&x, r, st};
             sg_actor_t a = sg_actor_init(name, rail_fabric_gpu_host(x.r[r].gpu));
             sg_actor_set_data(a, &args[r * STREAM_N + st]);
-            sg_actor_set_stacksize(a, 1024 * 1024);
+            sg_actor_set_stacksize(a, 256 * 1024);
             sg_actor_start(a, stream_actor, 0, NULL);
             x.actors_left++;
         }

@@ -85,6 +85,16 @@ int main(void) {
     printf("  step time x%.3f vs uniform; slowest rank %d holds expert 3: %s\n", r.step_time_s / base_step,
            r.slowest_rank, (r.slowest_rank % (s.layout.ep * s.layout.tp)) / s.layout.tp == 3 / (s.model.experts / s.layout.ep)
                ? "yes" : "no");
+    double hot_step = r.step_time_s;
+    step_result_free(&r);
+
+    /* dropless: nothing is dropped, the holder of the hot expert receives and computes it all */
+    hot.routing.drop = 0;
+    if (step_simulate(&hot, NULL, &r, &err)) { fprintf(stderr, "bench_step (hot, dropless): %s\n", err.msg); return 1; }
+    printf("hot expert, dropless:\n");
+    print_result(&hot, &r);
+    printf("  step time x%.3f vs uniform, x%.3f vs dropping at capacity %.2f\n", r.step_time_s / base_step,
+           r.step_time_s / hot_step, s.routing.capacity_factor);
     step_result_free(&r);
     return 0;
 }

@@ -534,6 +534,25 @@ static void optimizer_bytes_follow_master(void **state) {
     assert_true(p.memory_GiB.optimizer * GiB == 6.0 * 1696 / 4);
 }
 
+/* Tensor parallelism is not free: GPT-3 on TP8 x PP4, 1F1B. The slowest stage is the last (24 layers
+ * and the head); per micro-batch it sends one gradient message to stage 2 over RDMA (1024 GPUs per
+ * stage: the boundary crosses nodes) of 2048/8 tokens x 12288 x 2 B, and runs, per layer, 8 ring
+ * collectives over NVLink (all-gather + reduce-scatter around attention and FFN, forward and
+ * backward) of 7/8 x 2048 x 12288 x 2 B each — all priced with the built-in roofline's links. */
+static void tp_collectives_are_priced(void **state) {
+    (void)state;
+    scenario s = gpt3_scenario(8, 4, 128, 8, SCHED_1F1B, 1);
+    costmodel cm = costmodel_from_cluster(&s.cluster);
+    plan_result p = eval(&s);
+    double ring = 7.0 / 8.0 * 2048 * 12288 * 2;
+    double want = 24 * 8 * costmodel_link_s(&cm, CM_LINK_NVLINK, ring) +
+                  costmodel_link_s(&cm, CM_LINK_RDMA, 2048.0 / 8 * 12288 * 2);
+    assert_within(p.comm_mb_s, want, 1e-12);
+    assert_true(p.exposed_comm_s >= 8 * want);   /* 1F1B exposes it, m = 8 (plus the DP sync) */
+    s.layout.tp = 1; s.layout.dp = 1024;   /* no TP: only the (now whole-sequence) P2P message */
+    assert_within(eval(&s).comm_mb_s, costmodel_link_s(&cm, CM_LINK_RDMA, 2048.0 * 12288 * 2), 1e-12);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed_budget_chain_with_37e9),
@@ -555,6 +574,7 @@ int main(void) {
         cmocka_unit_test(plan_evaluate_uses_the_scenario_costmodel),
         cmocka_unit_test(seed_fits_with_deepseek_recompute),
         cmocka_unit_test(optimizer_bytes_follow_master),
+        cmocka_unit_test(tp_collectives_are_priced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,7 @@
 /* test_step.c — the fast step executor: determinism, the replica shortcut against the materialised
- * program of every rank, a hand-solvable slow GPU, and a valid Perfetto trace. */
+ * program of every rank, a hand-solvable slow GPU, a valid Perfetto trace and its otherData contract
+ * (trace.h), and the routing samples driving the step: a hot expert makes its holder the slowest rank
+ * and lengthens the step; capacity drops match the fraction computed by hand. */
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
