@@ -250,7 +250,7 @@ static int check_input(const scenario *s, moe_error *err) {
     return 0;
 }
 
-static void fill_params(const model_counts *mc, plan_result *out) {
+static void fill_params(const scenario *s, const model_counts *mc, plan_result *out) {
     out->params_total = mc->params_total;
     out->params_active = mc->params_active;
     out->params_embedding = mc->params_embedding;
@@ -262,7 +262,10 @@ static void fill_params(const model_counts *mc, plan_result *out) {
     out->params_routed_experts = mc->params_routed_experts;
     out->params_norms = mc->params_norms;
     out->flops_per_token = mc->flops_per_token;
-    out->flops_per_token_6n = mc->flops_per_token_6n;
+    /* the back-of-the-envelope 6N uses the model card's headline active count when the scenario has
+     * one (seed 003: 6 x 37e9); the exact per-layer count stays in flops_per_token/params_active */
+    out->flops_per_token_6n = s->model.published_active_params > 0 ? 6.0 * s->model.published_active_params
+                                                                   : mc->flops_per_token_6n;
 }
 
 static void reliability_plan(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
@@ -312,7 +315,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     if (check_input(s, err)) return err->code;
     plan_ctx x;
     derive(&x, s, cm, c, out);
-    fill_params(&x.mc, out);
+    fill_params(s, &x.mc, out);
     snprintf(out->costmodel_source, sizeof out->costmodel_source, "%s", cm->source);
     const layout_cfg *lay = &s->layout;
     int pp = lay->pp, dual = lay->schedule == SCHED_DUALPIPE && pp > 1;

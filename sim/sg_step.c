@@ -2,10 +2,11 @@
 /* sg_step.c — step_simulate(): one training step at op level (the `step` level of SCENARIO.md).
  *
  * Builds the step program (program.h, with the routing samples of sim/routing.h), picks the
- * communication model — step.fidelity "fast": the SimGrid pattern model (sg_comm.h: one flow-level run
- * per distinct pattern, memoized); "full": the same until the full-fidelity SimGrid executor of the
- * program (sg_exec_full.c) lands — prices compute with the scenario's cost model (costmodel.h), runs
- * the fast executor (step_exec.h) with the replica shortcut, and fills step_result (with
+ * executor — step.fidelity "fast": the fast executor (step_exec.h, with the replica shortcut) whose
+ * all-to-alls and collectives are priced by the SimGrid pattern model (sg_comm.h: one flow-level run
+ * per distinct pattern, memoized); "full": the SimGrid executor (sg_exec_full.h) that runs every op
+ * of every rank with every transfer as flows, for <= 256 GPUs — prices compute with the scenario's
+ * cost model (costmodel.h), and fills step_result (with
  * breakdown.routing and breakdown.comm_patterns: SimGrid patterns simulated, memo hits); writes
  * trace.json (trace.h) when asked. A stalled rank (faults.stalls) makes the step hang: EXIT_RUNTIME
  * with the culprit named in err, and trace.json still written with otherData.hang. */
@@ -22,6 +23,7 @@
 #include "sim/costmodel.h"
 #include "sim/program.h"
 #include "sim/sg_comm.h"
+#include "sim/sg_exec_full.h"
 #include "sim/step_exec.h"
 #include "sim/trace.h"
 
@@ -124,6 +126,14 @@ static cJSON *a2a_waits(const program *p, const step_exec_result *x) {
     return o;
 }
 
+/* step.fidelity picks the executor: "fast" = the op-level DES with SimGrid-memoized patterns
+ * (step_exec.h), "full" = every transfer of every rank as SimGrid flows (sg_exec_full.h, <= 256 GPUs). */
+static int run_executor(const scenario *s, const program *p, const step_exec_opts *eo, step_exec_result *xr,
+                        moe_error *err) {
+    if (s->step.fidelity == FIDELITY_FULL) return sg_exec_full_run(p, eo, xr, err);
+    return step_exec_run(p, eo, xr, err);
+}
+
 int step_simulate(const scenario *s, const step_options *opt, step_result *out, moe_error *err) {
     memset(out, 0, sizeof *out);
     double t_start = wall_now();
@@ -144,12 +154,12 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
      * executor is deterministic, so a traced rerun reproduces it exactly (only when a trace is asked
      * for). A hang (a stalled rank) returns EXIT_RUNTIME naming the culprit, and its trace is still
      * written so that simdiag can read it. */
-    int rc = step_exec_run(p, &eo, &xr, err);
+    int rc = run_executor(s, p, &eo, &xr, err);
     if ((rc == 0 || xr.hang.found) && opt && opt->trace_path) {
         if (n_trace == 0) n_trace = step_trace_default_ranks(p, &xr, trace_ranks, SCN_MAX_TRACE_RANKS);
         step_exec_result_free(&xr);
         eo.n_trace_ranks = n_trace; eo.trace_ranks = trace_ranks;
-        rc = step_exec_run(p, &eo, &xr, err);
+        rc = run_executor(s, p, &eo, &xr, err);
         if (rc == 0 || xr.hang.found) {
             moe_error werr = {0};
             if (step_trace_write(opt->trace_path, p, &xr, &werr)) { *err = werr; rc = werr.code; }
@@ -172,7 +182,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         out->slowest_rank = xr.slowest_rank;
         cJSON *bd = cJSON_CreateObject();
         cJSON_AddStringToObject(bd, "comm_model", comm.name ? comm.name : "?");
-        cJSON_AddStringToObject(bd, "fidelity", s->step.fidelity == FIDELITY_FULL ? "full (fast executor; sg_exec_full pending)" : "fast");
+        cJSON_AddStringToObject(bd, "fidelity", s->step.fidelity == FIDELITY_FULL ? "full" : "fast");
         cJSON_AddNumberToObject(bd, "simulated_replicas", xr.n_simulated_replicas);
         cJSON_AddNumberToObject(bd, "simulated_ranks", xr.n_simulated_ranks);
         cJSON_AddNumberToObject(bd, "ops_executed", (double)xr.n_ops_executed);
