@@ -22,8 +22,9 @@ static void error_file_path(const char *points_dir, int id, char *out, unsigned 
     snprintf(out, cap, "%s/point-%06d.err", points_dir, id);
 }
 
-/* The child: evaluate, write the point (or its error) atomically, exit with the error's code. */
-static void child_main(int id, point_fn fn, void *ctx, const char *dir) {
+/* Evaluate one point in this process and write its file (or its error file) atomically. Returns the
+ * point's exit code. */
+static int eval_one(int id, point_fn fn, void *ctx, const char *dir) {
     moe_error err = {0};
     char path[4096];
     cJSON *point = fn(id, ctx, &err);
@@ -33,14 +34,25 @@ static void child_main(int id, point_fn fn, void *ctx, const char *dir) {
         snprintf(text, sizeof text, "%d\n%s\n", err.code ? err.code : EXIT_RUNTIME, err.msg);
         moe_error ignored;
         write_file_atomic(path, text, &ignored);
-        _exit(err.code ? err.code : EXIT_RUNTIME);
+        return err.code ? err.code : EXIT_RUNTIME;
     }
     char *text = cJSON_Print(point);
     cJSON_Delete(point);
     point_file_path(dir, id, path, sizeof path);
     int rc = write_file_atomic(path, text, &err);
     free(text);
-    _exit(rc ? EXIT_RUNTIME : 0);
+    return rc ? EXIT_RUNTIME : 0;
+}
+
+/* The child: evaluate ids[0..n) in order; exit with the worst code (each failed point left its
+ * error file, which the parent reads). */
+static void child_main(const int *ids, int n, point_fn fn, void *ctx, const char *dir) {
+    int worst = 0;
+    for (int i = 0; i < n; i++) {
+        int rc = eval_one(ids[i], fn, ctx, dir);
+        if (rc > worst) worst = rc;
+    }
+    _exit(worst);
 }
 
 static double now_s(void) {
@@ -77,32 +89,47 @@ static void note_failure(const char *dir, int id, int status, int *worst, moe_er
     if (code > *worst) *worst = code;
 }
 
+/* A failed worker: every point of its chunk without a point file failed; record them. */
+static void note_chunk(const char *dir, const int *ids, int n, int status, int *worst, moe_error *err) {
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        point_file_path(dir, ids[i], path, sizeof path);
+        if (access(path, R_OK) != 0) note_failure(dir, ids[i], status, worst, err);
+    }
+}
+
 int run_points(const int *ids, int n, point_fn fn, void *ctx, const point_run_opts *opt, moe_error *err) {
     if (make_dirs(opt->points_dir, err)) return err->code;
-    int jobs = opt->jobs > 0 ? opt->jobs : 1;
+    int jobs = opt->jobs > 0 ? opt->jobs : 1, chunk = opt->chunk > 1 ? opt->chunk : 1;
+    /* the ids still to evaluate (resume skips finished points) */
+    int *todo = malloc(sizeof(int) * (size_t)(n + 1)), n_todo = 0, done = 0;
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        point_file_path(opt->points_dir, ids[i], path, sizeof path);
+        if (opt->resume && access(path, R_OK) == 0) done++;
+        else todo[n_todo++] = ids[i];
+    }
     pid_t *pids = calloc((size_t)jobs, sizeof *pids);
-    int *slot_id = calloc((size_t)jobs, sizeof *slot_id);
-    int next = 0, running = 0, done = 0, worst = 0;
+    int *slot_first = calloc((size_t)jobs, sizeof *slot_first), *slot_n = calloc((size_t)jobs, sizeof *slot_n);
+    int next = 0, running = 0, worst = 0;
     double t0 = now_s();
     fflush(stdout);
     fflush(stderr);
-    while (next < n || running > 0) {
-        /* fill free slots */
-        for (int s = 0; s < jobs && next < n; s++) {
+    while (next < n_todo || running > 0) {
+        for (int s = 0; s < jobs && next < n_todo; s++) {
             if (pids[s]) continue;
-            int id = ids[next++];
-            char path[4096];
-            point_file_path(opt->points_dir, id, path, sizeof path);
-            if (opt->resume && access(path, R_OK) == 0) { done++; continue; }
+            int take = n_todo - next < chunk ? n_todo - next : chunk;
             pid_t pid = fork();
             if (pid < 0) {
-                free(pids);
-                free(slot_id);
-                return moe_error_set(err, EXIT_RUNTIME, "fork failed: %s", strerror(errno));
+                worst = moe_error_set(err, EXIT_RUNTIME, "fork failed: %s", strerror(errno));
+                next = n_todo;
+                break;
             }
-            if (pid == 0) child_main(id, fn, ctx, opt->points_dir);
+            if (pid == 0) child_main(todo + next, take, fn, ctx, opt->points_dir);
             pids[s] = pid;
-            slot_id[s] = id;
+            slot_first[s] = next;
+            slot_n[s] = take;
+            next += take;
             running++;
         }
         if (running == 0) continue;
@@ -116,14 +143,16 @@ int run_points(const int *ids, int n, point_fn fn, void *ctx, const point_run_op
             if (pids[s] != pid) continue;
             pids[s] = 0;
             running--;
-            done++;
+            done += slot_n[s];
             if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-                note_failure(opt->points_dir, slot_id[s], status, &worst, err);
+                note_chunk(opt->points_dir, todo + slot_first[s], slot_n[s], status, &worst, err);
         }
         if (opt->progress) show_progress(done, n, t0);
     }
     free(pids);
-    free(slot_id);
+    free(slot_first);
+    free(slot_n);
+    free(todo);
     return worst;
 }
 

@@ -19,6 +19,9 @@ typedef struct {
     int jobs;                 /* worker processes at once (>= 1) */
     int resume;               /* skip points whose file already exists */
     int progress;             /* print progress on stderr (points done, rate, time left) */
+    int chunk;                /* points per worker process (<= 1: one process per point, needed when
+                                 points may build different SimGrid platforms; larger chunks save
+                                 the fork for cheap plan/run-level points) */
 } point_run_opts;
 
 /* Evaluate the given point ids. Returns 0 when every point succeeded; otherwise the worst exit code

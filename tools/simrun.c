@@ -203,8 +203,13 @@ static int cmd_run(int argc, char **argv) {
     run_ctx ctx = {.base = &base, .sw = sw, .levels = levels, .fidelity = fidelity,
                    .reproducible = reproducible, .single = n == 1, .out_dir = out};
     if (make_dirs(out, &err)) goto fail;
+    /* Points that build a SimGrid platform (step level) each need their own process; plan- and
+     * run-level points are cheap, so each worker takes a slice of them (4 slices per worker keep the
+     * load balanced). */
+    int eff_levels = levels ? levels : base.output.levels, n_mine = hi - lo;
+    int chunk = (eff_levels & LEVEL_STEP) ? 1 : (n_mine + 4 * jobs - 1) / (4 * jobs);
     point_run_opts po = {.points_dir = points_dir, .jobs = jobs, .resume = resume,
-                         .progress = !quiet && isatty(2) && hi - lo > 1};
+                         .progress = !quiet && isatty(2) && n_mine > 1, .chunk = chunk};
     rc = run_points(ids, hi - lo, eval_point, &ctx, &po, &err);
     free(ids);
     ids = NULL;
