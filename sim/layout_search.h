@@ -14,4 +14,9 @@
  * (tp, then pp, then ep ascending); returns how many exist (may exceed cap). */
 int layouts_enumerate(const scenario *base, layout_cfg *out, int cap);
 
+/* `simrun --search`: every valid layout evaluated at plan level; those that fit in memory ranked by
+ * the plan's step time; the best `top` written to `best` (fastest first). Counts of valid and fitting
+ * layouts go to *n_valid / *n_fit. Returns how many were written, or -1 with err set. */
+int layouts_search(const scenario *base, int top, layout_cfg *best, int *n_valid, int *n_fit, moe_error *err);
+
 #endif

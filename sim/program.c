@@ -205,7 +205,11 @@ static int build_routing(program *p, moe_error *err) {
     /* with a dropping capacity limit, keep every token's choices to count what the router assigned
      * before the limit (step_expert_routed: the imbalance the limit hides); ~K*T int32 per sample */
     int capped = s->routing.drop && s->routing.capacity_factor > 0;
-    routing_opts ro = {.keep_choices = capped};
+    /* Expert tensor parallelism (Megatron's default when tp > 1): after the sequence-parallel gather,
+     * every TP rank routes ALL tokens of its micro-batch through its 1/tp slice of each expert (the
+     * expert GEMMs below divide expert_hidden by tp), so the EP group of each TP index carries the
+     * whole micro-batch, not 1/tp of it. */
+    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->tokens_per_mb};
     routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
     free(gpus);
     if (!ctx) return err->code ? err->code : EXIT_BADINPUT;

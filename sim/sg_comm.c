@@ -76,6 +76,7 @@ typedef struct {
     double *finish;
     size_t cap;
     sg_comm_stats st;
+    comm_model closed;   /* the hand-computed model, for patterns too large to simulate */
 } sg_ctx;
 
 /* Where a group's GPU ids are measured from in its signature. A group inside one leaf has the same
@@ -154,7 +155,12 @@ static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
         gpu_flow_list_free(&fl);
         return -1;
     }
-    t = run_flows(x, &fl);
+    if (fl.n > SG_MAX_PATTERN_FLOWS) {
+        t = x->closed.a2a_s(x->closed.ctx, p);
+        x->st.closed_form++;
+    } else {
+        t = run_flows(x, &fl);
+    }
     gpu_flow_list_free(&fl);
     if (t >= 0) memo_put(&x->memo, key, t);
     return t;
@@ -228,6 +234,7 @@ static void sg_destroy(void *ctx) {
     free(x->memo.val);
     free(x->flows);
     free(x->finish);
+    if (x->closed.destroy) x->closed.destroy(x->closed.ctx);
     free(x);
 }
 
@@ -241,6 +248,7 @@ comm_model sg_comm_create(const scenario *s, moe_error *err) {
     }
     x->c = s->cluster;
     x->f = s->faults;
+    x->closed = comm_analytic_create(s);
     m.ctx = x;
     m.name = "simgrid";
     m.a2a_s = sg_a2a_s;

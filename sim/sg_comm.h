@@ -18,11 +18,18 @@
 /* On failure returns a model with ctx == NULL and fills err. */
 comm_model sg_comm_create(const scenario *s, moe_error *err);
 
+/* A pattern with more flows than this (a leaf-crossing EP group with all its concurrent copies, e.g.
+ * EP256 x TP2 on 4096 GPUs: ~250K flows, minutes of SimGrid) is priced in closed form instead. */
+#define SG_MAX_PATTERN_FLOWS 40000
+
 typedef struct {
     long queries;          /* a2a + p2p + collective calls */
     long hits;             /* answered from the memo */
     long simulated;        /* distinct patterns simulated */
     long flows;            /* flows simulated in total */
+    long closed_form;      /* distinct patterns too large for a flow-level run (> SG_MAX_PATTERN_FLOWS
+                              flows): priced by the closed form, which matches SimGrid within 1% on
+                              bottleneck-limited patterns (tests/test_comm.c) */
     double sim_wall_s;     /* wall time spent inside SimGrid runs */
 } sg_comm_stats;
 

@@ -21,6 +21,7 @@
 
 #include "sim/comm.h"
 #include "sim/costmodel.h"
+#include "sim/model.h"
 #include "sim/program.h"
 #include "sim/sg_comm.h"
 #include "sim/sg_exec_full.h"
@@ -173,7 +174,11 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         out->compute_s = c / G; out->exposed_comm_s = e / G; out->bubble_s = b / G; out->optimizer_s = o / G;
         double tokens = (double)s->layout.global_batch * s->model.seq_len;
         out->tokens_per_s_per_gpu = tokens / xr.step_time_s / G;
-        out->tflops_per_gpu = p->model_flops_per_step / xr.step_time_s / G / 1e12;
+        /* MFU counts the model's FLOPs (model.h's exact per-token count x tokens), not the work the
+         * ranks executed: replicated TP work and recomputation are real time but not model FLOPs */
+        model_counts mc;
+        model_count(&s->model, &mc);
+        out->tflops_per_gpu = mc.flops_per_token * tokens / xr.step_time_s / G / 1e12;
         out->mfu = out->tflops_per_gpu / s->cluster.gpu.bf16_tflops;
         out->dropped_token_fraction = p->dropped_token_fraction;
         out->expert_load_cv = p->expert_load_cv;
@@ -200,6 +205,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(ct, "queries", (double)cs.queries);
         cJSON_AddNumberToObject(ct, "memo_hits", (double)cs.hits);
         cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
+        cJSON_AddNumberToObject(ct, "closed_form", (double)cs.closed_form);
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
         out->breakdown = bd;
     }

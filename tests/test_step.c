@@ -13,6 +13,8 @@
 #include <cjson/cJSON.h>
 
 #include "sim/costmodel.h"
+#include "sim/model.h"
+#include "sim/scenario_defaults.h"
 #include "sim/results.h"
 #include "sim/step_exec.h"
 #include "sim/trace.h"
@@ -300,6 +302,38 @@ static void test_trace_contract(void **st) {
     program_free(p);
 }
 
+/* The step program's compute ops, summed over every rank, are the model's FLOPs: model.h counts
+ * them per token from the architecture alone (an independent derivation), the program generator per
+ * op from the layout and the routing. tp = 1: equal to rounding. tp = 2 (expert tensor parallelism):
+ * each TP rank also runs the replicated pieces (router, RMSNorms, MLA down-projections) in full,
+ * which adds a little work but never removes any. */
+static void test_program_flops_equal_model_count(void **st) {
+    (void)st;
+    for (int tp = 1; tp <= 2; tp++) {
+        scenario s;
+        scenario_defaults(&s);
+        s.cluster.nodes = 4;
+        s.routing.node_limit = 2;
+        s.model.layers = 6;
+        s.model.dense_layers = 2;
+        s.layout = (layout_cfg){.tp = tp, .pp = 2, .ep = 16 / tp, .dp = 1, .zero = 1, .micro_batch = 1,
+                                .global_batch = 64, .schedule = SCHED_1F1B, .vpp = 1};
+        moe_error err = {0};
+        assert_int_equal(scenario_validate(&s, &err), 0);
+        program *p = NULL;
+        assert_int_equal(program_build(&s, &p, &err), 0);
+        model_counts mc;
+        model_count(&s.model, &mc);
+        double model = mc.flops_per_token * (double)s.layout.global_batch * s.model.seq_len;
+        double rel = (p->model_flops_per_step - model) / model;
+        print_message("tp %d: program %.6e FLOPs, model %.6e (%+.4f%%)\n", tp, p->model_flops_per_step, model,
+                      100 * rel);
+        if (tp == 1) assert_true(fabs(rel) < 1e-6);
+        else assert_true(rel >= -1e-6 && rel < 0.02);
+        program_free(p);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shortcut_equals_materialized),
@@ -310,6 +344,7 @@ int main(void) {
         cmocka_unit_test(test_hot_expert_straggles),
         cmocka_unit_test(test_capacity_drop_by_hand),
         cmocka_unit_test(test_trace_contract),
+        cmocka_unit_test(test_program_flops_equal_model_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
+#include "sim/layout_search.h"
 #include "sim/plots.h"
 #include "sim/point_runner.h"
 #include "sim/report_table.h"
@@ -24,6 +25,7 @@
 
 static const char USAGE[] =
     "usage: simrun SCENARIO.json [options]\n"
+    "       simrun --search SCENARIO.json [--top K] [options]\n"
     "       simrun merge DIR... --out DIR\n"
     "       simrun plot DIR\n"
     "       simrun --dump-platform FILE SCENARIO.json\n"
@@ -41,6 +43,8 @@ static const char USAGE[] =
     "  --jobs N             worker processes (default: the number of cores)\n"
     "  --shard I/N          evaluate only slice I (0-based) of N of the sweep; combine with `simrun merge`\n"
     "  --resume             keep points already in DIR/points and evaluate only the rest\n"
+    "  --search             every valid tp*pp*ep*dp layout at plan level, drop what does not fit, simulate\n"
+    "                       the best --top K (default 8) at step level, print them ranked\n"
     "  --reproducible       write wall-clock fields (step.sim_wall_s) as 0: reruns are byte-identical\n"
     "  --quiet              no table, no progress\n"
     "  -h, --help           this text\n"
@@ -49,6 +53,7 @@ static const char USAGE[] =
     "  simrun scenarios/seed-4096.json\n"
     "  simrun scenarios/layout-sweep.json --levels plan --out results/layouts\n"
     "  simrun scenarios/layout-sweep.json --shard 0/4 --out results/s0   # ... then: simrun merge results/s? --out results/all\n"
+    "  simrun --search scenarios/seed-4096.json --top 5 --out results/search\n"
     "  simrun --a2a 64 --tokens 4096 --hidden 7168 --topk 8 --dtype fp8 --node-limit 4\n"
     "  simrun --dump-platform fabric.xml scenarios/seed-4096.json\n";
 
@@ -94,6 +99,7 @@ static int parse_levels(const char *s, int *out) {
 typedef struct {
     const scenario *base;
     const sweep *sw;
+    const layout_cfg *search;   /* --search: point i is the base with layout search[i] */
     int levels;           /* 0 = each point's output.levels */
     int fidelity;         /* -1 = each point's step.fidelity */
     int reproducible;
@@ -105,7 +111,17 @@ static cJSON *eval_point(int id, void *vctx, moe_error *err) {
     run_ctx *c = vctx;
     scenario s;
     cJSON *values = NULL;
-    if (sweep_point(c->sw, c->base, id, &s, &values, err)) return NULL;
+    if (c->search) {
+        s = *c->base;
+        s.layout = c->search[id];
+        values = cJSON_CreateObject();
+        cJSON_AddNumberToObject(values, "layout.tp", s.layout.tp);
+        cJSON_AddNumberToObject(values, "layout.pp", s.layout.pp);
+        cJSON_AddNumberToObject(values, "layout.ep", s.layout.ep);
+        cJSON_AddNumberToObject(values, "layout.dp", s.layout.dp);
+    } else if (sweep_point(c->sw, c->base, id, &s, &values, err)) {
+        return NULL;
+    }
     if (c->fidelity >= 0) s.step.fidelity = (fidelity_kind)c->fidelity;
     char trace[4096];
     point_opts po = {.levels = c->levels ? c->levels : s.output.levels, .reproducible = c->reproducible};
@@ -150,7 +166,7 @@ static int finish(const char *out_dir, int plots, int quiet, moe_error *err) {
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *out = NULL;
     int levels = 0, fidelity = -1, jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), resume = 0, quiet = 0;
-    int reproducible = 0, shard_i = 0, shard_n = 1, rc;
+    int reproducible = 0, shard_i = 0, shard_n = 1, search = 0, top = 8, rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--out") == 0 && v) { out = v; i++; }
@@ -168,6 +184,8 @@ static int cmd_run(int argc, char **argv) {
                 return usage_error("--shard: got '%s'; expected I/N with 0 <= I < N", v);
             i++;
         } else if (strcmp(a, "--resume") == 0) resume = 1;
+        else if (strcmp(a, "--search") == 0) search = 1;
+        else if (strcmp(a, "--top") == 0 && v) { if ((rc = parse_int(a, v, 1, 1000, &top))) return rc; i++; }
         else if (strcmp(a, "--reproducible") == 0) reproducible = 1;
         else if (strcmp(a, "--quiet") == 0) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option or missing value: %s", a);
@@ -185,6 +203,31 @@ static int cmd_run(int argc, char **argv) {
     }
     if (!out) out = base.output.dir;
     int n = sweep_count(sw);
+    layout_cfg *best = NULL;
+    if (search) {
+        /* every valid layout at plan level, drop what does not fit, simulate the best `top` */
+        if (n > 1) {
+            sweep_free(sw);
+            fprintf(stderr, "simrun: %s: sweep: got a sweep of %d points; expected none with --search "
+                            "(the search varies the layout itself)\n", file, n);
+            return EXIT_BADINPUT;
+        }
+        best = malloc(sizeof *best * (size_t)top);
+        int n_valid, n_fit;
+        n = layouts_search(&base, top, best, &n_valid, &n_fit, &err);
+        if (n < 0) { free(best); sweep_free(sw); fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
+        if (!quiet)
+            printf("search: %d valid layouts of %d GPUs, %d fit in memory; simulating the best %d (by plan step time)%s\n",
+                   n_valid, scn_gpus(&base), n_fit, n, (levels ? levels : base.output.levels) & LEVEL_STEP ? "" : " [plan only]");
+        if (n == 0) {
+            free(best);
+            sweep_free(sw);
+            fprintf(stderr, "simrun: %s: no valid layout fits in memory (cluster.gpu.mem_GiB = %g)\n", file,
+                    base.cluster.gpu.mem_GiB);
+            return EXIT_RUNTIME;
+        }
+        if (!levels) levels = LEVEL_PLAN | LEVEL_STEP;
+    }
     /* shard I of N: a contiguous slice of the point ids */
     int lo = (int)((long)n * shard_i / shard_n), hi = (int)((long)n * (shard_i + 1) / shard_n);
     int *ids = malloc(sizeof(int) * (size_t)(hi - lo + 1));
@@ -200,7 +243,7 @@ static int cmd_run(int argc, char **argv) {
             unlink(old);
         }
     }
-    run_ctx ctx = {.base = &base, .sw = sw, .levels = levels, .fidelity = fidelity,
+    run_ctx ctx = {.base = &base, .sw = sw, .search = best, .levels = levels, .fidelity = fidelity,
                    .reproducible = reproducible, .single = n == 1, .out_dir = out};
     if (make_dirs(out, &err)) goto fail;
     /* Points that build a SimGrid platform (step level) each need their own process; plan- and
@@ -216,10 +259,12 @@ static int cmd_run(int argc, char **argv) {
     if (rc) goto fail;
     rc = finish(out, base.output.plots, quiet, &err);
     sweep_free(sw);
+    free(best);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     return rc;
 fail:
     free(ids);
+    free(best);
     sweep_free(sw);
     fprintf(stderr, "simrun: %s\n", err.msg);
     return err.code ? err.code : EXIT_RUNTIME;
