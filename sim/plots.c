@@ -39,8 +39,11 @@ static void series_label(const cJSON *p, const char *xkey, char *out, size_t cap
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(p, "sweep");
     for (const cJSON *e = sw ? sw->child : NULL; e; e = e->next) {
         if (strcmp(e->string, xkey) == 0 || len >= cap - 1) continue;
-        char *v = cJSON_PrintUnformatted(e);
+        /* strings unquoted: labels go inside gnuplot's quotes */
+        char *v = cJSON_IsString(e) ? strdup(e->valuestring) : cJSON_PrintUnformatted(e);
         const char *k = strrchr(e->string, '.') ? strrchr(e->string, '.') + 1 : e->string;
+        for (char *c = v; *c; c++)
+            if (*c == '"' || *c == '\'') *c = ' ';
         len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", k, v);
         free(v);
     }
@@ -51,7 +54,7 @@ static void series_label(const cJSON *p, const char *xkey, char *out, size_t cap
 #define MAX_SERIES 12
 static int write_series(FILE *f, const cJSON *doc, const char *xkey, const char *xpath, const char *const *cols,
                         int ncols, char labels[MAX_SERIES][128]) {
-    int ns = 0;
+    int ns = 0, xkey_all = 0;
     for (const cJSON *p = points_of(doc)->child; p; p = p->next) {
         char lab[128];
         series_label(p, xkey, lab, sizeof lab);
@@ -59,6 +62,12 @@ static int write_series(FILE *f, const cJSON *doc, const char *xkey, const char 
         for (s = 0; s < ns; s++)
             if (strcmp(labels[s], lab) == 0) break;
         if (s == ns && ns < MAX_SERIES) snprintf(labels[ns++], 128, "%s", lab);
+    }
+    /* keys zipped with the x axis make every point its own "series": then it is one series */
+    if (ns > 1 && ns == cJSON_GetArraySize(points_of(doc))) {
+        ns = 1;
+        labels[0][0] = '\0';
+        xkey_all = 1;
     }
     for (int s = 0; s < ns; s++) {
         fprintf(f, "# series %d: %s\n", s, labels[s][0] ? labels[s] : "all");
@@ -71,7 +80,7 @@ static int write_series(FILE *f, const cJSON *doc, const char *xkey, const char 
                 char lab[128];
                 series_label(p, xkey, lab, sizeof lab);
                 double x = num(p, xpath);
-                if (strcmp(lab, labels[s]) == 0 && x > last && x < bx) { bx = x; best = p; }
+                if ((xkey_all || strcmp(lab, labels[s]) == 0) && x > last && x < bx) { bx = x; best = p; }
             }
             if (!best) break;
             fprintf(f, "%.10g", bx);
@@ -99,10 +108,10 @@ static int render(const char *dir, const char *fig, const char *body, moe_error 
     snprintf(script, cap,
              "# %s — drawn by moesim from results.json; rerun: gnuplot %s.gp\n"
              "datafile = '%s/%s.dat'\n"
-             "set terminal pngcairo size 1100,680 font 'sans,11' enhanced\n"
+             "set terminal pngcairo size 1100,680 font 'sans,11' noenhanced\n"
              "set output '%s.tmp'\n"
              "%s\n"
-             "set terminal svg size 1100,680 font 'sans,11' enhanced\n"
+             "set terminal svg size 1100,680 font 'sans,11' noenhanced\n"
              "set output '%s.tmp'\n"
              "replot\n"
              "unset output\n",
@@ -225,7 +234,7 @@ static int fig_scaling(const char *dir, const cJSON *doc, moe_error *err) {
     int n = snprintf(body, sizeof body,
                      "set title 'Throughput per GPU vs cluster size'\n"
                      "set xlabel 'GPUs'\nset ylabel 'tokens / s / GPU'\nset grid\nset key bottom left\n"
-                     "set logscale x 2\nplot ");
+                     "set logscale x 2\nset yrange [0:*]\nplot ");
     for (int s = 0; s < ns; s++)
         n += snprintf(body + n, sizeof body - (size_t)n,
                       "%sdatafile index %d using ($1*%g):2 with linespoints lw 2 pt 7 title 'step %s', "

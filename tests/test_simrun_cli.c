@@ -227,6 +227,69 @@ static void test_deterministic(void **state) {
     same_bytes_twice("tests/data/scenarios/small-moe.json", "plan,step,run", "small");
 }
 
+/* --search: every valid layout of the small cluster at plan level, the best K that fit simulated at
+ * step level and ranked. The truth: the plan-level sweep over the same layouts ("layouts": "all"),
+ * whose fitting points ranked by plan step time must start with the searched layouts, in order. */
+static void test_search(void **state) {
+    (void)state;
+    char dir[4200], out[16384], err[8192];
+    snprintf(dir, sizeof dir, "%s/search", tmpdir);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "--search", "tests/data/scenarios/small-moe.json", "--top",
+                         "3", "--out", dir, NULL), 0);
+    assert_non_null(strstr(out, "valid layouts"));
+    cJSON *doc = load_results(dir);
+    cJSON *pts = cJSON_GetObjectItem(doc, "points");
+    assert_int_equal(cJSON_GetArraySize(pts), 3);
+    double last = 0;
+    for (int i = 0; i < 3; i++) {
+        cJSON *p = cJSON_GetArrayItem(pts, i);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "plan"), "fits_memory")));
+        assert_non_null(cJSON_GetObjectItem(p, "step"));
+        double t = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "plan"), "step_time_s")->valuedouble;
+        assert_true(t >= last);   /* point ids follow the plan ranking */
+        last = t;
+    }
+
+    /* the independent ranking: a plan-level sweep over "layouts": "all" of the same scenario */
+    char *text = slurp("tests/data/scenarios/small-moe.json");
+    assert_non_null(text);
+    char *end = strrchr(text, '}');
+    assert_non_null(end);
+    *end = '\0';
+    char sweep_path[8400], sweep_dir[8400];
+    snprintf(sweep_path, sizeof sweep_path, "%s/small-layouts.json", tmpdir);
+    snprintf(sweep_dir, sizeof sweep_dir, "%s/small-layouts", tmpdir);
+    FILE *f = fopen(sweep_path, "w");
+    fprintf(f, "%s, \"sweep\": {\"layouts\": \"all\"}}\n", text);
+    fclose(f);
+    free(text);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sweep_path, "--levels", "plan", "--out", sweep_dir,
+                         "--quiet", NULL), 0);
+    cJSON *all = load_results(sweep_dir);
+    /* best three fitting layouts by plan step time, by selection */
+    const cJSON *chosen[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        double best = INFINITY;
+        for (cJSON *p = cJSON_GetObjectItem(all, "points")->child; p; p = p->next) {
+            cJSON *plan = cJSON_GetObjectItem(p, "plan");
+            double t = cJSON_GetObjectItem(plan, "step_time_s")->valuedouble;
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= chosen[j] == p;
+            if (!taken && cJSON_IsTrue(cJSON_GetObjectItem(plan, "fits_memory")) && t < best) {
+                best = t;
+                chosen[k] = p;
+            }
+        }
+        assert_non_null(chosen[k]);
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(chosen[k], "sweep"),
+                                  cJSON_GetObjectItem(cJSON_GetArrayItem(pts, k), "sweep"), 1));
+    }
+    cJSON_Delete(all);
+    cJSON_Delete(doc);
+    /* a scenario that already sweeps cannot be searched */
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "--search", "scenarios/checkpoint-sweep.json", NULL), 2);
+}
+
 static void test_dump_platform(void **state) {
     (void)state;
     char path[8400], out[8192], err[8192];
@@ -245,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_plan_results_contract),
         cmocka_unit_test(test_shards_merge_resume),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_search),
         cmocka_unit_test(test_dump_platform),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
