@@ -27,7 +27,21 @@ static int usage(FILE *f, int code) {
             "usage: simcal bench [--out FILE] [--grid small|full] [--cpu]\n"
             "       simcal import-nccl-tests LOG... [--out FILE] [--link nvlink|rdma|pcie]\n"
             "       simcal fit TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]\n"
-            "       simcal check [--models DIR] [--traces DIR] [--tol REL]\n");
+            "       simcal check [--models DIR] [--traces DIR] [--tol REL]\n"
+            "\n"
+            "bench   time every kernel of kernels/ over a shape grid (CUDA events on a GPU, the CPU references\n"
+            "        otherwise, labelled \"cpu\"); nccl-tests-style tables; a trace JSON with provenance\n"
+            "import-nccl-tests  turn all_reduce_perf / alltoall_perf / sendrecv_perf logs into a trace\n"
+            "fit     fit cost models (GSL nonlinear least squares) and write a model JSON for the simulator\n"
+            "check   refit every committed model from its traces; exit 1 when a parameter or a trace drifted\n"
+            "\n"
+            "exit codes: 0 ok, 1 runtime failure or drift, 2 bad input or usage\n"
+            "\n"
+            "examples:\n"
+            "  simcal bench --grid small --out calibration/traces/cpu-mine.json\n"
+            "  simcal import-nccl-tests alltoall_perf.log --link rdma --out calibration/traces/a2a.json\n"
+            "  simcal fit calibration/traces/a2a.json --base calibration/models/h800-published.json --out m.json\n"
+            "  simcal check\n");
     return code;
 }
 
