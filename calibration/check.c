@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "calibration/fit.h"
+#include "sim/fileio.h"
 #include "calibration/nccl_tests.h"
 #include "sim/costmodel.h"
 
@@ -152,8 +153,9 @@ static int check_one(const char *model_path, const char *traces_dir, double tol,
     costmodel cm;
     int rc = costmodel_load(model_path, &cm, err);
     if (rc) return rc;
-    char *text = calib_slurp(model_path, NULL);
-    cJSON *model = text ? cJSON_Parse(text) : NULL;
+    char *text = read_file_text(model_path, NULL, err);
+    if (!text) return err->code;
+    cJSON *model = cJSON_Parse(text);
     free(text);
     if (!model) return moe_error_input(err, model_path, NULL, NULL, "valid JSON");
     const cJSON *traces = cJSON_GetObjectItemCaseSensitive(model, "traces");

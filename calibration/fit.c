@@ -1,6 +1,7 @@
 /* fit.c — GSL fits of the cost models (fit.h) and the model JSON they produce. */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/fit.h"
+#include "sim/fileio.h"
 
 #include <cjson/cJSON.h>
 #include <gsl/gsl_blas.h>
@@ -440,9 +441,8 @@ static const char *basename_of(const char *p) {
 }
 
 static cJSON *load_json(const char *path, moe_error *err) {
-    char *text = calib_slurp(path, NULL);
+    char *text = read_file_text(path, NULL, err);
     if (!text) {
-        moe_error_input(err, path, NULL, NULL, "a readable model JSON");
         return NULL;
     }
     cJSON *j = cJSON_Parse(text);

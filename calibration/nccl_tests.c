@@ -1,6 +1,7 @@
 /* nccl_tests.c — nccl-tests log parser (format and checks: nccl_tests.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/nccl_tests.h"
+#include "sim/fileio.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -290,9 +291,8 @@ int nccl_tests_parse(const char *file_label, const char *text, nt_log *out, moe_
 
 int nccl_tests_read(const char *path, nt_log *out, moe_error *err) {
     memset(out, 0, sizeof *out);
-    char *text = calib_slurp(path, NULL);
-    if (!text) return moe_error_input(err, path, NULL, NULL, "a readable nccl-tests log (%s)",
-                                      strerror(errno ? errno : ENOENT));
+    char *text = read_file_text(path, NULL, err);
+    if (!text) return err->code;
     int rc = nccl_tests_parse(path, text, out, err);
     free(text);
     return rc;

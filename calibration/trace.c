@@ -1,6 +1,7 @@
 /* trace.c — reading, writing and validating "moesim-trace/1" files (format: calibration/README.md). */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/trace.h"
+#include "sim/fileio.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -157,32 +158,12 @@ int trace_write(const char *path, const trace *t, moe_error *err) {
 
 /* ---- reading -------------------------------------------------------------------------------------- */
 
-char *calib_slurp(const char *path, long *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf[n] = '\0';
-                if (len) *len = n;
-            }
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 int calib_file_hash(const char *path, char hex[17], moe_error *err) {
-    long n = 0;
-    char *buf = calib_slurp(path, &n);
-    if (!buf) return moe_error_input(err, path, NULL, NULL, "a readable file (%s)", strerror(errno));
+    size_t n = 0;
+    char *buf = read_file_text(path, &n, err);
+    if (!buf) return err->code;
     uint64_t h = 1469598103934665603ULL;          /* FNV-1a 64 offset basis */
-    for (long i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)buf[i];
         h *= 1099511628211ULL;                     /* FNV 64 prime */
     }
@@ -372,9 +353,8 @@ int trace_parse(const char *file_label, const char *text, trace *t, moe_error *e
 
 int trace_read(const char *path, trace *t, moe_error *err) {
     trace_init(t);
-    char *text = calib_slurp(path, NULL);
-    if (!text) return moe_error_input(err, path, NULL, NULL, "a readable trace file (%s)",
-                                      strerror(errno ? errno : ENOENT));
+    char *text = read_file_text(path, NULL, err);
+    if (!text) return err->code;
     int rc = trace_parse(path, text, t, err);
     free(text);
     return rc;

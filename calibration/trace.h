@@ -93,7 +93,7 @@ dtype_kind calib_dtype_of(const char *dtype);
 /* Write JSON (formatted, trailing newline) to path.tmp.<pid> then rename() it over path. */
 int json_write_atomic(const char *path, const struct cJSON *root, moe_error *err);
 /* Whole file into a NUL-terminated buffer (caller frees); NULL if unreadable. */
-char *calib_slurp(const char *path, long *len);
+
 /* FNV-1a 64-bit of the file's bytes as 16 hex digits (content identity of a trace, not security). */
 int calib_file_hash(const char *path, char hex[17], moe_error *err);
 

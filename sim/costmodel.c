@@ -2,6 +2,8 @@
  * functions of sim/costmodel.h. The model file format is documented in calibration/README.md. */
 #include "sim/costmodel.h"
 
+#include "sim/fileio.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -309,31 +311,10 @@ int costmodel_parse(const char *file_label, const char *json_text, costmodel *ou
     return rc;
 }
 
-static char *slurp(const char *path, long *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf[n] = '\0';
-                if (len) *len = n;
-            }
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 int costmodel_load(const char *path, costmodel *out, moe_error *err) {
     memset(out, 0, sizeof *out);
-    char *text = slurp(path, NULL);
-    if (!text) return moe_error_input(err, path, NULL, NULL, "a readable cost-model JSON file (%s)",
-                                      strerror(errno ? errno : ENOENT));
+    char *text = read_file_text(path, NULL, err);
+    if (!text) return err->code;
     int rc = costmodel_parse(path, text, out, err);
     free(text);
     return rc;

@@ -303,7 +303,7 @@ int diag_trace_parse(const char *text, const char *file, diag_trace *t, moe_erro
 
 int diag_trace_load(const char *path, diag_trace *t, moe_error *err) {
     memset(t, 0, sizeof *t);
-    char *text = read_file_text(path, err);
+    char *text = read_file_text(path, NULL, err);
     if (!text) return err->code ? err->code : EXIT_BADINPUT;
     int rc = diag_trace_parse(text, path, t, err);
     free(text);

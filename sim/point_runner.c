@@ -179,7 +179,7 @@ cJSON *collect_points(const char *const *dirs, int n_dirs, moe_error *err) {
             if (sscanf(de->d_name, "point-%d.%7s", &id, tail) != 2 || strcmp(tail, "json") != 0) continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-            char *text = read_file_text(path, err);
+            char *text = read_file_text(path, NULL, err);
             if (!text) { closedir(dp); goto fail; }
             cJSON *p = cJSON_Parse(text);
             free(text);

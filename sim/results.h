@@ -9,16 +9,9 @@
 
 #include <stdio.h>
 #include "sim/errors.h"
+#include "sim/fileio.h"
 
 struct cJSON;
-
-/* Write `text` to `path` atomically: a temporary name in the same folder, fsync, then rename().
- * A reader never sees a half-written file. */
-int write_file_atomic(const char *path, const char *text, moe_error *err);
-/* Read a whole file (NUL-terminated; caller frees). NULL and err set on failure. */
-char *read_file_text(const char *path, moe_error *err);
-/* mkdir -p */
-int make_dirs(const char *path, moe_error *err);
 
 /* {"format": "moesim-results/1", "version": ..., "points": points} — takes ownership of points. */
 struct cJSON *results_document(struct cJSON *points);

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/fileio.h"
 #include "calibration/fit.h"
 #include "calibration/nccl_tests.h"
 #include "calibration/trace.h"
@@ -384,7 +385,8 @@ static void test_check_passes_on_committed_models(void **state) {
 /* Copy `src` into dir/name, multiplying the number at section.key by `factor`. */
 static void copy_perturbed(const char *src, const char *dir, const char *name, const char *section,
                            const char *key, double factor) {
-    char *text = calib_slurp(src, NULL);
+    moe_error rerr = {0};
+    char *text = read_file_text(src, NULL, &rerr);
     assert_non_null(text);
     cJSON *m = cJSON_Parse(text);
     free(text);
@@ -437,7 +439,8 @@ static void test_check_fails_on_perturbed_model(void **state) {
     {
         char p[400];
         snprintf(p, sizeof p, "%s/comm.json", dir);
-        char *text = calib_slurp(p, NULL);
+        moe_error rerr = {0};
+        char *text = read_file_text(p, NULL, &rerr);
         m = cJSON_Parse(text);
         free(text);
         cJSON *rd = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "links"), "rdma");

@@ -28,36 +28,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cli_run.h"
+
 #define EXPERTS 16
 #define EP 8
 
 static char simrun[4096], simdiag[4096];
 static char tmpdir[] = "/tmp/moesim-diagloop-XXXXXX";
 
-/* Run `bin` with args; stdout/stderr go to files in tmpdir (the last ones are kept for messages). */
+/* Run `bin` with args (NULL-terminated); stdout/stderr go to files in tmpdir (kept for messages). */
 static int run(const char *bin, ...) {
-    char *argv[24];
-    int argc = 0;
-    argv[argc++] = (char *)bin;
     va_list ap;
     va_start(ap, bin);
-    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 23;) argv[argc++] = a;
+    int rc = cli_run_va(bin, tmpdir, NULL, 0, NULL, 0, ap);
     va_end(ap);
-    argv[argc] = NULL;
-    char po[4200], pe[4200];
-    snprintf(po, sizeof po, "%s/stdout", tmpdir);
-    snprintf(pe, sizeof pe, "%s/stderr", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(bin, argv);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return rc;
 }
 
 static char *slurp(const char *path) {

@@ -17,43 +17,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cli_run.h"
+
 static char simrun[4096];
 static char tmpdir[] = "/tmp/moesim-cli-XXXXXX";
 
-/* Run simrun with args; capture stdout/stderr (truncated to cap). Returns the exit code. */
+/* Run simrun with args (NULL-terminated); capture stdout/stderr. Returns the exit code. */
 static int run(char *out, size_t out_cap, char *errbuf, size_t err_cap, ...) {
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = simrun;
     va_list ap;
     va_start(ap, err_cap);
-    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 31;) argv[argc++] = a;
+    int rc = cli_run_va(simrun, tmpdir, out, out_cap, errbuf, err_cap, ap);
     va_end(ap);
-    argv[argc] = NULL;
-    char po[4200], pe[4200];
-    snprintf(po, sizeof po, "%s/stdout", tmpdir);
-    snprintf(pe, sizeof pe, "%s/stderr", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(simrun, argv);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    const char *paths[2] = {po, pe};
-    char *bufs[2] = {out, errbuf};
-    size_t caps[2] = {out_cap, err_cap};
-    for (int i = 0; i < 2; i++) {
-        if (!bufs[i]) continue;
-        FILE *f = fopen(paths[i], "r");
-        size_t n = f ? fread(bufs[i], 1, caps[i] - 1, f) : 0;
-        bufs[i][n] = '\0';
-        if (f) fclose(f);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return rc;
 }
 
 static char *slurp(const char *path) {

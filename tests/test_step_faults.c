@@ -214,7 +214,7 @@ static void test_stall_step_simulate(void **st) {
     moe_error err = {0};
     assert_int_equal(step_simulate(&s, &opt, &out, &err), EXIT_RUNTIME);
     assert_non_null(strstr(err.msg, "rank 1 (node 0 GPU 1) never arrived at A2A_DISPATCH layer 1 mb 2"));
-    char *text = read_file_text(path, &err);
+    char *text = read_file_text(path, NULL, &err);
     assert_non_null(text);
     cJSON *doc = cJSON_Parse(text);
     assert_non_null(doc);

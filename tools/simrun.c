@@ -318,7 +318,7 @@ static int cmd_plot(int argc, char **argv) {
     moe_error err = {0};
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", argv[2]);
-    char *text = read_file_text(path, &err);
+    char *text = read_file_text(path, NULL, &err);
     if (!text) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
     cJSON *doc = cJSON_Parse(text);
     free(text);
