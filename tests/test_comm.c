@@ -20,6 +20,7 @@
 #include "sim/comm.h"
 #include "sim/presets.h"
 #include "sim/sg_comm.h"
+#include "tests/fabric_fixtures.h"
 
 #define MB 1e6
 #define NVL 160e9  /* B/s */
@@ -27,32 +28,6 @@
 #define LAT_NVL 3.3e-6
 #define LAT_LEAF 2.8e-6
 #define LAT_SPINE 3.7e-6
-
-static scenario cluster(int nodes, int leaf_ports, double oversub) {
-    scenario s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.file, sizeof s.file, "test_comm");
-    preset_cluster("h800-8rail", &s.cluster);
-    s.cluster.nodes = nodes;
-    s.cluster.leaf_down_ports = leaf_ports;
-    s.cluster.oversubscription = oversub;
-    return s;
-}
-
-static int run_child(int (*fn)(void)) {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int rc = fn();
-        fflush(stdout);
-        fflush(stderr);
-        _exit(rc);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
-}
 
 static int fails;
 static void near(const char *what, double got, double want, double rel) {
@@ -103,7 +78,7 @@ static void both(const char *what, models *m, const a2a_pattern *p, double hand)
 
 /* ---- all-to-all shapes ---------------------------------------------------------------------------- */
 static int child_a2a_shapes(void) {
-    scenario s = cluster(8, 32, 1.0);
+    scenario s = fx_fabric("test_comm", 8, 32, 1.0);
     models m;
     if (make_models(&s, &m)) return 1;
     group g;
@@ -180,7 +155,7 @@ static int child_a2a_shapes(void) {
 
 /* ---- oversubscription: every node under its own leaf, so the a2a crosses leaves ------------------ */
 static double two_node_a2a(double oversub, int which) {
-    scenario s = cluster(2, 1, oversub);
+    scenario s = fx_fabric("test_comm", 2, 1, oversub);
     models m;
     if (make_models(&s, &m)) exit(2);
     group g;
@@ -232,7 +207,7 @@ static int child_concurrent(void) {
     /* 4 nodes, 2 per leaf, 2:1 oversubscribed (uplink = 2 x 50 / 2 = 50 GB/s). EP16 on nodes 1, 2
      * straddles the leaves; its copy lands on nodes 3, 0 and crosses them too: each leaf uplink carries
      * 8 MB of the group and 8 MB of the copy -> 16 MB / 50 GB/s = 320 us instead of 160 us alone. */
-    scenario s = cluster(4, 2, 2.0);
+    scenario s = fx_fabric("test_comm", 4, 2, 2.0);
     models m;
     if (make_models(&s, &m)) return 1;
     group g;
@@ -246,7 +221,7 @@ static int child_concurrent(void) {
 
 /* ---- a degraded NIC doubles the time of the flows through it --------------------------------------- */
 static int child_degraded(void) {
-    scenario s = cluster(2, 32, 1.0);
+    scenario s = fx_fabric("test_comm", 2, 32, 1.0);
     s.faults.n_links = 1;
     s.faults.links[0] = (link_fault){.gpu = 3, .kind = LINK_NIC, .factor = 0.5};
     models m;
@@ -263,7 +238,7 @@ static int child_degraded(void) {
 
 /* ---- memo: the same pattern again (or within 0.1%) is not simulated twice -------------------------- */
 static int child_memo(void) {
-    scenario s = cluster(16, 32, 1.0);
+    scenario s = fx_fabric("test_comm", 16, 32, 1.0);
     models m;
     if (make_models(&s, &m)) return 1;
     group g;
@@ -282,10 +257,10 @@ static int child_memo(void) {
     return !(st.queries == 4 && st.hits == 2 && st.simulated == 2 && t1 == t2 && t1 == t3) || fails;
 }
 
-static void test_a2a_shapes(void **state) { (void)state; assert_int_equal(run_child(child_a2a_shapes), 0); }
-static void test_concurrent_groups(void **state) { (void)state; assert_int_equal(run_child(child_concurrent), 0); }
-static void test_degraded_nic(void **state) { (void)state; assert_int_equal(run_child(child_degraded), 0); }
-static void test_memo(void **state) { (void)state; assert_int_equal(run_child(child_memo), 0); }
+static void test_a2a_shapes(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_a2a_shapes), 0); }
+static void test_concurrent_groups(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_concurrent), 0); }
+static void test_degraded_nic(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_degraded), 0); }
+static void test_memo(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_memo), 0); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {

@@ -23,31 +23,7 @@
 #include "platforms/platform_xml.h"
 #include "platforms/rail_fabric.h"
 #include "sim/presets.h"
-
-static scenario cluster(int nodes, int leaf_ports, double oversub) {
-    scenario s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.file, sizeof s.file, "test_fabric");
-    preset_cluster("h800-8rail", &s.cluster);
-    s.cluster.nodes = nodes;
-    s.cluster.leaf_down_ports = leaf_ports;
-    s.cluster.oversubscription = oversub;
-    return s;
-}
-
-static int run_child(int (*fn)(void)) {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int rc = fn();
-        fflush(stdout);
-        fflush(stderr);
-        _exit(rc);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
-}
+#include "tests/fabric_fixtures.h"
 
 static int fails;
 /* The route src -> dst must be exactly `want` (space-separated link names), latency `lat_us`. */
@@ -70,7 +46,7 @@ static void expect_route(sg_host_t src, sg_host_t dst, const char *want, double 
 
 static int child_routes(void) {
     /* 64 nodes, 32 per leaf: 2 leaves per rail; 2:1 oversubscribed. */
-    scenario s = cluster(64, 32, 2.0);
+    scenario s = fx_fabric("test_fabric", 64, 32, 2.0);
     moe_error err;
     if (rail_fabric_init(&s, &err)) {
         fprintf(stderr, "%s\n", err.msg);
@@ -101,13 +77,13 @@ static int child_routes(void) {
     }
     /* A second platform in the same process is refused; the same one is a no-op. */
     if (rail_fabric_init(&s, &err) != 0) fails++;
-    scenario other = cluster(8, 32, 1.0);
+    scenario other = fx_fabric("test_fabric", 8, 32, 1.0);
     if (rail_fabric_init(&other, &err) != EXIT_RUNTIME) fails++;
     return fails != 0;
 }
 
 static int child_degraded(void) {
-    scenario s = cluster(2, 32, 1.0);
+    scenario s = fx_fabric("test_fabric", 2, 32, 1.0);
     s.faults.n_links = 2;
     s.faults.links[0] = (link_fault){.gpu = 9, .kind = LINK_NIC, .factor = 0.5};
     s.faults.links[1] = (link_fault){.gpu = 9, .kind = LINK_NVLINK, .factor = 0.25};
@@ -157,30 +133,30 @@ static int child_load_xml(void) {
     return fails != 0;
 }
 
-static void test_routes(void **state) { (void)state; assert_int_equal(run_child(child_routes), 0); }
-static void test_degraded_links(void **state) { (void)state; assert_int_equal(run_child(child_degraded), 0); }
+static void test_routes(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_routes), 0); }
+static void test_degraded_links(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_degraded), 0); }
 
 static void test_xml_dump_loads(void **state) {
     (void)state;
-    scenario s = cluster(2, 1, 2.0); /* one node per leaf: every inter-node route crosses a spine */
+    scenario s = fx_fabric("test_fabric", 2, 1, 2.0); /* one node per leaf: every inter-node route crosses a spine */
     s.faults.n_links = 1;
     s.faults.links[0] = (link_fault){.gpu = 4, .kind = LINK_NIC, .factor = 0.2};
     snprintf(g_xml, sizeof g_xml, "/tmp/moesim_test_fabric_%ld.xml", (long)getpid());
     moe_error err;
     assert_int_equal(rail_fabric_write_xml(&s, g_xml, &err), 0);
-    assert_int_equal(run_child(child_load_xml), 0);
+    assert_int_equal(fx_run_in_child(child_load_xml), 0);
     remove(g_xml);
 }
 
 static void test_bad_clusters(void **state) {
     (void)state;
     moe_error err;
-    scenario s = cluster(2, 32, 1.0);
+    scenario s = fx_fabric("test_fabric", 2, 32, 1.0);
     s.cluster.rails = 4;
     assert_int_equal(rail_fabric_write_xml(&s, "/tmp/never.xml", &err), EXIT_BADINPUT);
     printf("  %s\n", err.msg);
     assert_non_null(strstr(err.msg, "cluster"));
-    s = cluster(64, 32, 1.0); /* 512 GPUs: too many routes for the XML form */
+    s = fx_fabric("test_fabric", 64, 32, 1.0); /* 512 GPUs: too many routes for the XML form */
     assert_int_equal(rail_fabric_write_xml(&s, "/tmp/never.xml", &err), EXIT_BADINPUT);
     printf("  %s\n", err.msg);
     assert_non_null(strstr(err.msg, "cluster.nodes"));
@@ -188,13 +164,13 @@ static void test_bad_clusters(void **state) {
 }
 
 static int child_bad_init(void) {
-    scenario s = cluster(2, 32, 0.5);
+    scenario s = fx_fabric("test_fabric", 2, 32, 0.5);
     moe_error err;
     int rc = rail_fabric_init(&s, &err);
     printf("  %s\n", err.msg);
     return !(rc == EXIT_BADINPUT && strstr(err.msg, "cluster.oversubscription"));
 }
-static void test_bad_init(void **state) { (void)state; assert_int_equal(run_child(child_bad_init), 0); }
+static void test_bad_init(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_bad_init), 0); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {

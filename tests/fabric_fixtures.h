@@ -1,0 +1,42 @@
+/* fabric_fixtures.h — shared by the SimGrid tests (header-only). SimGrid holds one platform per
+ * process, so each case that needs its own platform runs in a child process. */
+#ifndef MOESIM_TESTS_FABRIC_FIXTURES_H
+#define MOESIM_TESTS_FABRIC_FIXTURES_H
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/presets.h"
+#include "sim/scenario.h"
+
+/* The h800-8rail fabric resized: `nodes` nodes, `leaf_ports` nodes per leaf, uplink oversubscription. */
+static inline scenario fx_fabric(const char *label, int nodes, int leaf_ports, double oversub) {
+    scenario s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.file, sizeof s.file, "%s", label);
+    preset_cluster("h800-8rail", &s.cluster);
+    s.cluster.nodes = nodes;
+    s.cluster.leaf_down_ports = leaf_ports;
+    s.cluster.oversubscription = oversub;
+    return s;
+}
+
+/* fn() in a fresh child process (its own SimGrid engine); its exit code, or 100 + the signal. */
+static inline int fx_run_in_child(int (*fn)(void)) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = fn();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+#endif
