@@ -20,7 +20,7 @@
 #include <simgrid/forward.h>
 
 #ifdef __cplusplus
-extern "C" { /* the core headers have no C++ guards of their own */
+extern "C" {
 #endif
 #include "sim/scenario.h"
 

@@ -25,7 +25,9 @@ typedef struct {
      * once per destination *node* on the sender's rail, then fanned out over NVLink. When non-NULL,
      * node_bytes[i*n_nodes + k] is that deduplicated RDMA payload (bytes() still gives the per-rank
      * payload used for the NVLink fan-out); when NULL, every inter-node byte crosses the NIC once. */
-    const double *node_bytes;
+    const double *node_bytes;  /* always sender rank -> destination node: a combine is passed as its
+                                  mirror image (the dispatch-shaped transpose), which every link of
+                                  the split-duplex fabric times identically */
     int n_nodes;               /* distinct nodes spanned by the group (node_bytes' second dim) */
     const int *nodes;          /* n_nodes node ids, ascending */
     int concurrent_groups;     /* how many identical groups run this pattern at the same time on

@@ -9,6 +9,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2 };
 
 typedef struct {
@@ -27,5 +31,9 @@ int moe_error_set(moe_error *err, int code, const char *fmt, ...) __attribute__(
 /* Suggest the closest of `candidates` (NULL-terminated) to `word` (Levenshtein distance <= 3 or
  * a prefix match); NULL if none is close. Used for "did you mean" hints. */
 const char *moe_did_you_mean(const char *word, const char *const *candidates);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

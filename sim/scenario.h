@@ -13,6 +13,10 @@
 #include <stdint.h>
 #include "sim/errors.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define SCN_NAME_MAX 64
 #define SCN_PATH_MAX 512
 #define SCN_MAX_FAULTS 16
@@ -281,5 +285,9 @@ int sweep_count(const sweep *sw);
 int sweep_point(const sweep *sw, const scenario *base, int i, scenario *out, struct cJSON **values,
                 moe_error *err);
 void sweep_free(sweep *sw);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
