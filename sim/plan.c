@@ -124,7 +124,9 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
          * the rail-aligned receiving GPU to the GPU that holds the expert */
         nvl_copies = K * (double)(q - 1) / ep + remote * (double)(q - 1) / q;
     }
-    double tokens = x->tokens_mb / s->layout.tp;         /* sequence parallel: tokens per GPU */
+    /* expert tensor parallelism (as the step program): each TP rank routes the whole micro-batch
+     * through its 1/tp slice of the experts, so its EP group's all-to-all carries every token */
+    double tokens = x->tokens_mb;
     double per_b[2] = {b_disp, b_comb};
     x->a2a_layer_s = 0;
     for (int i = 0; i < 2; i++) {                        /* each precision: one forward, one backward */
@@ -170,8 +172,7 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
         x->tp_layer_s = 8.0 * link_s(x, tp_link, ring);
     }
 
-    int overlapped = lay->schedule == SCHED_DUALPIPE && x->mc.moe_layers > 0 && lay->ep > 1;
-    x->sm_slow = overlapped ? 1.0 / (1.0 - c->comm_sm_fraction) : 1.0;
+    x->sm_slow = overlap_compute_slowdown(s, c);
 }
 
 /* ---- one pipeline stage ---------------------------------------------------------------------------- */

@@ -26,6 +26,10 @@ typedef struct {
 
 void plan_costs_default(plan_costs *c);
 
+/* Compute slowdown from the SMs that overlapped all-to-alls take: 1/(1 - comm_sm_fraction) under
+ * DualPipe with MoE layers and EP > 1, else 1. Both the plan and the step executor apply it. */
+double overlap_compute_slowdown(const scenario *s, const plan_costs *c);
+
 /* The plan of `s` with the cost model `cm` and the assumptions `c`. Pure and re-entrant: no global
  * state, no I/O; safe to call from several threads. */
 int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs *c, plan_result *out,

@@ -77,6 +77,7 @@ typedef struct {
     size_t cap;
     sg_comm_stats st;
     comm_model closed;   /* the hand-computed model, for patterns too large to simulate */
+    long max_flows;      /* larger patterns go to `closed` */
 } sg_ctx;
 
 /* Where a group's GPU ids are measured from in its signature. A group inside one leaf has the same
@@ -155,7 +156,7 @@ static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
         gpu_flow_list_free(&fl);
         return -1;
     }
-    if (fl.n > SG_MAX_PATTERN_FLOWS) {
+    if ((long)fl.n > x->max_flows) {
         t = x->closed.a2a_s(x->closed.ctx, p);
         x->st.closed_form++;
     } else {
@@ -249,6 +250,7 @@ comm_model sg_comm_create(const scenario *s, moe_error *err) {
     x->c = s->cluster;
     x->f = s->faults;
     x->closed = comm_analytic_create(s);
+    x->max_flows = SG_MAX_PATTERN_FLOWS;
     m.ctx = x;
     m.name = "simgrid";
     m.a2a_s = sg_a2a_s;
@@ -256,6 +258,10 @@ comm_model sg_comm_create(const scenario *s, moe_error *err) {
     m.collective_s = sg_collective_s;
     m.destroy = sg_destroy;
     return m;
+}
+
+void sg_comm_set_max_flows(comm_model *m, long max_flows) {
+    if (m && m->ctx && m->a2a_s == sg_a2a_s) ((sg_ctx *)m->ctx)->max_flows = max_flows;
 }
 
 sg_comm_stats sg_comm_get_stats(const comm_model *m) {

@@ -19,8 +19,10 @@
 comm_model sg_comm_create(const scenario *s, moe_error *err);
 
 /* A pattern with more flows than this (a leaf-crossing EP group with all its concurrent copies, e.g.
- * EP256 x TP2 on 4096 GPUs: ~250K flows, minutes of SimGrid) is priced in closed form instead. */
-#define SG_MAX_PATTERN_FLOWS 40000
+ * EP256 x TP2 on 4096 GPUs: ~250K flows, minutes of SimGrid; SimGrid's max-min solver costs ~0.1 ms
+ * per flow and a step has hundreds of distinct patterns) is priced in closed form instead, unless
+ * raised with sg_comm_set_max_flows (benchmarks and tests that hold SimGrid to the closed form). */
+#define SG_MAX_PATTERN_FLOWS 8000
 
 typedef struct {
     long queries;          /* a2a + p2p + collective calls */
@@ -32,6 +34,9 @@ typedef struct {
                               bottleneck-limited patterns (tests/test_comm.c) */
     double sim_wall_s;     /* wall time spent inside SimGrid runs */
 } sg_comm_stats;
+
+/* Flow-level runs for patterns of up to `max_flows` flows (default SG_MAX_PATTERN_FLOWS). */
+void sg_comm_set_max_flows(comm_model *m, long max_flows);
 
 /* Statistics of a model made by sg_comm_create (zeros for another model). */
 sg_comm_stats sg_comm_get_stats(const comm_model *m);

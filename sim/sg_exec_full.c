@@ -49,6 +49,9 @@ typedef struct {
 typedef struct {
     const program *p;
     const step_exec_opts *o;
+    step_price_fn price;    /* step_pricing_resolve: the opts' pricing or the default's */
+    void *price_ctx;
+    step_pricing own_pricing;
     const cluster_cfg *c;
     rank_rt *r;
     group_rt *g;
@@ -343,8 +346,7 @@ static void stream_actor(int argc, char **argv) {
         const double t_start = now(x);
         double t_end;
         if (o->kind == OP_COMPUTE) {
-            double dur = (x->o->price ? x->o->price(x->o->price_ctx, p, r->rank, o)
-                                      : step_price_costmodel(x->o->price_ctx, p, r->rank, o)) * r->slow;
+            double dur = x->price(x->price_ctx, p, r->rank, o) * r->slow;
             double gap = t_start - free_t;
             if (gap > 1e-15) {
                 if (bind_comm && !bind_recv) r->exposed_s += gap;
@@ -407,6 +409,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     memset(&x, 0, sizeof x);
     x.p = p;
     x.o = o;
+    x.price = step_pricing_resolve(o, p, &x.own_pricing, &x.price_ctx);
     x.c = rail_fabric_cluster();
     x.res = res;
     x.mu = sg_mutex_init();

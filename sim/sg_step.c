@@ -149,7 +149,10 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     if (opt && opt->trace_path) {
         for (int i = 0; i < s->output.n_trace_ranks; i++) trace_ranks[n_trace++] = s->output.trace_ranks[i];
     }
-    step_exec_opts eo = {.comm = &comm, .price = NULL, .price_ctx = &cm, .shortcut = 1};
+    /* one price table per program (plan_compute.h: the same one the plan level sums) */
+    step_pricing pricing;
+    step_pricing_init(&pricing, p, &cm);
+    step_exec_opts eo = {.comm = &comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
     step_exec_result xr;
     /* first run without traces tells the slowest rank (or the hang) for the default trace subset; the
      * executor is deterministic, so a traced rerun reproduces it exactly (only when a trace is asked

@@ -1,6 +1,8 @@
 /* step_exec.c — the fast op-level executor (see step_exec.h for semantics and accounting). */
 #include "sim/step_exec.h"
 
+#include "sim/plan_costs.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,40 +10,55 @@
 #include <string.h>
 
 /* ---- pricing ----------------------------------------------------------------------------------- */
-/* A GEMM-shaped kernel given only its FLOPs: M = tokens, K = hidden, N = flops / (2 M K). */
-static double gemm_like_s(const costmodel *cm, const program *p, const program_op *o, dtype_kind dt) {
-    double m = o->tokens > 0 ? o->tokens : 1, k = p->scn->model.hidden;
-    double n = o->flops / (2.0 * m * k);
-    if (n <= 0) return costmodel_memory_bound_s(cm, o->mem_bytes);
-    return costmodel_gemm_s(cm, m, n, k, dt);
+void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm) {
+    model_counts mc;
+    model_count(&p->scn->model, &mc);
+    pr->cm = cm;
+    compute_price_table(p->scn, &mc, cm, p->tokens_per_mb, &pr->table);
+    plan_costs c;
+    plan_costs_default(&c);
+    pr->slowdown = overlap_compute_slowdown(p->scn, &c);
+}
+
+step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, step_pricing *own, void **ctx) {
+    if (o->price) { *ctx = o->price_ctx; return o->price; }
+    step_pricing_init(own, p, o->price_ctx);
+    *ctx = own;
+    return step_price_costmodel;
+}
+
+static layer_kind layer_kind_of(const program *p, const program_op *o) {
+    return o->layer != OP_NO_LAYER && p->n_moe_layers > 0 && o->layer >= p->moe_first_layer ? LAYER_MOE : LAYER_DENSE;
 }
 
 double step_price_costmodel(void *ctx, const program *p, int rank, const program_op *o) {
-    const costmodel *cm = ctx;
+    const step_pricing *pr = ctx;
     const scenario *s = p->scn;
-    dtype_kind dt = s->precision.compute;
-    switch ((kernel_kind)o->kernel) {
-    case K_ATTN_FWD: case K_ATTN_BWD_INPUT:
-        return costmodel_attention_s(cm, o->flops, dt);
-    case K_ATTN_BWD_WEIGHT: case K_DENSE_FFN_FWD: case K_DENSE_FFN_BWD_INPUT:
-    case K_DENSE_FFN_BWD_WEIGHT: case K_SHARED_EXPERT_FWD: case K_SHARED_EXPERT_BWD_INPUT:
-    case K_SHARED_EXPERT_BWD_WEIGHT: case K_HEAD_LOSS_FWD: case K_HEAD_LOSS_BWD:
-        return gemm_like_s(cm, p, o, dt);
+    kernel_kind k = (kernel_kind)o->kernel;
+    switch (k) {
     case K_EXPERT_FWD: case K_EXPERT_BWD_INPUT: case K_EXPERT_BWD_WEIGHT: {
         /* the rank's local experts with the token counts of this routing draw: a grouped GEMM per
          * matrix; backward input and weight gradients are each priced like the forward GEMMs */
         int E = s->model.experts, per = E / p->ep, d, st, e, t;
         program_coords(p, rank, &d, &st, &e, &t);
         const double *tok = p->expert_tokens + (size_t)p->patterns[o->pattern].draw * E + (size_t)e * per;
-        return costmodel_expert_ffn_fwd_s(cm, tok, per, s->model.hidden,
-                                          (double)s->model.expert_hidden / p->tp, dt);
+        return pr->slowdown * costmodel_expert_ffn_fwd_s(pr->cm, tok, per, s->model.hidden,
+                                                         (double)s->model.expert_hidden / p->tp,
+                                                         s->precision.compute);
     }
-    case K_ROUTER_FWD: case K_ROUTER_BWD: {
-        double g = gemm_like_s(cm, p, o, DT_BF16), m = costmodel_memory_bound_s(cm, o->mem_bytes);
-        return g > m ? g : m;
+    case K_NONE: case K_OPTIMIZER: case K_NKINDS:
+        return costmodel_memory_bound_s(pr->cm, o->mem_bytes);
+    default: {
+        const kernel_price_table *tab = &pr->table;
+        layer_kind lk = layer_kind_of(p, o);
+        double t = tab->s[lk][k];
+        if (o->layer != OP_NO_LAYER && k == compute_recompute_kernel(lk)) t += tab->recompute_s[lk];
+        /* a micro-batch of another size: per-token work (the table's kernels are all linear in T
+         * but for GEMM efficiency, which the table's T fixes) */
+        if (o->tokens > 0 && tab->T > 0 && o->tokens != tab->T) t *= o->tokens / tab->T;
+        /* micro-batch compute shares the GPU with the overlapped all-to-all kernels (DualPipe) */
+        return pr->slowdown * t;
     }
-    default:
-        return costmodel_memory_bound_s(cm, o->mem_bytes);
     }
 }
 
@@ -74,6 +91,9 @@ typedef struct {
 typedef struct {
     const program *p;
     const step_exec_opts *o;
+    step_price_fn price;           /* step_pricing_resolve: the opts' pricing or the default's */
+    void *price_ctx;
+    step_pricing own_pricing;
     rank_state *rs;
     int *sim_index;                /* rank -> index into rs, or -1 */
     int n_sim;
@@ -213,8 +233,7 @@ static void advance(exec_ctx *x, int si) {
                 double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
                 double t_end;
                 if (o.kind == OP_COMPUTE) {
-                    double dur = (x->o->price ? x->o->price(x->o->price_ctx, p, r->rank, &o)
-                                              : step_price_costmodel(x->o->price_ctx, p, r->rank, &o)) * r->slow;
+                    double dur = x->price(x->price_ctx, p, r->rank, &o) * r->slow;
                     double gap = t0 - r->free_t[st];
                     if (gap > 0) {
                         if (bind_comm && !bind_recv) r->exposed_s += gap;
@@ -449,6 +468,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     exec_ctx x;
     memset(&x, 0, sizeof x);
     x.p = p; x.o = o; x.res = res;
+    x.price = step_pricing_resolve(o, p, &x.own_pricing, &x.price_ctx);
     for (int i = 0; i < 4; i++) x.p2p_src[i] = -1;
     res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
     int *stop = malloc((size_t)p->n_ranks * sizeof(int));

@@ -8,7 +8,8 @@
  * collectives allow; a completed collective wakes its members). The result is the schedule an event-
  * driven simulation would produce, computed in O(ops).
  *
- * Durations: compute from the cost model (costmodel.h) times the slow-GPU factor of the rank's GPU
+ * Durations: compute from the cost model (costmodel.h) — through the plan level's per-kernel price
+ * table (plan_compute.h), so both levels price a kernel alike — times the slow-GPU factor of the rank's GPU
  * (faults.slow_gpus); communication from a comm_model (comm.h), memoized per (pattern, group) for
  * all-to-alls and per (group, kind) for ring collectives, so that an expensive SimGrid pattern run
  * happens once per distinct pattern. Link faults reach the comm model through the scenario. An
@@ -48,17 +49,34 @@
 
 #include "sim/comm.h"
 #include "sim/costmodel.h"
+#include "sim/plan_compute.h"
 #include "sim/program.h"
 
 /* Compute duration of a resolved op on `rank` without the slow-GPU factor (the executor applies it). */
 typedef double (*step_price_fn)(void *ctx, const program *p, int rank, const program_op *op);
 
-/* The default pricing: the cost model's GEMM / grouped-GEMM / attention / memory-bound forms. */
-double step_price_costmodel(void *costmodel_ptr, const program *p, int rank, const program_op *op);
+/* The default pricing context: the cost model and the per-kernel price table the plan level sums
+ * (plan_compute.h) — one pricing of every kernel for both levels. Built once per program. */
+typedef struct {
+    const costmodel *cm;            /* borrowed */
+    kernel_price_table table;       /* one micro-batch of program.tokens_per_mb tokens */
+    double slowdown;                /* overlap_compute_slowdown (plan_costs.h): DualPipe's comm SMs */
+} step_pricing;
+
+/* Fill `pr` for program `p` priced with `cm` (which must outlive pr). */
+void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm);
+
+/* The default pricing (ctx = a step_pricing*): every non-expert COMPUTE op is its kernel's entry in
+ * the table for the op's layer kind, scaled by op.tokens / table.T (ops carry the table's T unless a
+ * program says otherwise), plus the layer's recompute on the kernel compute_recompute_kernel names;
+ * routed experts (K_EXPERT_*) by costmodel_expert_ffn_fwd_s on the token counts the routing sample
+ * gives this rank's local experts; the optimizer (outside the table) as memory-bound on its bytes. */
+double step_price_costmodel(void *pricing, const program *p, int rank, const program_op *op);
 
 typedef struct {
     const comm_model *comm;
-    step_price_fn price;            /* NULL: step_price_costmodel with price_ctx = a costmodel* */
+    step_price_fn price;            /* NULL: step_price_costmodel over a step_pricing the executor builds
+                                       at the start of the run from price_ctx = a costmodel* */
     void *price_ctx;
     int shortcut;                   /* simulate faulty replicas + one representative (see above) */
     /* optional: resolved op lists of every rank (program_materialize); requires shortcut == 0 */
@@ -105,6 +123,11 @@ typedef struct {
     op_time **trace_times;
     step_hang hang;
 } step_exec_result;
+
+/* The pricing an executor runs with: o->price/o->price_ctx, or (o->price == NULL) step_price_costmodel
+ * over *own, initialised here from the costmodel* in o->price_ctx. Returns the function; *ctx its
+ * context. For executors (step_exec.c, sg_exec_full.c). */
+step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, step_pricing *own, void **ctx);
 
 /* 0: the step completed. EXIT_RUNTIME with r->hang.found: the step hung (r is filled; see above).
  * Other errors leave r empty. Free r with step_exec_result_free in every case. */

@@ -57,6 +57,7 @@ int main(void) {
     preset_cluster("h800-8rail", &s.cluster); /* 512 nodes x 8, 32 nodes per leaf */
     moe_error err;
     comm_model sg = sg_comm_create(&s, &err);
+    sg_comm_set_max_flows(&sg, 1L << 30);   /* time SimGrid itself, whatever the pattern size */
     if (!sg.ctx) {
         fprintf(stderr, "bench_comm: %s\n", err.msg);
         return 1;

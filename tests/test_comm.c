@@ -43,6 +43,7 @@ typedef struct {
 static int make_models(const scenario *s, models *m) {
     moe_error err;
     m->sg = sg_comm_create(s, &err);
+    sg_comm_set_max_flows(&m->sg, 1L << 30);   /* every pattern at flow level: SimGrid vs the hand form */
     if (!m->sg.ctx) {
         fprintf(stderr, "sg_comm_create: %s\n", err.msg);
         return -1;

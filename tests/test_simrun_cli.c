@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/fileio.h"
 #include "tests/cli_run.h"
 
 static char simrun[4096];
@@ -31,20 +32,14 @@ static int run(char *out, size_t out_cap, char *errbuf, size_t err_cap, ...) {
     return rc;
 }
 
+/* The whole file, or NULL when it cannot be read. */
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    b[fread(b, 1, (size_t)n, f)] = '\0';
-    fclose(f);
-    return b;
+    moe_error e = {0};
+    return read_file_text(path, NULL, &e);
 }
 
 static cJSON *load_results(const char *dir) {
-    char path[8400];
+    char path[8600];
     snprintf(path, sizeof path, "%s/results.json", dir);
     char *t = slurp(path);
     assert_non_null(t);

@@ -14,6 +14,8 @@
 
 #include "sim/costmodel.h"
 #include "sim/model.h"
+#include "sim/plan.h"
+#include "sim/plan_costs.h"
 #include "sim/scenario_defaults.h"
 #include "sim/results.h"
 #include "sim/step_exec.h"
@@ -334,6 +336,57 @@ static void test_program_flops_equal_model_count(void **st) {
     }
 }
 
+/* ---- one pricing for both levels (plan_compute.h) -------------------------------------------------
+ * tests/data/scenarios/small-moe.json on one pipeline stage (pp = 1, 1F1B: no bubble), every
+ * communication priced at zero, so the step's compute-stream busy time is the whole story. The plan
+ * sums its price table per layer and micro-batch at uniform routing; the step executes the program's
+ * ops (the kernels the program emits, with the token counts the sampled routing gives each rank) and
+ * prices them from the same table. The mean over ranks of the step's compute must equal the plan's
+ * compute within 2% (the remainder: the sampled routing's per-rank expert loads vs uniform), with
+ * every recompute kind (the step attaches the plan's recompute to each layer's first backward op).
+ * Before the table the step priced the same kernels 2.4x cheaper than the plan. */
+static void test_step_compute_equals_plan_compute(void **st) {
+    (void)st;
+    const recompute_kind kinds[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL};
+    double none_s = 0;
+    for (int i = 0; i < 3; i++) {
+        scenario s;
+        moe_error err = {0};
+        if (scenario_load("tests/data/scenarios/small-moe.json", &s, NULL, &err)) fail_msg("%s", err.msg);
+        s.layout.pp = 1;
+        s.layout.dp = 4;                      /* 32 GPUs: ep 8 x dp 4, 4 micro-batches per pipeline */
+        s.layout.schedule = SCHED_1F1B;
+        s.layout.recompute = kinds[i];
+        assert_int_equal(scenario_validate(&s, &err), 0);
+        costmodel cm;
+        assert_int_equal(costmodel_for_scenario(&s, &cm, &err), 0);
+        plan_result pl;
+        assert_int_equal(plan_evaluate_with_costmodel(&s, &cm, &pl, &err), 0);
+
+        program *p = NULL;
+        assert_int_equal(program_build(&s, &p, &err), 0);
+        fx_comm_costs zero = {0, 0, 0};
+        comm_model comm = fx_comm(&zero);
+        step_pricing pricing;
+        step_pricing_init(&pricing, p, &cm);
+        step_exec_opts o = {.comm = &comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
+        step_exec_result r;
+        assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
+        double c = 0;
+        for (int k = 0; k < r.n_ranks; k++) c += r.compute_s[k];
+        c /= r.n_ranks;
+        double rel = (c - pl.compute_s) / pl.compute_s;
+        print_message("recompute %d: step compute %.4f ms, plan %.4f ms (%+.3f%%)\n", (int)kinds[i], 1e3 * c,
+                      1e3 * pl.compute_s, 100 * rel);
+        assert_true(fabs(rel) < 0.02);
+        /* recompute is real extra work in both levels: selective a little, full a whole forward */
+        if (i == 0) none_s = c;
+        else assert_true(c > none_s * (i == 1 ? 1.0 : 1.15));
+        step_exec_result_free(&r);
+        program_free(p);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shortcut_equals_materialized),
@@ -345,6 +398,7 @@ int main(void) {
         cmocka_unit_test(test_capacity_drop_by_hand),
         cmocka_unit_test(test_trace_contract),
         cmocka_unit_test(test_program_flops_equal_model_count),
+        cmocka_unit_test(test_step_compute_equals_plan_compute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
