@@ -76,23 +76,12 @@ static double analytic_p2p_s(void *ctx, int src, int dst, double bytes) {
     return src == dst || bytes <= 0 ? 0.0 : drain_time_s(x, &f, 1);
 }
 
+static double drain_list_s(void *ctx, const gpu_flow_list *fl) { return drain_time_s(ctx, fl->v, fl->n); }
+
 static double analytic_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
     analytic_ctx *x = ctx;
     if (n < 2 || bytes <= 0) return 0.0;
-    ring_plan rp = ring_plan_make(&x->c, gpus, n, bytes);
-    double total = 0;
-    for (int phase = 0; phase < 2; phase++) {
-        int steps = ring_steps(kind, phase == 0 ? rp.n_intra : rp.n_inter);
-        if (steps == 0) continue;
-        gpu_flow_list fl = {0};
-        if (ring_step_flows(&x->c, gpus, n, &rp, phase, &fl)) {
-            gpu_flow_list_free(&fl);
-            return -1;
-        }
-        total += steps * drain_time_s(x, fl.v, fl.n);
-        gpu_flow_list_free(&fl);
-    }
-    return total;
+    return ring_collective_s(&x->c, kind, gpus, n, bytes, drain_list_s, x);
 }
 
 static void analytic_destroy(void *ctx) {

@@ -211,3 +211,23 @@ int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_pla
     free(ord);
     return rc;
 }
+
+double ring_collective_s(const cluster_cfg *c, coll_kind kind, const int *gpus, int n, double bytes,
+                         double (*step_s)(void *ctx, const gpu_flow_list *fl), void *ctx) {
+    ring_plan rp = ring_plan_make(c, gpus, n, bytes);
+    double total = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        int steps = ring_steps(kind, phase == 0 ? rp.n_intra : rp.n_inter);
+        if (steps == 0) continue;
+        gpu_flow_list fl = {0};
+        if (ring_step_flows(c, gpus, n, &rp, phase, &fl)) {
+            gpu_flow_list_free(&fl);
+            return -1;
+        }
+        double t = step_s(ctx, &fl);
+        gpu_flow_list_free(&fl);
+        if (t < 0) return -1;
+        total += steps * t;
+    }
+    return total;
+}

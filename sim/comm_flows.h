@@ -63,5 +63,10 @@ int ring_steps(coll_kind kind, int n);
  * phase 0 is the intra-node rings (all nodes at once), phase 1 the inter-node rings (all rails). */
 int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_plan *rp, int phase,
                     gpu_flow_list *out);
+/* A ring collective's time: every step of a phase moves the same edges, so it is the number of steps
+ * times the time `step_s` gives for one step's flows (the closed form or a SimGrid run), summed over
+ * the phases. -1 when step_s or the flow construction fails. */
+double ring_collective_s(const cluster_cfg *c, coll_kind kind, const int *gpus, int n, double bytes,
+                         double (*step_s)(void *ctx, const gpu_flow_list *fl), void *ctx);
 
 #endif

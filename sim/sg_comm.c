@@ -130,6 +130,8 @@ static double run_flows(sg_ctx *x, const gpu_flow_list *fl) {
     return t;
 }
 
+static double run_flow_list(void *ctx, const gpu_flow_list *fl) { return run_flows(ctx, fl); }
+
 static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
     sg_ctx *x = ctx;
     x->st.queries++;
@@ -209,21 +211,8 @@ static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n,
         x->st.hits++;
         return t;
     }
-    ring_plan rp = ring_plan_make(&x->c, gpus, n, bytes);
-    double total = 0;
-    for (int phase = 0; phase < 2; phase++) {
-        int steps = ring_steps(kind, phase == 0 ? rp.n_intra : rp.n_inter);
-        if (steps == 0) continue;
-        gpu_flow_list fl = {0};
-        if (ring_step_flows(&x->c, gpus, n, &rp, phase, &fl)) {
-            gpu_flow_list_free(&fl);
-            return -1;
-        }
-        double step = run_flows(x, &fl);
-        gpu_flow_list_free(&fl);
-        if (step < 0) return -1;
-        total += steps * step;
-    }
+    double total = ring_collective_s(&x->c, kind, gpus, n, bytes, run_flow_list, x);
+    if (total < 0) return -1;
     memo_put(&x->memo, key, total);
     return total;
 }
