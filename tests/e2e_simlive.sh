@@ -87,6 +87,11 @@ if expect_rc stall 1; then
     grep -q "STALLED before op [0-9]* attn_fwd (F, layer 2, mb 1)" "$TMP/stall.log" || fail "stall: the stalled rank does not say where it stopped"
     grep -q "waiting .* in op [0-9]* a2a_dispatch (F, layer 2, mb 1)" "$TMP/stall.log" || fail "stall: no rank waits in the layer-2 dispatch"
     grep -q '"culprit":[[:space:]]*2' "$TMP/stall/watchdog.json" 2>/dev/null || fail "stall: watchdog.json does not name rank 2"
+    # the live hang as a step trace: simdiag reads it like a simulated one (exit 3: problem found)
+    "$BIN/simdiag" check "$TMP/stall" >"$TMP/stall-diag.log" 2>&1
+    drc=$?
+    [ "$drc" -eq 3 ] || fail "stall: simdiag check exited $drc on the live hang trace (expected 3)"
+    grep -qi "rank 2" "$TMP/stall-diag.log" || fail "stall: simdiag does not name rank 2"
     ok "stall found (rank 2)"
 fi
 # a silent culprit: the stalled rank sleeps without answering (mpirun -x forwards the variable)

@@ -25,6 +25,7 @@
 #include "sim/results.h"
 #include "sim/schedule.h"
 #include "sim/scenario.h"
+#include "sim/trace.h"
 #include "tools/live_cpu.h"
 #include "tools/live_mpi.h"
 #ifdef MOESIM_LIVE_NCCL
@@ -113,6 +114,53 @@ static int parse_args(int argc, char **argv, cli *c) {
     return 0;
 }
 
+/* The hang as a step trace (trace.h's format, source "live"), so that `simdiag check DIR` reads a live
+ * hang as it reads a simulated one: who waits in which collective, who never arrived and where it
+ * last was. No per-op timings (the step never finished). */
+static void write_hang_trace(const program *p, const live_rank_state *st, const live_hang *h, const char *out_dir) {
+    step_exec_result r;
+    memset(&r, 0, sizeof r);
+    r.n_ranks = p->n_ranks;
+    r.hang.found = 1;
+    r.hang.culprit = h->culprit;
+    r.hang.group = -1;
+    if (h->coll_rank >= 0) {
+        program_op o;
+        program_rank_op(p, h->coll_rank, h->coll_op, &o);
+        r.hang.op = (op_kind)o.kind;
+        r.hang.group = o.group;
+        r.hang.group_kind = p->groups[o.group].kind;
+        r.hang.layer = o.layer;
+        r.hang.mb = o.mb;
+        r.hang.phase = o.phase;
+    }
+    r.hang.n_waiting = h->n_waiting;
+    r.hang.waiting = h->waiting;
+    r.hang.n_missing = h->n_missing;
+    r.hang.missing = h->missing;
+    int *last = calloc((size_t)h->n_missing + 1, sizeof *last);
+    for (int i = 0; i < h->n_missing; i++) last[i] = st[h->missing[i]].last_op;
+    r.hang.missing_last_op = last;
+    for (int q = 0; q < p->n_ranks; q++) {
+        int counted = 0;
+        for (int i = 0; i < h->n_waiting; i++) counted |= h->waiting[i] == q;
+        for (int i = 0; i < h->n_missing; i++) counted |= h->missing[i] == q;
+        if (!counted && st[q].activity != LIVE_FINISHED) r.hang.blocked_elsewhere++;
+    }
+    cJSON *doc = step_trace_build(p, &r, "live");
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    char path[4096];
+    moe_error err = {0};
+    snprintf(path, sizeof path, "%s/trace.json", out_dir);
+    if (text && !make_dirs(out_dir, &err) && !write_file_atomic(path, text, &err))
+        fprintf(stderr, "simlive: wrote %s (the hang, for simdiag check)\n", path);
+    else if (text)
+        fprintf(stderr, "simlive: %s\n", err.msg);
+    free(text);
+    cJSON_Delete(doc);
+    free(last);
+}
+
 /* ---- the watchdog's end game ----------------------------------------------------------------------- */
 static void watchdog_fired(const program *p, live_mpi *m, const live_rank_state *mine, int rank,
                            double watchdog_s, const char *out_dir) {
@@ -143,6 +191,7 @@ static void watchdog_fired(const program *p, live_mpi *m, const live_rank_state 
                 fprintf(stderr, "simlive: wrote %s\n", path);
             free(text);
             cJSON_Delete(j);
+            write_hang_trace(p, all, &h, out_dir);
             live_hang_free(&h);
         }
         live_mpi_abort(EXIT_RUNTIME);
