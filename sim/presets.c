@@ -57,3 +57,14 @@ int preset_cluster(const char *name, cluster_cfg *out) {
         if (strcmp(CLUSTERS[i].preset, name) == 0) { *out = CLUSTERS[i]; return 0; }
     return -1;
 }
+
+const char *preset_cluster_calibration(const char *name) {
+    static const char *const MODELS[][2] = {
+        {"h800-8rail", "calibration/models/h800-published.json"},
+        {"h100-8rail", "calibration/models/h100-published.json"},
+        {"h200-8rail", "calibration/models/h200-published.json"},
+    };
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (strcmp(MODELS[i][0], name) == 0) return MODELS[i][1];
+    return NULL;
+}

@@ -12,5 +12,8 @@ extern const char *const preset_cluster_names[];
 /* Fill `out` with the named preset (its `preset` field set to name). 0 on success, -1 if unknown. */
 int preset_model(const char *name, model_cfg *out);
 int preset_cluster(const char *name, cluster_cfg *out);
+/* The cost model published for a cluster preset's GPU ("calibration/models/h100-published.json"), or
+ * NULL. A scenario's calibration follows its cluster preset while it is that preset's default. */
+const char *preset_cluster_calibration(const char *name);
 
 #endif

@@ -34,7 +34,7 @@ void scenario_defaults(scenario *s) {
                                .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1};
     s->precision = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16,
                                    .master = DT_FP32};
-    snprintf(s->calibration, sizeof s->calibration, "calibration/models/h800-published.json");
+    snprintf(s->calibration, sizeof s->calibration, "%s", preset_cluster_calibration(s->cluster.preset));
 
     reliability_cfg *r = &s->reliability;
     r->gpu_mtbf_h = 26000; /* seed 003: 26,000 h per GPU -> 6.35 h for 4096 GPUs */

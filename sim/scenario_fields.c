@@ -477,8 +477,17 @@ static int set_preset(scenario *s, char *dst, const scn_field *f, const cJSON *v
     if (cJSON_IsNull(v)) { dst[0] = '\0'; return 0; } /* keep the values, forget where they came from */
     int rc = -1;
     if (cJSON_IsString(v)) {
-        if (f->offset == offsetof(scenario, model.preset)) rc = preset_model(v->valuestring, &s->model);
-        else rc = preset_cluster(v->valuestring, &s->cluster);
+        if (f->offset == offsetof(scenario, model.preset)) {
+            rc = preset_model(v->valuestring, &s->model);
+        } else {
+            /* the cost model follows the cluster's GPU while it is the previous preset's default
+             * (an H100 cluster is priced with the H100 model unless the scenario names another) */
+            const char *old_default = preset_cluster_calibration(s->cluster.preset);
+            rc = preset_cluster(v->valuestring, &s->cluster);
+            const char *new_default = preset_cluster_calibration(v->valuestring);
+            if (rc == 0 && old_default && new_default && strcmp(s->calibration, old_default) == 0)
+                snprintf(s->calibration, sizeof s->calibration, "%s", new_default);
+        }
     }
     if (rc != 0) {
         char hint[96] = "";

@@ -460,6 +460,31 @@ static void test_resolve_path(void **state) {
     rmdir(dir);
 }
 
+/* The cost model follows the cluster preset's GPU unless the scenario names one: an H100 cluster is
+ * priced with the H100 model (its NVLink is 450 GB/s, the H800's 160), also across a preset sweep. */
+static void test_calibration_follows_cluster_preset(void **state) {
+    (void)state;
+    scenario s;
+    parse_ok("{}", &s, NULL);
+    assert_string_equal(s.calibration, "calibration/models/h800-published.json");
+    parse_ok("{\"cluster\": {\"preset\": \"h100-8rail\"}}", &s, NULL);
+    assert_string_equal(s.calibration, "calibration/models/h100-published.json");
+    parse_ok("{\"cluster\": {\"preset\": \"h200-8rail\"}, \"calibration\": \"calibration/models/cpu-measured.json\"}",
+             &s, NULL);
+    assert_string_equal(s.calibration, "calibration/models/cpu-measured.json");
+    parse_ok("{\"calibration\": \"calibration/models/cpu-measured.json\", \"cluster\": {\"preset\": \"h200-8rail\"}}",
+             &s, NULL);
+    assert_string_equal(s.calibration, "calibration/models/cpu-measured.json");
+    sweep *sw = NULL;
+    scenario base, pt;
+    parse_ok("{\"sweep\": {\"cluster.preset\": [\"h800-8rail\", \"h200-8rail\"]}}", &base, &sw);
+    point(sw, &base, 0, &pt, NULL);
+    assert_string_equal(pt.calibration, "calibration/models/h800-published.json");
+    point(sw, &base, 1, &pt, NULL);
+    assert_string_equal(pt.calibration, "calibration/models/h200-published.json");
+    sweep_free(sw);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_are_the_seed_system),
@@ -475,6 +500,7 @@ int main(void) {
         cmocka_unit_test(test_to_json_round_trips),
         cmocka_unit_test(test_set_path),
         cmocka_unit_test(test_resolve_path),
+        cmocka_unit_test(test_calibration_follows_cluster_preset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
