@@ -15,6 +15,7 @@
 #include "sim/diagnose.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,72 @@ static void mark_hot_holders(diag_straggler_report *s, const diag_expert_report 
                 s->stragglers[i].holds_hot_expert = 1;
 }
 
+/* ---- slow links: EP groups whose collectives are slower than their stage's other groups ------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_slow_group(const void *a, const void *b) {
+    const diag_slow_group *x = a, *y = b;
+    double rx = x->comm_s / (x->others_s > 0 ? x->others_s : 1e-12);
+    double ry = y->comm_s / (y->others_s > 0 ? y->others_s : 1e-12);
+    if (rx != ry) return rx > ry ? -1 : 1;
+    return x->first_rank - y->first_rank;
+}
+
+int diag_slow_links(const diag_trace *t, diag_link_report *out) {
+    memset(out, 0, sizeof *out);
+    const int per_stage = t->dp * t->tp;   /* EP groups per pipeline stage */
+    if (!t->rank_a2a_s || per_stage < 2 || t->ep < 1) return 0;
+    out->present = 1;
+    double *mean = malloc(sizeof(double) * (size_t)per_stage), *others = malloc(sizeof(double) * (size_t)per_stage);
+    out->groups = malloc(sizeof *out->groups * (size_t)(per_stage * t->pp));
+    if (!mean || !others || !out->groups) {
+        free(mean);
+        free(others);
+        return -1;
+    }
+    for (int s = 0; s < t->pp; s++) {
+        for (int g = 0; g < per_stage; g++) {   /* g = d * tp + tidx */
+            int d = g / t->tp, tidx = g % t->tp;
+            double sum = 0;
+            for (int e = 0; e < t->ep; e++) sum += t->rank_a2a_s[((d * t->pp + s) * t->ep + e) * t->tp + tidx];
+            mean[g] = sum / t->ep;
+        }
+        for (int g = 0; g < per_stage; g++) {
+            int n = 0;
+            for (int o = 0; o < per_stage; o++)
+                if (o != g) others[n++] = mean[o];
+            qsort(others, (size_t)n, sizeof(double), cmp_double);
+            double med = gsl_stats_median_from_sorted_data(others, 1, (size_t)n);
+            /* > 1.25 x the median of the others, and by more than a microsecond (exact ties when the
+             * replicas are identical: the simulator mirrors healthy replicas) */
+            if (!(mean[g] > DIAG_SLOW_GROUP_RATIO * med && mean[g] - med > 1e-6)) continue;
+            int d = g / t->tp, tidx = g % t->tp, first = ((d * t->pp + s) * t->ep) * t->tp + tidx;
+            diag_slow_group *x = &out->groups[out->n++];
+            *x = (diag_slow_group){.replica = d, .stage = s, .tp_index = tidx, .first_rank = first,
+                                   .n_ranks = t->ep, .comm_s = mean[g], .others_s = med,
+                                   .node_lo = INT32_MAX, .node_hi = -1};
+            for (int e = 0; e < t->ep; e++) {
+                int node = t->rank_gpu[first + e * t->tp] / t->gpus_per_node;
+                if (node < x->node_lo) x->node_lo = node;
+                if (node > x->node_hi) x->node_hi = node;
+            }
+        }
+    }
+    qsort(out->groups, (size_t)out->n, sizeof *out->groups, cmp_slow_group);
+    free(mean);
+    free(others);
+    return 0;
+}
+
+void diag_link_report_free(diag_link_report *r) {
+    free(r->groups);
+    memset(r, 0, sizeof *r);
+}
+
 int diag_check(const diag_trace *t, const diag_rules *rules, diag_report *out) {
     memset(out, 0, sizeof *out);
     out->hang = t->hang != NULL;
@@ -223,7 +290,25 @@ int diag_check(const diag_trace *t, const diag_rules *rules, diag_report *out) {
     }
     mark_hot_holders(&out->compute, &out->load);
     mark_hot_holders(&out->step, &out->load);
-    out->problems = out->compute.n_stragglers + out->hang + (out->load.present && out->load.experts.severe);
+    /* a hot expert also makes its EP group's collectives wait: only blame links on balanced load */
+    if (!out->hang && !(out->load.present && out->load.experts.severe) && diag_slow_links(t, &out->links)) {
+        diag_report_free(out);
+        return -1;
+    }
+    /* ... and a group that holds a compute straggler waits for that GPU, not for a link */
+    int kept = 0;
+    for (int i = 0; i < out->links.n; i++) {
+        const diag_slow_group *g = &out->links.groups[i];
+        int has_straggler = 0;
+        for (int j = 0; j < out->compute.n_stragglers; j++) {
+            const diag_place *w = &out->compute.stragglers[j].where;
+            has_straggler |= w->replica == g->replica && w->stage == g->stage && w->tp_index == g->tp_index;
+        }
+        if (!has_straggler) out->links.groups[kept++] = *g;
+    }
+    out->links.n = kept;
+    out->problems = out->compute.n_stragglers + out->hang + (out->load.present && out->load.experts.severe) +
+                    out->links.n;
     /* a step-time straggler that is not already a compute straggler is a separate finding */
     for (int i = 0; i < out->step.n_stragglers; i++) {
         int dup = 0;
@@ -235,6 +320,7 @@ int diag_check(const diag_trace *t, const diag_rules *rules, diag_report *out) {
 }
 
 void diag_report_free(diag_report *r) {
+    diag_link_report_free(&r->links);
     diag_straggler_report_free(&r->compute);
     diag_straggler_report_free(&r->step);
     diag_expert_report_free(&r->load);

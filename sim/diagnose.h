@@ -10,6 +10,8 @@
  *                "step_time_s" (absent when the step hung),
  *                "rank_gpu": [N], "rank_step_s": [N], "rank_compute_s": [N],   (either time array may
  *                    be absent, not both)
+ *                "rank_a2a_s": [N]   (optional: time inside all-to-alls after the last member arrived;
+ *                    the slow-link check compares it between the EP groups of a stage)
  *                "expert_tokens": [E]   (absent or empty for a dense model),
  *                "expert_tokens_routed": [E]   (optional: the router's assignments before the capacity
  *                    limit; when present the imbalance is judged on it, because a dropping capacity
@@ -88,6 +90,7 @@ typedef struct {
     int *rank_gpu;             /* [ranks] */
     double *rank_step_s;       /* [ranks] or NULL */
     double *rank_compute_s;    /* [ranks] or NULL */
+    double *rank_a2a_s;       /* [ranks] or NULL: time inside all-to-alls after the last arrival */
     int n_experts;
     double *expert_tokens;     /* [n_experts] or NULL: tokens the experts received */
     double *expert_routed;     /* [n_experts] or NULL: tokens the router assigned (before capacity) */
@@ -171,14 +174,39 @@ typedef struct {
 int diag_expert_load(const diag_trace *t, const diag_rules *rules, diag_expert_report *out);
 void diag_expert_report_free(diag_expert_report *r);
 
+/* ---- slow links ------------------------------------------------------------------------------ */
+/* A slow NIC or NVLink does not lengthen its GPU's busy time: it lengthens the collectives it takes
+ * part in. The signal is the EP group's mean time inside its all-to-alls after the last member arrived
+ * (otherData.rank_a2a_s: the transfers themselves, free of waiting for late members or pipeline
+ * neighbours) against the other EP groups of the same pipeline stage (other replicas and TP indices
+ * carry the same work and routing): > 1.25 x their median. */
+#define DIAG_SLOW_GROUP_RATIO 1.25
+
+typedef struct {
+    int replica, stage, tp_index;   /* the EP group */
+    int first_rank, n_ranks;        /* its ranks: first_rank + e * tp, e < ep */
+    int node_lo, node_hi;           /* nodes its GPUs sit on */
+    double comm_s, others_s;        /* its mean time in all-to-alls; median of the stage's others */
+} diag_slow_group;
+
+typedef struct {
+    int present;                    /* the trace has rank_a2a_s and >= 2 groups per stage */
+    int n;
+    diag_slow_group *groups;        /* worst first */
+} diag_link_report;
+
+int diag_slow_links(const diag_trace *t, diag_link_report *out);
+void diag_link_report_free(diag_link_report *r);
+
 /* ---- the whole check ------------------------------------------------------------------------- */
 
 typedef struct {
     diag_straggler_report compute;  /* primary: busy time (see diagnose.c for why) */
     diag_straggler_report step;     /* secondary: per-rank step time */
     diag_expert_report load;
+    diag_link_report links;
     int hang;                       /* bool: t->hang != NULL */
-    int problems;                   /* number of findings: stragglers + severe imbalance + hang */
+    int problems;                   /* findings: stragglers + slow EP groups + severe imbalance + hang */
 } diag_report;
 
 int diag_check(const diag_trace *t, const diag_rules *rules, diag_report *out);

@@ -106,6 +106,30 @@ static void print_holders(FILE *f, const diag_hot_expert *h) {
     fprintf(f, "\n");
 }
 
+static void print_links(FILE *f, const diag_trace *t, const diag_link_report *l) {
+    fprintf(f, "Slow links (time in all-to-alls of each EP group vs the other groups of its stage)\n");
+    if (!l->present) {
+        fprintf(f, "  skipped (no rank_a2a_s in the trace, or one EP group per stage)\n");
+        return;
+    }
+    if (l->n == 0) {
+        fprintf(f, "  [PASS] no EP group waits > %.2fx the median of its stage's other groups\n", DIAG_SLOW_GROUP_RATIO);
+        return;
+    }
+    for (int i = 0; i < l->n; i++) {
+        const diag_slow_group *g = &l->groups[i];
+        fprintf(f, "  [FAIL] stage %d, replica %d, tp %d: EP group of ranks %d..%d (nodes %d-%d) spends %.4f s\n"
+                   "         in all-to-alls vs %.4f s in the stage's other groups (%+.1f%%)\n",
+                g->stage, g->replica, g->tp_index, g->first_rank, g->first_rank + (g->n_ranks - 1) * t->tp,
+                g->node_lo, g->node_hi, g->comm_s, g->others_s,
+                100.0 * (g->comm_s - g->others_s) / (g->others_s > 0 ? g->others_s : 1e-12));
+    }
+    fprintf(f, "  advice: its all-to-alls are slower with the same work and routing: a degraded NIC, optic or\n"
+               "          NVLink on those nodes — ibstat / perfquery (LinkFlap, SymbolErrors), nvidia-smi\n"
+               "          nvlink -e, NCCL logs 'via P2P/PCIe' where NVLink was expected; bisect with\n"
+               "          NCCL_IB_DISABLE=1 / NCCL_P2P_DISABLE=1 (seed 000 §3.1)\n");
+}
+
 static void print_load(FILE *f, const diag_expert_report *l) {
     if (!l->present) {
         fprintf(f, "Expert load: no per-expert token counts in the trace (dense model?)\n");
@@ -238,6 +262,10 @@ void diag_report_print(FILE *f, const diag_trace *t, const diag_report *r, const
     }
     fprintf(f, "\n");
     print_load(f, &r->load);
+    if (!r->hang && !(r->load.present && r->load.experts.severe)) {
+        fprintf(f, "\n");
+        print_links(f, t, &r->links);
+    }
     fprintf(f, "\n");
     if (r->problems) fprintf(f, "verdict: %d problem%s found\n", r->problems, r->problems == 1 ? "" : "s");
     else fprintf(f, "verdict: healthy\n");
@@ -373,6 +401,21 @@ cJSON *diag_report_json(const diag_trace *t, const diag_report *r, const diag_ru
     cJSON_AddItemToObject(o, "stragglers", stragglers_json(&r->compute));
     cJSON_AddItemToObject(o, "step_time", stragglers_json(&r->step));
     cJSON_AddItemToObject(o, "expert_load", load_json(&r->load));
+    cJSON *sl = cJSON_AddArrayToObject(o, "slow_links");
+    for (int i = 0; i < r->links.n; i++) {
+        const diag_slow_group *g = &r->links.groups[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "stage", g->stage);
+        cJSON_AddNumberToObject(x, "replica", g->replica);
+        cJSON_AddNumberToObject(x, "tp_index", g->tp_index);
+        cJSON_AddNumberToObject(x, "first_rank", g->first_rank);
+        cJSON_AddNumberToObject(x, "ranks", g->n_ranks);
+        cJSON_AddNumberToObject(x, "node_lo", g->node_lo);
+        cJSON_AddNumberToObject(x, "node_hi", g->node_hi);
+        cJSON_AddNumberToObject(x, "comm_s", g->comm_s);
+        cJSON_AddNumberToObject(x, "others_s", g->others_s);
+        cJSON_AddItemToArray(sl, x);
+    }
     cJSON_AddItemToObject(o, "hang", hang_json(t));
     return o;
 }

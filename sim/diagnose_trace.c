@@ -256,6 +256,10 @@ static int parse_other(const cJSON *od, diag_trace *t, moe_error *err) {
         return err->code;
     if (rc && !cJSON_IsNull(rc) && get_times(rc, "otherData.rank_compute_s", t->ranks, &t->rank_compute_s, NULL, t, err))
         return err->code;
+    const cJSON *rx = cJSON_GetObjectItemCaseSensitive(od, "rank_a2a_s");
+    if (rx && !cJSON_IsNull(rx) &&
+        get_times(rx, "otherData.rank_a2a_s", t->ranks, &t->rank_a2a_s, NULL, t, err))
+        return err->code;
     if (!t->rank_step_s && !t->rank_compute_s)
         return moe_error_input(err, t->file, "otherData.rank_compute_s", "nothing (missing)",
                                "per-rank times: rank_compute_s and/or rank_step_s, %d numbers each", t->ranks);
@@ -315,6 +319,7 @@ void diag_trace_free(diag_trace *t) {
     free(t->rank_gpu);
     free(t->rank_step_s);
     free(t->rank_compute_s);
+    free(t->rank_a2a_s);
     free(t->expert_tokens);
     free(t->expert_routed);
     if (t->hang) {

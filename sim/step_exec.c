@@ -78,6 +78,8 @@ typedef struct {
     double arr_t;
     double slow;
     double compute_s, optimizer_s, exposed_s, bubble_s, last_compute_end, end_s;
+    double a2a_s;                  /* time inside all-to-alls from the last arrival to the end (the
+                                      transfer itself: what a slow link lengthens) */
     op_time *trace;                /* when traced */
     int in_queue;
 } rank_state;
@@ -284,6 +286,7 @@ static void advance(exec_ctx *x, int si) {
                     }
                     if (G->seq_done <= r->arr_seq) break;   /* still waiting for members */
                     t_end = G->end;
+                    if (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
                     r->arrived = 0;
                     if (r->trace) { r->trace[i].start_s = r->arr_t; r->trace[i].end_s = t_end; }
                 }
@@ -596,6 +599,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         res->n_ranks = p->n_ranks;
         res->compute_s = calloc((size_t)p->n_ranks, sizeof(double));
         res->exposed_comm_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->a2a_s = calloc((size_t)p->n_ranks, sizeof(double));
         res->bubble_s = calloc((size_t)p->n_ranks, sizeof(double));
         res->optimizer_s = calloc((size_t)p->n_ranks, sizeof(double));
         res->end_s = calloc((size_t)p->n_ranks, sizeof(double));
@@ -609,6 +613,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             res->compute_s[r] = rs->compute_s;
             res->optimizer_s[r] = rs->optimizer_s;
             res->exposed_comm_s[r] = rs->exposed_s + (tail > 0 && !hung ? tail : 0);
+            res->a2a_s[r] = rs->a2a_s;
             res->bubble_s[r] = rs->bubble_s + (hung ? 0 : step - rs->end_s);
             res->end_s[r] = rs->end_s;
             res->sim_rank[r] = sr;
@@ -643,7 +648,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
 }
 
 void step_exec_result_free(step_exec_result *r) {
-    free(r->compute_s); free(r->exposed_comm_s); free(r->bubble_s); free(r->optimizer_s); free(r->end_s);
+    free(r->compute_s); free(r->exposed_comm_s); free(r->a2a_s); free(r->bubble_s); free(r->optimizer_s); free(r->end_s);
     free(r->sim_rank); free(r->a2a_last_count);
     for (int k = 0; k < r->n_trace_ranks; k++) free(r->trace_times ? r->trace_times[k] : NULL);
     free(r->trace_times); free(r->trace_ranks);

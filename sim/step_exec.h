@@ -108,6 +108,8 @@ typedef struct {
     int n_ranks;
     /* per rank (every rank; mirrored ranks copy their representative) */
     double *compute_s, *exposed_comm_s, *bubble_s, *optimizer_s, *end_s;
+    double *a2a_s;                  /* time inside all-to-alls after the last member arrived (the
+                                       transfers themselves; NULL from executors that do not count it) */
     int *sim_rank;                  /* the simulated rank whose timeline this rank has */
     int n_simulated_ranks, n_simulated_replicas;
     int slowest_rank;               /* largest compute + optimizer busy time (lowest rank on ties) */

@@ -205,6 +205,10 @@ cJSON *step_trace_build(const program *p, const step_exec_result *r, const char 
         cJSON_AddItemToArray(stp, cJSON_CreateNumber(r->end_s ? r->end_s[i] : 0));
         cJSON_AddItemToArray(cmp, cJSON_CreateNumber(r->compute_s ? r->compute_s[i] + r->optimizer_s[i] : 0));
     }
+    if (r->a2a_s) {   /* time inside all-to-alls after the last arrival: what a slow link lengthens */
+        cJSON *xc = cJSON_AddArrayToObject(od, "rank_a2a_s");
+        for (int i = 0; i < N; i++) cJSON_AddItemToArray(xc, cJSON_CreateNumber(r->a2a_s[i]));
+    }
     cJSON *et = cJSON_AddArrayToObject(od, "expert_tokens");
     for (int e = 0; e < s->model.experts && p->n_moe_layers > 0; e++)
         cJSON_AddItemToArray(et, cJSON_CreateNumber(p->step_expert_tokens[e]));

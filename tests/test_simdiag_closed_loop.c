@@ -158,8 +158,34 @@ static void test_slow_gpu(void **state) {
         assert_true(pct > 35.0 && pct < 50.0);
         assert_false(cJSON_IsTrue(get(get(d, "expert_load"), "severe")));
         assert_true(cJSON_IsNull(get(d, "hang")));
+        /* its EP group waits for it in the all-to-alls: that is the straggler, not a link */
+        assert_int_equal(cJSON_GetArraySize(get(d, "slow_links")), 0);
         cJSON_Delete(d);
     }
+}
+
+/* (d) a slow link: GPU 10's NVLink at a quarter of its bandwidth. GPU 10 = rank 10 = (d 0, s 1, e 2);
+ * its EP group is ranks 8..15 on node 1 (ep 8 = one node, ep-inner). Its busy time does not change,
+ * so no straggler; the group's all-to-alls take longer than the other group's of stage 1. */
+static void test_slow_link(void **state) {
+    (void)state;
+    char dir[4200];
+    assert_int_equal(simulate("slow-link", "{ \"links\": [ { \"gpu\": 10, \"kind\": \"nvlink\", \"factor\": 0.25 } ] }",
+                              "{ \"distribution\": \"uniform\" }", dir, sizeof dir), 0);
+    int rc;
+    cJSON *d = diagnose(dir, &rc);
+    assert_int_equal(rc, 3);
+    assert_int_equal(cJSON_GetArraySize(get(get(d, "stragglers"), "stragglers")), 0);
+    const cJSON *sl = get(d, "slow_links");
+    assert_int_equal(cJSON_GetArraySize(sl), 1);
+    const cJSON *g = cJSON_GetArrayItem(sl, 0);
+    assert_int_equal(get(g, "stage")->valueint, 1);
+    assert_int_equal(get(g, "replica")->valueint, 0);
+    assert_int_equal(get(g, "first_rank")->valueint, 8);
+    assert_int_equal(get(g, "node_lo")->valueint, 1);
+    assert_int_equal(get(g, "node_hi")->valueint, 1);
+    assert_true(get(g, "comm_s")->valuedouble > 1.25 * get(g, "others_s")->valuedouble);
+    cJSON_Delete(d);
 }
 
 /* (b) a hot expert (the seed's incident: one expert gets 60% of the tokens), dropless so that the
@@ -243,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_no_fault),
         cmocka_unit_test(test_slow_gpu),
         cmocka_unit_test(test_hot_expert),
+        cmocka_unit_test(test_slow_link),
         cmocka_unit_test(test_stall),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
