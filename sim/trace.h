@@ -34,7 +34,9 @@
  *   "step_time_s": T                         absent when the step hung,
  *   "rank_gpu":       [N]  global GPU of rank r (node = gpu / gpus_per_node),  ALL ranks
  *   "rank_step_s":    [N]  time from the step start to the end of rank r's last op,  ALL ranks
- *   "rank_compute_s", "rank_a2a_s" (time inside all-to-alls after the last member arrived): [N]  busy time of rank r's compute stream (kernels + optimizer),  ALL ranks
+ *   "rank_compute_s": [N]  busy time of rank r's compute stream (kernels + optimizer),  ALL ranks
+ *   "rank_a2a_s":     [N]  time rank r spent inside all-to-alls after their last member arrived (the
+ *                          transfers themselves: a slow link lengthens them),  ALL ranks
  *   "expert_tokens":  [E]  token-expert pairs each expert id 0..E-1 received, summed over every MoE
  *                          layer of the model and every micro-batch of the step, for one replica
  *                          (the EP groups of replica 0, tp index 0; [] for a dense model). Every EP
