@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sim/cli_args.h"
 #include "sim/diagnose.h"
 #include "sim/results.h"
 
@@ -47,25 +48,6 @@ static const char USAGE[] =
     "  simdiag check trace.json --min-excess 0          # the seed's straggler rule, unmodified\n"
     "  simdiag compare results/tiny/trace.json live/trace.json --tolerance 25\n";
 
-static int usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "simdiag: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see simdiag --help)\n");
-    return EXIT_BADINPUT;
-}
-
-static int parse_double(const char *flag, const char *s, double lo, double hi, double *out) {
-    char *end;
-    double v = strtod(s ? s : "", &end);
-    if (!s || *end || end == s || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "simdiag: %s: got '%s'; expected a number in [%g, %g]\n(see simdiag --help)\n", flag,
-                s ? s : "", lo, hi);
-        return EXIT_BADINPUT;
-    }
-    *out = v;
-    return 0;
-}
-
 typedef struct {
     const char *files[2];
     int n_files;
@@ -83,22 +65,22 @@ static int parse_opts(int argc, char **argv, int want_files, opts *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--json") == 0 && v) { o->json = v; i++; }
         else if (strcmp(a, "--min-excess") == 0 && v && want_files == 1) {
-            if ((rc = parse_double(a, v, 0, 100, &o->min_excess_pct))) return rc;
+            if ((rc = cli_double("simdiag", a, v, 0, 100, &o->min_excess_pct))) return rc;
             i++;
         } else if (strcmp(a, "--top") == 0 && v && want_files == 1) {
-            if ((rc = parse_double(a, v, 1, 1 << 20, &o->top))) return rc;
-            if (o->top != floor(o->top)) return usage_error("--top: got '%s'; expected an integer >= 1", v);
+            if ((rc = cli_double("simdiag", a, v, 1, 1 << 20, &o->top))) return rc;
+            if (o->top != floor(o->top)) return cli_usage_error("simdiag", "--top: got '%s'; expected an integer >= 1", v);
             i++;
         } else if (strcmp(a, "--tolerance") == 0 && v && want_files == 2) {
-            if ((rc = parse_double(a, v, 0, 1e9, &o->tolerance_pct))) return rc;
+            if ((rc = cli_double("simdiag", a, v, 0, 1e9, &o->tolerance_pct))) return rc;
             i++;
         } else if (strcmp(a, "--quiet") == 0) o->quiet = 1;
-        else if (a[0] == '-' && a[1]) return usage_error("unknown option or missing value: %s", a);
+        else if (a[0] == '-' && a[1]) return cli_usage_error("simdiag", "unknown option or missing value: %s", a);
         else if (o->n_files < want_files) o->files[o->n_files++] = a;
-        else return usage_error("unexpected argument: %s", a);
+        else return cli_usage_error("simdiag", "unexpected argument: %s", a);
     }
     if (o->n_files < want_files)
-        return usage_error("%s", want_files == 1 ? "check: no trace file given"
+        return cli_usage_error("simdiag", "%s", want_files == 1 ? "check: no trace file given"
                                                  : "compare: expected PREDICTED.json MEASURED.json");
     return 0;
 }
@@ -202,7 +184,7 @@ static int cmd_compare(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) return usage_error("%s", "no command given (check or compare)");
+    if (argc < 2) return cli_usage_error("simdiag", "%s", "no command given (check or compare)");
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);

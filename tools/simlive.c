@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/cli_args.h"
 #include "sim/live_exec.h"
 #include "sim/program.h"
 #include "sim/results.h"
@@ -69,12 +70,7 @@ typedef struct {
 static int rank0 = 1;   /* print usage errors once */
 
 static int usage_error(const char *fmt, const char *arg) {
-    if (rank0) {
-        fprintf(stderr, "simlive: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n(see simlive --help)\n");
-    }
-    return EXIT_BADINPUT;
+    return rank0 ? cli_usage_error("simlive", fmt, arg) : EXIT_BADINPUT;
 }
 
 static int parse_args(int argc, char **argv, cli *c) {

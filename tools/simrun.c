@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
+#include "sim/cli_args.h"
 #include "sim/layout_search.h"
 #include "sim/plots.h"
 #include "sim/point_runner.h"
@@ -57,25 +58,7 @@ static const char USAGE[] =
     "  simrun --a2a 64 --tokens 4096 --hidden 7168 --topk 8 --dtype fp8 --node-limit 4\n"
     "  simrun --dump-platform fabric.xml scenarios/seed-4096.json\n";
 
-static int usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "simrun: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see simrun --help)\n");
-    return EXIT_BADINPUT;
-}
-
 /* ---- argument helpers -------------------------------------------------------------------------- */
-
-static int parse_int(const char *flag, const char *s, int lo, int hi, int *out) {
-    char *end;
-    long v = strtol(s ? s : "", &end, 10);
-    if (!s || *end || end == s || v < lo || v > hi) {
-        fprintf(stderr, "simrun: %s: got '%s'; expected an integer in [%d, %d]\n", flag, s ? s : "", lo, hi);
-        return EXIT_BADINPUT;
-    }
-    *out = (int)v;
-    return 0;
-}
 
 static int parse_levels(const char *s, int *out) {
     char buf[128];
@@ -90,7 +73,7 @@ static int parse_levels(const char *s, int *out) {
             return EXIT_BADINPUT;
         }
     }
-    if (!*out) return usage_error("--levels: got '%s'; expected at least one of plan,step,run", s);
+    if (!*out) return cli_usage_error("simrun", "--levels: got '%s'; expected at least one of plan,step,run", s);
     return 0;
 }
 
@@ -174,25 +157,25 @@ static int cmd_run(int argc, char **argv) {
         else if (strcmp(a, "--fidelity") == 0 && v) {
             if (strcmp(v, "fast") == 0) fidelity = FIDELITY_FAST;
             else if (strcmp(v, "full") == 0) fidelity = FIDELITY_FULL;
-            else return usage_error("--fidelity: got '%s'; expected fast or full", v);
+            else return cli_usage_error("simrun", "--fidelity: got '%s'; expected fast or full", v);
             i++;
-        } else if (strcmp(a, "--jobs") == 0 && v) { if ((rc = parse_int(a, v, 1, 4096, &jobs))) return rc; i++; }
+        } else if (strcmp(a, "--jobs") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 4096, &jobs))) return rc; i++; }
         else if (strcmp(a, "--shard") == 0 && v) {
             char extra;
             if (sscanf(v, "%d/%d%c", &shard_i, &shard_n, &extra) != 2 || shard_n < 1 || shard_i < 0 ||
                 shard_i >= shard_n)
-                return usage_error("--shard: got '%s'; expected I/N with 0 <= I < N", v);
+                return cli_usage_error("simrun", "--shard: got '%s'; expected I/N with 0 <= I < N", v);
             i++;
         } else if (strcmp(a, "--resume") == 0) resume = 1;
         else if (strcmp(a, "--search") == 0) search = 1;
-        else if (strcmp(a, "--top") == 0 && v) { if ((rc = parse_int(a, v, 1, 1000, &top))) return rc; i++; }
+        else if (strcmp(a, "--top") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1000, &top))) return rc; i++; }
         else if (strcmp(a, "--reproducible") == 0) reproducible = 1;
         else if (strcmp(a, "--quiet") == 0) quiet = 1;
-        else if (a[0] == '-') return usage_error("unknown option or missing value: %s", a);
+        else if (a[0] == '-') return cli_usage_error("simrun", "unknown option or missing value: %s", a);
         else if (!file) file = a;
-        else return usage_error("unexpected argument: %s", a);
+        else return cli_usage_error("simrun", "unexpected argument: %s", a);
     }
-    if (!file) return usage_error("%s", "no scenario file given");
+    if (!file) return cli_usage_error("simrun", "%s", "no scenario file given");
 
     moe_error err = {0};
     scenario base;
@@ -278,14 +261,14 @@ static int cmd_merge(int argc, char **argv) {
     int nd = 0, rc = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
-        else if (argv[i][0] == '-') { rc = usage_error("merge: unknown option: %s", argv[i]); goto done; }
+        else if (argv[i][0] == '-') { rc = cli_usage_error("simrun", "merge: unknown option: %s", argv[i]); goto done; }
         else {
             snprintf(paths[nd], 4096, "%s/points", argv[i]);
             dirs[nd] = paths[nd];
             nd++;
         }
     }
-    if (!out || nd == 0) { rc = usage_error("%s", "merge: expected DIR... --out DIR"); goto done; }
+    if (!out || nd == 0) { rc = cli_usage_error("simrun", "%s", "merge: expected DIR... --out DIR"); goto done; }
     moe_error err = {0};
     cJSON *points = collect_points(dirs, nd, &err);
     if (!points) { fprintf(stderr, "simrun: %s\n", err.msg); rc = err.code; goto done; }
@@ -314,7 +297,7 @@ done:
 
 /* simrun plot DIR: redraw the figures from DIR/results.json. */
 static int cmd_plot(int argc, char **argv) {
-    if (argc != 3) return usage_error("%s", "plot: expected DIR (a folder holding results.json)");
+    if (argc != 3) return cli_usage_error("simrun", "%s", "plot: expected DIR (a folder holding results.json)");
     moe_error err = {0};
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", argv[2]);
@@ -335,7 +318,7 @@ static int cmd_plot(int argc, char **argv) {
 }
 
 static int cmd_dump_platform(int argc, char **argv) {
-    if (argc != 4) return usage_error("%s", "--dump-platform: expected FILE SCENARIO.json");
+    if (argc != 4) return cli_usage_error("simrun", "%s", "--dump-platform: expected FILE SCENARIO.json");
     moe_error err = {0};
     scenario s;
     if (scenario_load(argv[3], &s, NULL, &err) || rail_fabric_write_xml(&s, argv[2], &err)) {
@@ -353,19 +336,19 @@ static int cmd_a2a(int argc, char **argv) {
     const char *file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--a2a") == 0 && v) { if ((rc = parse_int(a, v, 2, 1 << 20, &ep))) return rc; i++; }
-        else if (strcmp(a, "--tokens") == 0 && v) { if ((rc = parse_int(a, v, 1, 1 << 24, &tokens))) return rc; i++; }
-        else if (strcmp(a, "--hidden") == 0 && v) { if ((rc = parse_int(a, v, 1, 1 << 20, &hidden))) return rc; i++; }
-        else if (strcmp(a, "--topk") == 0 && v) { if ((rc = parse_int(a, v, 1, 1024, &topk))) return rc; i++; }
-        else if (strcmp(a, "--node-limit") == 0 && v) { if ((rc = parse_int(a, v, 0, 1 << 20, &node_limit))) return rc; i++; }
+        if (strcmp(a, "--a2a") == 0 && v) { if ((rc = cli_int("simrun", a, v, 2, 1 << 20, &ep))) return rc; i++; }
+        else if (strcmp(a, "--tokens") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1 << 24, &tokens))) return rc; i++; }
+        else if (strcmp(a, "--hidden") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1 << 20, &hidden))) return rc; i++; }
+        else if (strcmp(a, "--topk") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1024, &topk))) return rc; i++; }
+        else if (strcmp(a, "--node-limit") == 0 && v) { if ((rc = cli_int("simrun", a, v, 0, 1 << 20, &node_limit))) return rc; i++; }
         else if (strcmp(a, "--dtype") == 0 && v) {
             if (strcmp(v, "fp8") == 0) dt = DT_FP8;
             else if (strcmp(v, "bf16") == 0) dt = DT_BF16;
-            else return usage_error("--dtype: got '%s'; expected fp8 or bf16", v);
+            else return cli_usage_error("simrun", "--dtype: got '%s'; expected fp8 or bf16", v);
             i++;
-        } else if (a[0] == '-') return usage_error("unknown option or missing value: %s", a);
+        } else if (a[0] == '-') return cli_usage_error("simrun", "unknown option or missing value: %s", a);
         else if (!file) file = a;
-        else return usage_error("unexpected argument: %s", a);
+        else return cli_usage_error("simrun", "unexpected argument: %s", a);
     }
     moe_error err = {0};
     scenario s;
@@ -379,7 +362,7 @@ static int cmd_a2a(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) return usage_error("%s", "no scenario file given");
+    if (argc < 2) return cli_usage_error("simrun", "%s", "no scenario file given");
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);
