@@ -12,7 +12,7 @@
 
 #include "calibration/trace.h"
 #include "kernels/moe_kernels.h"
-#include "sim/errors.h"
+#include "sim/base/errors.h"
 
 typedef struct {
     int n;

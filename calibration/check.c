@@ -8,7 +8,7 @@
  *      agree within rel_tol (the fit is deterministic, so this catches hand edits of the model and
  *      changes to the fitting code);
  *   3. the committed model predicts every trace point: a table of measured vs predicted times.
- * Models without traces (published specifications) must still load through sim/costmodel.c.
+ * Models without traces (published specifications) must still load through sim/plan/costmodel.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "calibration/fit.h"
-#include "sim/fileio.h"
+#include "sim/base/fileio.h"
 #include "calibration/nccl_tests.h"
-#include "sim/costmodel.h"
+#include "sim/plan/costmodel.h"
 
 static const char *const compared_sections[] = { "peak_tflops", "gemm", "attention", "memory", "kernels",
                                                   "links", "collectives", NULL };

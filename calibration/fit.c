@@ -1,7 +1,7 @@
 /* fit.c — GSL fits of the cost models (fit.h) and the model JSON they produce. */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/fit.h"
-#include "sim/fileio.h"
+#include "sim/base/fileio.h"
 
 #include <cjson/cJSON.h>
 #include <gsl/gsl_blas.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "calibration/nccl_tests.h"
-#include "sim/costmodel.h"
+#include "sim/plan/costmodel.h"
 
 /* ---- the generic term fit ---------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* fit.h — fitting cost models to traces with GSL (gsl_multifit_nlinear, trust region), writing the
- * model JSON ("moesim-costmodel/1", read by sim/costmodel.c), and the `simcal check` regression.
+ * model JSON ("moesim-costmodel/1", read by sim/plan/costmodel.c), and the `simcal check` regression.
  *
  * Every model here is a sum of terms, each either `p` (a constant such as a launch overhead or a
  * latency) or `x / p` (work over a rate: FLOPs over peak x eff_max, bytes over a bandwidth):
@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "calibration/trace.h"
-#include "sim/errors.h"
+#include "sim/base/errors.h"
 
 struct cJSON;
 

@@ -1,7 +1,7 @@
 /* nccl_tests.c — nccl-tests log parser (format and checks: nccl_tests.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/nccl_tests.h"
-#include "sim/fileio.h"
+#include "sim/base/fileio.h"
 
 #include <ctype.h>
 #include <stdarg.h>

@@ -20,7 +20,7 @@
 #define MOESIM_CALIB_NCCL_TESTS_H
 
 #include "calibration/trace.h"
-#include "sim/errors.h"
+#include "sim/base/errors.h"
 
 typedef struct {
     int line;                 /* 1-based line in the log */

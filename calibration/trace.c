@@ -1,7 +1,7 @@
 /* trace.c — reading, writing and validating "moesim-trace/1" files (format: calibration/README.md). */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/trace.h"
-#include "sim/fileio.h"
+#include "sim/base/fileio.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "sim/errors.h"
-#include "sim/scenario.h"
+#include "sim/base/errors.h"
+#include "sim/scenario/scenario.h"
 
 struct cJSON;
 

@@ -1,7 +1,7 @@
 /* fabric_geometry.h — the numbers of the rail-optimized fabric (seed 003, step 2), in one place.
  *
- * Both the SimGrid platform (platforms/rail_fabric.cpp) and the hand-computed bottleneck model
- * (sim/comm_analytic.c, core: no SimGrid) read the fabric through these inline functions, so that a
+ * Both the SimGrid platform (sim/simgrid/rail_fabric.cpp) and the hand-computed bottleneck model
+ * (sim/exec/comm_analytic.c, core: no SimGrid) read the fabric through these inline functions, so that a
  * link means the same thing in both. What the two models compute *with* these numbers (max-min flow
  * sharing vs. a closed-form bottleneck) is independent; tests hold one to the other.
  *
@@ -28,7 +28,7 @@
 #ifndef MOESIM_FABRIC_GEOMETRY_H
 #define MOESIM_FABRIC_GEOMETRY_H
 
-#include "sim/scenario.h"
+#include "sim/scenario/scenario.h"
 
 static inline int fabric_node_of(const cluster_cfg *c, int gpu) { return gpu / c->gpus_per_node; }
 static inline int fabric_rail_of(const cluster_cfg *c, int gpu) { return gpu % c->gpus_per_node; }

@@ -40,7 +40,7 @@ static int write_body(FILE *f, const scenario *s) {
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
     fprintf(f, "<!-- moesim rail-optimized fabric (seed 003): %d nodes x %d GPUs, %d rails, %d leaves per rail,\n"
                "     NVLink %g GB/s, NIC %g Gb/s, leaf uplinks %g GB/s (oversubscription %g), storage %g GB/s.\n"
-               "     Same routes as the simulator's arithmetic-routing zone (platforms/rail_fabric.cpp). -->\n",
+               "     Same routes as the simulator's arithmetic-routing zone (sim/simgrid/rail_fabric.cpp). -->\n",
             c->nodes, c->gpus_per_node, c->rails, L, c->nvlink_GBps, c->nic_gbps, fabric_uplink_Bps(c) / 1e9,
             c->oversubscription, c->storage_GBps);
     fprintf(f, "<platform version=\"4.1\">\n  <zone id=\"rail-fabric\" routing=\"Full\">\n");

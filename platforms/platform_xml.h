@@ -11,7 +11,7 @@
 #ifndef MOESIM_PLATFORM_XML_H
 #define MOESIM_PLATFORM_XML_H
 
-#include "sim/scenario.h"
+#include "sim/scenario/scenario.h"
 
 #define RAIL_XML_MAX_GPUS 256
 

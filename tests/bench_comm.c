@@ -6,7 +6,7 @@
  *   (b) a group straddling two leaves with all 64 EP groups of the job running concurrently
  *       (28k RDMA flows through shared leaf uplinks),
  * and the memoization hit rate of a step-like query stream: 58 MoE layers x 16 micro-batches x the 4
- * EP groups of a stage, routing drawn from a pool of 8 samples (as sim/routing.h's pool does).
+ * EP groups of a stage, routing drawn from a pool of 8 samples (as sim/program/routing.h's pool does).
  */
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/comm.h"
-#include "sim/presets.h"
-#include "sim/sg_comm.h"
+#include "sim/exec/comm.h"
+#include "sim/scenario/presets.h"
+#include "sim/simgrid/comm_simgrid.h"
 
 #define EP 64
 #define NODES 8

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/plan.h"
-#include "sim/presets.h"
+#include "sim/plan/plan.h"
+#include "sim/scenario/presets.h"
 
 #define MAX_LAYOUTS 512
 

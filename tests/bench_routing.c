@@ -1,4 +1,4 @@
-/* bench_routing.c — time of one routing draw at the seed-4096 shape (sim/routing.c).
+/* bench_routing.c — time of one routing draw at the seed-4096 shape (sim/program/routing.c).
  *
  * One EP group of the seed layout: 64 ranks on 8 consecutive nodes, 4096 tokens per rank per
  * micro-batch, DeepSeek-V3 routing (256 experts, top-8, 8 groups / 4 selected), node_limit 4,
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/expert_load.h"
-#include "sim/presets.h"
-#include "sim/routing.h"
+#include "sim/program/expert_load.h"
+#include "sim/scenario/presets.h"
+#include "sim/program/routing.h"
 
 static double clock_s(clockid_t id) {
     struct timespec ts;

@@ -1,7 +1,7 @@
 /* bench_step.c — wall time and peak RSS of step_simulate() on scenarios/seed-4096.json (seed 003:
  * deepseek-v3, 4096 H800, PP16 x EP64 x DP4, DualPipe, global batch 15360 x 4096 tokens -> 60
  * micro-batches per pipeline), with everything step_simulate does in fast mode: the program with
- * sampled routing (sim/routing.h), the SimGrid pattern model (sg_comm_create: one flow-level run per
+ * sampled routing (sim/program/routing.h), the SimGrid pattern model (sg_comm_create: one flow-level run per
  * distinct pattern, memoized), the cost model, the op-level executor with the replica shortcut.
  * Goal (issue 3): <= 2 s and <= 2 GB on one core of this machine.
  *
@@ -17,8 +17,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "sim/scenario.h"
-#include "sim/step.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/step_sim.h"
 
 static double clock_s(clockid_t id) {
     struct timespec ts;

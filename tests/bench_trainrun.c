@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "sim/plan.h"
-#include "sim/scenario.h"
-#include "sim/trainrun.h"
+#include "sim/plan/plan.h"
+#include "sim/scenario/scenario.h"
+#include "sim/run/trainrun.h"
 
 #define GOAL_S 5.0
 

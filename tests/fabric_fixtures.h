@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/presets.h"
-#include "sim/scenario.h"
+#include "sim/scenario/presets.h"
+#include "sim/scenario/scenario.h"
 
 /* The h800-8rail fabric resized: `nodes` nodes, `leaf_ports` nodes per leaf, uplink oversubscription. */
 static inline scenario fx_fabric(const char *label, int nodes, int leaf_ports, double oversub) {

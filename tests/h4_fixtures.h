@@ -3,10 +3,10 @@
 #define MOESIM_TESTS_H4_FIXTURES_H
 
 #include <string.h>
-#include "sim/comm.h"
-#include "sim/presets.h"
-#include "sim/program.h"
-#include "sim/scenario.h"
+#include "sim/exec/comm.h"
+#include "sim/scenario/presets.h"
+#include "sim/program/program.h"
+#include "sim/scenario/scenario.h"
 
 /* A dense model with one layer per model stage on pp*ep*dp single-GPU... nodes of `gpn` GPUs. */
 static inline void fx_scenario(scenario *s, int layers, int experts, int pp, int ep, int dp, int gpn,

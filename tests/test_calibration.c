@@ -21,11 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/fileio.h"
+#include "sim/base/fileio.h"
 #include "calibration/fit.h"
 #include "calibration/nccl_tests.h"
 #include "calibration/trace.h"
-#include "sim/costmodel.h"
+#include "sim/plan/costmodel.h"
 
 #define NCCL_DIR "tests/data/nccl/"
 

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/comm.h"
-#include "sim/presets.h"
-#include "sim/sg_comm.h"
+#include "sim/exec/comm.h"
+#include "sim/scenario/presets.h"
+#include "sim/simgrid/comm_simgrid.h"
 #include "tests/fabric_fixtures.h"
 
 #define MB 1e6

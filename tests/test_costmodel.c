@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/costmodel.h"
-#include "sim/presets.h"
+#include "sim/plan/costmodel.h"
+#include "sim/scenario/presets.h"
 
 #define H800 "calibration/models/h800-published.json"
 

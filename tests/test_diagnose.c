@@ -1,4 +1,4 @@
-/* test_diagnose.c — the diagnoser (sim/diagnose.h, tools/simdiag) on hand-made traces whose verdicts
+/* test_diagnose.c — the diagnoser (sim/report/diagnose.h, tools/simdiag) on hand-made traces whose verdicts
  * are worked out by hand (tests/data/traces/make_traces.py writes them; the truths are below).
  *
  * Seed 000 §4.2's mock (32 GPUs, 4 nodes x 8): busy times 2200 + (i % 5) * 15 ms, rank 18 at 3150 ms.
@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/diagnose.h"
+#include "sim/report/diagnose.h"
 #include "tests/cli_run.h"
 
 #define TRACES "tests/data/traces/"

@@ -21,8 +21,8 @@
 #include <xbt/dynar.h>
 
 #include "platforms/platform_xml.h"
-#include "platforms/rail_fabric.h"
-#include "sim/presets.h"
+#include "sim/simgrid/rail_fabric.h"
+#include "sim/scenario/presets.h"
 #include "tests/fabric_fixtures.h"
 
 static int fails;

@@ -17,7 +17,7 @@
 #include <gsl/gsl_sf_gamma.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "sim/failures.h"
+#include "sim/run/failures.h"
 
 #define N_DRAWS 200000
 

@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim/costmodel.h"
-#include "sim/program.h"
-#include "sim/scenario.h"
-#include "sim/sg_comm.h"
-#include "sim/sg_exec_full.h"
-#include "sim/step_exec.h"
+#include "sim/plan/costmodel.h"
+#include "sim/program/program.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/comm_simgrid.h"
+#include "sim/simgrid/exec_full.h"
+#include "sim/exec/step_exec.h"
 
 static const char *SCN_FMT =
     "{\"format\": \"moesim-scenario/1\", \"name\": \"fidelity-128\", \"seed\": 7,"

@@ -1,4 +1,4 @@
-/* test_model.c — exact parameter and FLOP counts (sim/model.h) against published model sizes and a
+/* test_model.c — exact parameter and FLOP counts (sim/plan/model.h) against published model sizes and a
  * model small enough to count by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,8 +8,8 @@
 
 #include <math.h>
 
-#include "sim/model.h"
-#include "sim/presets.h"
+#include "sim/plan/model.h"
+#include "sim/scenario/presets.h"
 
 static void assert_within(double got, double want, double rel_tol) {
     double rel = fabs(got - want) / fabs(want);

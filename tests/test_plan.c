@@ -1,4 +1,4 @@
-/* test_plan.c — the analytic level (sim/plan.h) against seed 003's back-of-the-envelope numbers,
+/* test_plan.c — the analytic level (sim/plan/plan.h) against seed 003's back-of-the-envelope numbers,
  * seed 000's all-to-all volume, the pipeline-bubble closed forms, hand-counted memory ledgers and
  * the layout warnings. Scenarios are built in C from the presets (no parser involved). */
 #include <setjmp.h>
@@ -12,14 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim/compute_budget.h"
-#include "sim/costmodel.h"
-#include "sim/memory.h"
-#include "sim/model.h"
-#include "sim/pipeline_forms.h"
-#include "sim/plan.h"
-#include "sim/plan_costs.h"
-#include "sim/presets.h"
+#include "sim/plan/compute_budget.h"
+#include "sim/plan/costmodel.h"
+#include "sim/plan/memory.h"
+#include "sim/plan/model.h"
+#include "sim/plan/pipeline_forms.h"
+#include "sim/plan/plan.h"
+#include "sim/plan/plan_costs.h"
+#include "sim/scenario/presets.h"
 
 #define GiB 1073741824.0
 

@@ -1,4 +1,4 @@
-/* test_routing.c — MoE routing (sim/routing.c) and load-imbalance metrics (sim/expert_load.c).
+/* test_routing.c — MoE routing (sim/program/routing.c) and load-imbalance metrics (sim/program/expert_load.c).
  *
  * Truths used: hand-solved small routings (seed 000 §2.4 tiny calculator, a §4.1-shaped top-2 case,
  * a capacity case solved by hand), the seed's diagnoser numbers (§4.2) recomputed by hand, the
@@ -21,8 +21,9 @@
 
 #include <gsl/gsl_cdf.h>
 
-#include "sim/expert_load.h"
-#include "sim/routing.h"
+#include "sim/program/expert_load.h"
+#include "sim/program/routing.h"
+#include "sim/exec/routing_pattern.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 static scenario make_scn(int ep, int gpus_per_node, int experts, int top_k, int tokens_per_rank) {

@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sim/presets.h"
-#include "sim/scenario.h"
-#include "sim/scenario_defaults.h"
-#include "sim/scenario_paths.h"
-#include "sim/sweep.h"
+#include "sim/scenario/presets.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_defaults.h"
+#include "sim/scenario/scenario_paths.h"
+#include "sim/scenario/sweep.h"
 
 static void parse_ok(const char *text, scenario *s, sweep **sw) {
     moe_error err = {0};

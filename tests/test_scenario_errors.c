@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/scenario.h"
+#include "sim/scenario/scenario.h"
 
 #define BAD_DIR "tests/data/bad/"
 

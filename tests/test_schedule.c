@@ -13,8 +13,8 @@
 #include <math.h>
 #include <cmocka.h>
 
-#include "sim/schedule.h"
-#include "sim/step_exec.h"
+#include "sim/program/schedule.h"
+#include "sim/exec/step_exec.h"
 #include "tests/h4_fixtures.h"
 
 static void run_bubble(schedule_kind sk, int p, int m, int v) {

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sim/fileio.h"
+#include "sim/base/fileio.h"
 #include "tests/cli_run.h"
 
 static char simrun[4096];

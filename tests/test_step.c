@@ -12,14 +12,14 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "sim/costmodel.h"
-#include "sim/model.h"
-#include "sim/plan.h"
-#include "sim/plan_costs.h"
-#include "sim/scenario_defaults.h"
-#include "sim/results.h"
-#include "sim/step_exec.h"
-#include "sim/trace.h"
+#include "sim/plan/costmodel.h"
+#include "sim/plan/model.h"
+#include "sim/plan/plan.h"
+#include "sim/plan/plan_costs.h"
+#include "sim/scenario/scenario_defaults.h"
+#include "sim/report/results.h"
+#include "sim/exec/step_exec.h"
+#include "sim/exec/trace.h"
 #include "tests/h4_fixtures.h"
 
 static int run(const scenario *s, int shortcut, int materialize, step_exec_result *r, program **pp) {
@@ -166,7 +166,7 @@ static void test_trace_valid(void **st) {
     program_free(p);
 }
 
-/* ---- routing (sim/routing.h) drives the step -------------------------------------------------------- */
+/* ---- routing (sim/program/routing.h) drives the step -------------------------------------------------------- */
 
 /* Hot-expert routing (seed 000: one expert in 60% of the tokens) with the roofline cost model and the
  * analytic comm model: the holder of the hot expert computes the most (the slowest rank), it is the

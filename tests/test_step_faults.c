@@ -16,10 +16,10 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "sim/results.h"
-#include "sim/step.h"
-#include "sim/step_exec.h"
-#include "sim/trace.h"
+#include "sim/report/results.h"
+#include "sim/simgrid/step_sim.h"
+#include "sim/exec/step_exec.h"
+#include "sim/exec/trace.h"
 #include "tests/h4_fixtures.h"
 
 /* pp 2, ep 4, dp `dp`, 4 MoE layers (2 per stage), 16 experts, 8 micro-batches, 8 GPUs per node */

@@ -14,10 +14,10 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "sim/failures.h"
-#include "sim/reliability.h"
-#include "sim/storage.h"
-#include "sim/trainrun.h"
+#include "sim/run/failures.h"
+#include "sim/plan/reliability.h"
+#include "sim/run/storage.h"
+#include "sim/run/trainrun.h"
 
 #define STEP_S 36.0            /* 100 steps per hour */
 #define TOKENS_PER_STEP 1000.0

@@ -19,8 +19,8 @@
 #include "calibration/nccl_tests.h"
 #include "calibration/trace.h"
 #include "kernels/moe_kernels.h"
-#include "sim/costmodel.h"
-#include "sim/errors.h"
+#include "sim/plan/costmodel.h"
+#include "sim/base/errors.h"
 
 static int usage(FILE *f, int code) {
     fprintf(f,

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sim/cli_args.h"
-#include "sim/diagnose.h"
-#include "sim/results.h"
+#include "sim/base/cli_args.h"
+#include "sim/report/diagnose.h"
+#include "sim/report/results.h"
 
 static const char USAGE[] =
     "usage: simdiag check TRACE.json [options]\n"

@@ -20,17 +20,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/cli_args.h"
-#include "sim/live_exec.h"
-#include "sim/program.h"
-#include "sim/results.h"
-#include "sim/schedule.h"
-#include "sim/scenario.h"
-#include "sim/trace.h"
-#include "tools/live_cpu.h"
-#include "tools/live_mpi.h"
+#include "sim/base/cli_args.h"
+#include "sim/live/live_exec.h"
+#include "sim/program/program.h"
+#include "sim/report/results.h"
+#include "sim/program/schedule.h"
+#include "sim/scenario/scenario.h"
+#include "sim/exec/trace.h"
+#include "sim/live/backend_cpu.h"
+#include "sim/live/backend_mpi.h"
 #ifdef MOESIM_LIVE_NCCL
-#include "tools/live_nccl.h"
+#include "sim/live/backend_nccl.h"
 #endif
 
 static const char USAGE[] =

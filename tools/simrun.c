@@ -14,15 +14,16 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
-#include "sim/cli_args.h"
-#include "sim/layout_search.h"
-#include "sim/plots.h"
-#include "sim/point_runner.h"
-#include "sim/report_table.h"
-#include "sim/results.h"
-#include "sim/scenario.h"
-#include "sim/sg_a2a_bench.h"
-#include "sim/sg_point.h"
+#include "sim/base/cli_args.h"
+#include "sim/plan/layout_rank.h"
+#include "sim/scenario/layouts.h"
+#include "sim/report/plots.h"
+#include "sim/report/point_pool.h"
+#include "sim/report/report_table.h"
+#include "sim/report/results.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/a2a_bench.h"
+#include "sim/point/point_eval.h"
 
 static const char USAGE[] =
     "usage: simrun SCENARIO.json [options]\n"

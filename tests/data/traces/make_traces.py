@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_traces.py — writes the hand-made step traces the diagnoser's tests read (tests/test_diagnose.c).
 
-Each trace follows the step-trace contract (sim/trace.h, sim/diagnose.h: otherData
+Each trace follows the step-trace contract (sim/exec/trace.h, sim/report/diagnose.h: otherData
 "moesim-step-trace/1"). The numbers are chosen by hand so that the expected verdicts can be worked
 out on paper; the expected values live in the test, next to the hand computation. Rerun after an
 edit:  python3 tests/data/traces/make_traces.py
@@ -62,7 +62,7 @@ write("healthy-pp8.json", o, [("attn_fwd", 0, 0, 400)])
 # reached the EP all-to-all; the other 7 ranks of EP group 0 wait in a2a_dispatch, stage 1 (8 ranks)
 # waits on the pipeline receive. The scheduler placed ranks in reverse (GPU = 15 - rank), so rank 5 is
 # GPU 10 = node 1, GPU 2: a tool that assumed GPU = rank would name the wrong machine. Labels as the
-# simulator writes them (sim/trace.h: op_kind_label, "COMPUTE <kernel>").
+# simulator writes them (sim/exec/trace.h: op_kind_label, "COMPUTE <kernel>").
 o = layout(16, 8, 1, 2, 8, 1, "live")
 o.update({"rank_gpu": [15 - r for r in range(16)], "rank_step_s": [0.9] * 16,
           "rank_compute_s": [0.30 if r != 5 else 0.21 for r in range(16)],

@@ -1,0 +1,115 @@
+/* comm_analytic.c — hand-computed bottleneck times on the rail fabric (the closed form).
+ *
+ * A set of flows that start together finishes, to first order, when its most loaded link has drained:
+ *     T = max over links (bytes crossing the link / link bandwidth) + the longest route latency.
+ * This is exact for one flow (bytes / bottleneck bandwidth + latency), for symmetric patterns, and for
+ * patterns whose bottleneck link stays busy until the end (a hot receiver); it is a lower bound
+ * otherwise. The flows are the ones the libraries really move (sim/exec/comm_flows.h: DeepEP aggregation,
+ * NCCL rings); links and routes come from platforms/fabric_geometry.h, the same definitions the
+ * SimGrid platform is built from. Ring collectives: steps x (chunk / bottleneck + latency), i.e.
+ * 2(n-1)/n x bytes / bw + 2(n-1) x latency for an all-reduce (REFERENCE.md §5).
+ */
+#include "sim/exec/comm.h"
+#include "sim/exec/comm_flows.h"
+#include "platforms/fabric_geometry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    cluster_cfg c;
+    faults_cfg f;
+    double *load[FL_NCLASSES];  /* bytes per link, kept zero between calls */
+    fabric_hop *touched;        /* links with a non-zero load, to reset them cheaply */
+    size_t n_touched, cap_touched;
+} analytic_ctx;
+
+/* Sum the flows per link; returns T = max link drain time + max route latency. */
+static double drain_time_s(analytic_ctx *x, const gpu_flow *v, size_t n) {
+    double max_lat = 0, max_t = 0;
+    for (size_t i = 0; i < n; i++) {
+        fabric_hop h[FABRIC_MAX_HOPS];
+        int k = fabric_gpu_route(&x->c, v[i].src_gpu, v[i].dst_gpu, h);
+        double lat = 0;
+        for (int j = 0; j < k; j++) {
+            double *slot = &x->load[h[j].cls][h[j].index];
+            if (*slot == 0) {
+                if (x->n_touched == x->cap_touched) {
+                    size_t cap = x->cap_touched ? 2 * x->cap_touched : 1024;
+                    fabric_hop *t = realloc(x->touched, cap * sizeof *t);
+                    if (!t) abort();
+                    x->touched = t;
+                    x->cap_touched = cap;
+                }
+                x->touched[x->n_touched++] = h[j];
+            }
+            *slot += v[i].bytes;
+            lat += fabric_hop_lat_s(&x->c, h[j]);
+        }
+        if (lat > max_lat) max_lat = lat;
+    }
+    for (size_t i = 0; i < x->n_touched; i++) {
+        fabric_hop h = x->touched[i];
+        double t = x->load[h.cls][h.index] / fabric_hop_Bps(&x->c, &x->f, h);
+        if (t > max_t) max_t = t;
+        x->load[h.cls][h.index] = 0;
+    }
+    x->n_touched = 0;
+    return n ? max_t + max_lat : 0.0;
+}
+
+static double analytic_a2a_s(void *ctx, const a2a_pattern *p) {
+    analytic_ctx *x = ctx;
+    gpu_flow_list fl = {0};
+    if (a2a_flows_build(&x->c, p, &fl)) {
+        gpu_flow_list_free(&fl);
+        return -1;
+    }
+    double t = drain_time_s(x, fl.v, fl.n);
+    gpu_flow_list_free(&fl);
+    return t;
+}
+
+static double analytic_p2p_s(void *ctx, int src, int dst, double bytes) {
+    analytic_ctx *x = ctx;
+    gpu_flow f = {src, dst, bytes, 0, FLOW_RDMA};
+    return src == dst || bytes <= 0 ? 0.0 : drain_time_s(x, &f, 1);
+}
+
+static double drain_list_s(void *ctx, const gpu_flow_list *fl) { return drain_time_s(ctx, fl->v, fl->n); }
+
+static double analytic_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
+    analytic_ctx *x = ctx;
+    if (n < 2 || bytes <= 0) return 0.0;
+    return ring_collective_s(&x->c, kind, gpus, n, bytes, drain_list_s, x);
+}
+
+static void analytic_destroy(void *ctx) {
+    analytic_ctx *x = ctx;
+    if (!x) return;
+    for (int k = 0; k < FL_NCLASSES; k++) free(x->load[k]);
+    free(x->touched);
+    free(x);
+}
+
+comm_model comm_analytic_create(const scenario *s) {
+    comm_model m = {0};
+    analytic_ctx *x = calloc(1, sizeof *x);
+    if (!x) return m;
+    x->c = s->cluster;
+    x->f = s->faults;
+    for (int k = 0; k < FL_NCLASSES; k++) {
+        x->load[k] = calloc((size_t)fabric_class_size(&x->c, (fabric_link_class)k), sizeof(double));
+        if (!x->load[k]) {
+            analytic_destroy(x);
+            return m;
+        }
+    }
+    m.ctx = x;
+    m.name = "analytic";
+    m.a2a_s = analytic_a2a_s;
+    m.p2p_s = analytic_p2p_s;
+    m.collective_s = analytic_collective_s;
+    m.destroy = analytic_destroy;
+    return m;
+}

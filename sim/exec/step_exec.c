@@ -1,0 +1,657 @@
+/* step_exec.c — the fast op-level executor (see step_exec.h for semantics and accounting). */
+#include "sim/exec/step_exec.h"
+
+#include "sim/plan/plan_costs.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- pricing ----------------------------------------------------------------------------------- */
+void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm) {
+    model_counts mc;
+    model_count(&p->scn->model, &mc);
+    pr->cm = cm;
+    compute_price_table(p->scn, &mc, cm, p->tokens_per_mb, &pr->table);
+    plan_costs c;
+    plan_costs_default(&c);
+    pr->slowdown = overlap_compute_slowdown(p->scn, &c);
+}
+
+step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, step_pricing *own, void **ctx) {
+    if (o->price) { *ctx = o->price_ctx; return o->price; }
+    step_pricing_init(own, p, o->price_ctx);
+    *ctx = own;
+    return step_price_costmodel;
+}
+
+static layer_kind layer_kind_of(const program *p, const program_op *o) {
+    return o->layer != OP_NO_LAYER && p->n_moe_layers > 0 && o->layer >= p->moe_first_layer ? LAYER_MOE : LAYER_DENSE;
+}
+
+double step_price_costmodel(void *ctx, const program *p, int rank, const program_op *o) {
+    const step_pricing *pr = ctx;
+    const scenario *s = p->scn;
+    kernel_kind k = (kernel_kind)o->kernel;
+    switch (k) {
+    case K_EXPERT_FWD: case K_EXPERT_BWD_INPUT: case K_EXPERT_BWD_WEIGHT: {
+        /* the rank's local experts with the token counts of this routing draw: a grouped GEMM per
+         * matrix; backward input and weight gradients are each priced like the forward GEMMs */
+        int E = s->model.experts, per = E / p->ep, d, st, e, t;
+        program_coords(p, rank, &d, &st, &e, &t);
+        const double *tok = p->expert_tokens + (size_t)p->patterns[o->pattern].draw * E + (size_t)e * per;
+        return pr->slowdown * costmodel_expert_ffn_fwd_s(pr->cm, tok, per, s->model.hidden,
+                                                         (double)s->model.expert_hidden / p->tp,
+                                                         s->precision.compute);
+    }
+    case K_NONE: case K_OPTIMIZER: case K_NKINDS:
+        return costmodel_memory_bound_s(pr->cm, o->mem_bytes);
+    default: {
+        const kernel_price_table *tab = &pr->table;
+        layer_kind lk = layer_kind_of(p, o);
+        double t = tab->s[lk][k];
+        if (o->layer != OP_NO_LAYER && k == compute_recompute_kernel(lk)) t += tab->recompute_s[lk];
+        /* a micro-batch of another size: per-token work (the table's kernels are all linear in T
+         * but for GEMM efficiency, which the table's T fixes) */
+        if (o->tokens > 0 && tab->T > 0 && o->tokens != tab->T) t *= o->tokens / tab->T;
+        /* micro-batch compute shares the GPU with the overlapped all-to-all kernels (DualPipe) */
+        return pr->slowdown * t;
+    }
+    }
+}
+
+/* ---- state --------------------------------------------------------------------------------------- */
+typedef struct {
+    int rank;
+    int n_ops;
+    const program_op *tmpl;        /* stage list (shortcut / template mode) */
+    const program_op *mat;         /* resolved list (materialised mode) */
+    double *end;                   /* per op; < 0: not done */
+    double *recv_at;               /* per tag: arrival time of the matching SEND; < 0: not yet */
+    double *recv_from;             /* per tag: start of the matching SEND (traced ranks only) */
+    int stop_at;                   /* stalled rank: first op index it never issues; else INT_MAX */
+    int cur[STREAM_N];
+    double free_t[STREAM_N];
+    int arrived, arr_seq;          /* comm stream: arrived at the current collective */
+    double arr_t;
+    double slow;
+    double compute_s, optimizer_s, exposed_s, bubble_s, last_compute_end, end_s;
+    double a2a_s;                  /* time inside all-to-alls from the last arrival to the end (the
+                                      transfer itself: what a slow link lengthens) */
+    op_time *trace;                /* when traced */
+    int in_queue;
+} rank_state;
+
+typedef struct {
+    int n_arrived, expected, seq_done, last_rank;
+    double max_arr, min_arr, start, end;
+    int instance;
+} group_state;
+
+typedef struct {
+    const program *p;
+    const step_exec_opts *o;
+    step_price_fn price;           /* step_pricing_resolve: the opts' pricing or the default's */
+    void *price_ctx;
+    step_pricing own_pricing;
+    rank_state *rs;
+    int *sim_index;                /* rank -> index into rs, or -1 */
+    int n_sim;
+    group_state *gs;
+    int **stream_lists;            /* per stage x stream: op indices */
+    int *stream_len;
+    double *a2a_memo;              /* n_patterns x n_groups (EP groups only used) */
+    double *coll_memo;             /* n_groups x 3 */
+    int *queue, q_head, q_tail, q_cap;
+    int *a2a_last;
+    long executed;
+    int n_tags;
+    step_exec_result *res;
+    /* p2p memo: last (src, dst, bytes) */
+    double p2p_bytes[4]; int p2p_src[4], p2p_dst[4]; double p2p_t[4];
+} exec_ctx;
+
+static void wake(exec_ctx *x, int si) {
+    rank_state *r = &x->rs[si];
+    if (r->in_queue) return;
+    r->in_queue = 1;
+    x->queue[x->q_tail] = si;
+    x->q_tail = (x->q_tail + 1) % x->q_cap;
+}
+
+static void get_op(const exec_ctx *x, const rank_state *r, int i, program_op *out) {
+    if (r->mat) *out = r->mat[i];
+    else program_rank_op(x->p, r->rank, i, out);
+}
+
+static int ep_group_gpus(const exec_ctx *x, int g, int *gpus) {
+    const program_group *G = &x->p->groups[g];
+    for (int i = 0; i < G->n; i++) gpus[i] = program_gpu_of_rank(x->p, G->ranks[i]);
+    return G->n;
+}
+
+static double a2a_time(exec_ctx *x, int pattern, int g) {
+    const program *p = x->p;
+    double *m = &x->a2a_memo[(size_t)pattern * p->n_groups + g];
+    if (*m >= 0) return *m;
+    int n = p->groups[g].n;
+    int *gpus = malloc((size_t)n * sizeof(int));
+    ep_group_gpus(x, g, gpus);
+    int gpn = p->scn->cluster.gpus_per_node, *nodes = malloc((size_t)n * sizeof(int)), nn = 0;
+    for (int i = 0; i < n; i++) {
+        int node = gpus[i] / gpn;
+        if (nn == 0 || nodes[nn - 1] != node) nodes[nn++] = node;   /* ascending under both placements */
+    }
+    const a2a_matrix *am = &p->patterns[pattern];
+    /* combine kinds: price the mirror image (program.h "Routing"): transpose, node_bytes as is */
+    double *mirror = NULL;
+    if (am->is_combine) {
+        mirror = malloc((size_t)n * n * sizeof(double));
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) mirror[j * n + i] = am->bytes[i * n + j];
+    }
+    a2a_pattern pat = {.n = n, .gpus = gpus, .bytes = mirror ? mirror : am->bytes,
+                       .node_bytes = nn == p->a2a_n_nodes ? am->node_bytes : NULL,
+                       .n_nodes = nn, .nodes = nodes, .concurrent_groups = p->dp * p->tp};
+    *m = x->o->comm->a2a_s(x->o->comm->ctx, &pat);
+    free(gpus); free(nodes); free(mirror);
+    return *m;
+}
+
+static double coll_time(exec_ctx *x, op_kind k, int g, double bytes) {
+    int ck = k == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER : k == OP_ALL_GATHER ? COLL_ALL_GATHER : COLL_ALL_REDUCE;
+    double *m = &x->coll_memo[(size_t)g * 3 + ck];
+    if (*m >= 0) return *m;
+    int n = x->p->groups[g].n;
+    int *gpus = malloc((size_t)n * sizeof(int));
+    ep_group_gpus(x, g, gpus);
+    *m = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes);
+    free(gpus);
+    return *m;
+}
+
+static double p2p_time(exec_ctx *x, int src, int dst, double bytes) {
+    int gs = program_gpu_of_rank(x->p, src), gd = program_gpu_of_rank(x->p, dst);
+    for (int i = 0; i < 4; i++)
+        if (x->p2p_src[i] == gs && x->p2p_dst[i] == gd && x->p2p_bytes[i] == bytes) return x->p2p_t[i];
+    double t = x->o->comm->p2p_s(x->o->comm->ctx, gs, gd, bytes);
+    memmove(x->p2p_src + 1, x->p2p_src, 3 * sizeof(int));
+    memmove(x->p2p_dst + 1, x->p2p_dst, 3 * sizeof(int));
+    memmove(x->p2p_bytes + 1, x->p2p_bytes, 3 * sizeof(double));
+    memmove(x->p2p_t + 1, x->p2p_t, 3 * sizeof(double));
+    x->p2p_src[0] = gs; x->p2p_dst[0] = gd; x->p2p_bytes[0] = bytes; x->p2p_t[0] = t;
+    return t;
+}
+
+/* End time of dep op j of rank r, or -1 when not done. A RECV ends when its SEND has arrived. */
+static double dep_end(exec_ctx *x, rank_state *r, int j, int *binding_is_recv, int *binding_is_comm) {
+    if (r->end[j] >= 0) goto known;
+    program_op d;
+    get_op(x, r, j, &d);
+    if (d.kind != OP_RECV) return -1;
+    if (r->recv_at[d.tag] < 0) return -1;
+    r->end[j] = r->recv_at[d.tag];
+    if (r->trace) { r->trace[j].start_s = r->recv_from[d.tag]; r->trace[j].end_s = r->end[j]; }
+known:;
+    const program_op *t = r->mat ? &r->mat[j] : &x->p->stage_ops[0][0];
+    if (!r->mat) {
+        int dd, s, e, tt;
+        program_coords(x->p, r->rank, &dd, &s, &e, &tt);
+        t = &x->p->stage_ops[s][j];
+    }
+    *binding_is_recv = t->kind == OP_RECV;
+    *binding_is_comm = t->kind != OP_COMPUTE && t->kind != OP_RECV;
+    return r->end[j];
+}
+
+/* Run rank `si` as far as it can go. */
+static void advance(exec_ctx *x, int si) {
+    rank_state *r = &x->rs[si];
+    const program *p = x->p;
+    int d, s, e, t;
+    program_coords(p, r->rank, &d, &s, &e, &t);
+    int progress = 1;
+    while (progress) {
+        progress = 0;
+        for (int st = 0; st < STREAM_N; st++) {
+            const int *list = x->stream_lists[s * STREAM_N + st];
+            int len = x->stream_len[s * STREAM_N + st];
+            while (r->cur[st] < len) {
+                int i = list[r->cur[st]];
+                if (i >= r->stop_at) break;          /* stalled: never issued */
+                program_op o;
+                get_op(x, r, i, &o);
+                double tdep = 0;
+                int bind_recv = 0, bind_comm = 0, ok = 1;
+                for (int k = 0; k < o.n_deps; k++) {
+                    int br, bc;
+                    double te = dep_end(x, r, o.deps[k], &br, &bc);
+                    if (te < 0) { ok = 0; break; }
+                    if (te > tdep) { tdep = te; bind_recv = br; bind_comm = bc; }
+                }
+                if (!ok) break;
+                double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
+                double t_end;
+                if (o.kind == OP_COMPUTE) {
+                    double dur = x->price(x->price_ctx, p, r->rank, &o) * r->slow;
+                    double gap = t0 - r->free_t[st];
+                    if (gap > 0) {
+                        if (bind_comm && !bind_recv) r->exposed_s += gap;
+                        else r->bubble_s += gap;
+                    }
+                    t_end = t0 + dur;
+                    if (o.kernel == K_OPTIMIZER) r->optimizer_s += dur; else r->compute_s += dur;
+                    r->last_compute_end = t_end;
+                    if (r->trace) { r->trace[i].start_s = t0; r->trace[i].end_s = t_end; }
+                } else if (o.kind == OP_SEND) {
+                    t_end = t0 + p2p_time(x, r->rank, o.peer, o.bytes);
+                    int ri = x->sim_index[o.peer];
+                    if (ri >= 0) {
+                        x->rs[ri].recv_at[o.tag] = t_end;
+                        if (x->rs[ri].recv_from) x->rs[ri].recv_from[o.tag] = t0;
+                        wake(x, ri);
+                    }
+                    if (r->trace) { r->trace[i].start_s = t0; r->trace[i].end_s = t_end; }
+                } else {
+                    group_state *G = &x->gs[o.group];
+                    if (!r->arrived) {
+                        r->arrived = 1; r->arr_seq = G->seq_done; r->arr_t = t0;
+                        if (G->n_arrived == 0 || t0 > G->max_arr) { G->last_rank = r->rank; G->max_arr = t0; }
+                        if (G->n_arrived == 0 || t0 < G->min_arr) G->min_arr = t0;
+                        if (++G->n_arrived == G->expected) {
+                            double dur = (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE)
+                                       ? a2a_time(x, o.pattern, o.group) : coll_time(x, o.kind, o.group, o.bytes);
+                            G->start = G->max_arr;
+                            G->end = G->max_arr + dur;
+                            G->seq_done++;
+                            G->n_arrived = 0;
+                            if (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE) {
+                                x->a2a_last[G->last_rank]++;
+                                double spread = G->max_arr - G->min_arr;
+                                if (spread > x->res->worst_a2a.spread_s) {
+                                    x->res->worst_a2a.spread_s = spread;
+                                    x->res->worst_a2a.group = o.group; x->res->worst_a2a.layer = o.layer;
+                                    x->res->worst_a2a.mb = o.mb; x->res->worst_a2a.last_rank = G->last_rank;
+                                    x->res->worst_a2a.start_s = G->start;
+                                }
+                            }
+                            const program_group *PG = &p->groups[o.group];
+                            for (int m = 0; m < PG->n; m++) {
+                                int mi = x->sim_index[PG->ranks[m]];
+                                if (mi >= 0 && mi != si) wake(x, mi);
+                            }
+                        }
+                    }
+                    if (G->seq_done <= r->arr_seq) break;   /* still waiting for members */
+                    t_end = G->end;
+                    if (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
+                    r->arrived = 0;
+                    if (r->trace) { r->trace[i].start_s = r->arr_t; r->trace[i].end_s = t_end; }
+                }
+                r->end[i] = t_end;
+                r->free_t[st] = t_end;
+                if (t_end > r->end_s) r->end_s = t_end;
+                r->cur[st]++;
+                x->executed++;
+                progress = 1;
+            }
+        }
+    }
+}
+
+/* ---- setup ------------------------------------------------------------------------------------------ */
+static int replica_has_fault(const program *p, int d) {
+    const faults_cfg *f = &p->scn->faults;
+    int lo = d * p->pp * p->ep * p->tp, hi = lo + p->pp * p->ep * p->tp;
+    for (int r = lo; r < hi; r++) {
+        int g = program_gpu_of_rank(p, r);
+        for (int i = 0; i < f->n_slow_gpus; i++) if (f->slow_gpus[i].gpu == g) return 1;
+        for (int i = 0; i < f->n_links; i++) if (f->links[i].gpu == g) return 1;
+        for (int i = 0; i < f->n_stalls; i++) if (f->stalls[i].gpu == g) return 1;
+    }
+    return 0;
+}
+
+static double slow_factor(const program *p, int rank) {
+    const faults_cfg *f = &p->scn->faults;
+    int g = program_gpu_of_rank(p, rank);
+    double s = 1.0;
+    for (int i = 0; i < f->n_slow_gpus; i++) if (f->slow_gpus[i].gpu == g) s *= f->slow_gpus[i].factor;
+    return s;
+}
+
+/* ---- stalls ---------------------------------------------------------------------------------------
+ * stop[r] for every rank: the index of the first op of the forward of (layer, micro_batch) of the
+ * stall on its GPU (the earliest when several), INT_MAX when none. A stall on a GPU outside the
+ * cluster or at a (layer, micro_batch) its rank never runs is bad input. */
+static int stall_stops(const program *p, int *stop, moe_error *err) {
+    const faults_cfg *f = &p->scn->faults;
+    for (int r = 0; r < p->n_ranks; r++) stop[r] = INT_MAX;
+    if (f->n_stalls == 0) return 0;
+    int *rank_of_gpu = malloc((size_t)p->n_ranks * sizeof(int));
+    for (int r = 0; r < p->n_ranks; r++) rank_of_gpu[program_gpu_of_rank(p, r)] = r;
+    int rc = 0;
+    for (int k = 0; k < f->n_stalls && rc == 0; k++) {
+        const stall_fault *sf = &f->stalls[k];
+        char path[64], v[32];
+        if (sf->gpu < 0 || sf->gpu >= p->n_ranks) {
+            snprintf(path, sizeof path, "faults.stalls[%d].gpu", k); snprintf(v, sizeof v, "%d", sf->gpu);
+            rc = moe_error_input(err, p->scn->file, path, v, "a GPU id in 0..%d", p->n_ranks - 1);
+            break;
+        }
+        int r = rank_of_gpu[sf->gpu], d, st, e, t, found = -1;
+        program_coords(p, r, &d, &st, &e, &t);
+        for (int i = 0; i < p->stage_n_ops[st] && found < 0; i++) {
+            const program_op *o = &p->stage_ops[st][i];
+            if (o->phase == PHASE_F && o->layer == sf->layer && o->mb == sf->micro_batch) found = i;
+        }
+        if (found < 0) {
+            /* what the rank does run: per chunk, its layers and micro-batches (forward ops) */
+            char runs[256] = "";
+            for (int c = 0; c < p->n_chunks; c++) {
+                int lo = INT_MAX, hi = -1, mlo = INT_MAX, mhi = -1;
+                for (int i = 0; i < p->stage_n_ops[st]; i++) {
+                    const program_op *o = &p->stage_ops[st][i];
+                    if (o->phase != PHASE_F || o->chunk != c || o->layer < 0) continue;
+                    if (o->layer < lo) lo = o->layer;
+                    if (o->layer > hi) hi = o->layer;
+                    if (o->mb < mlo) mlo = o->mb;
+                    if (o->mb > mhi) mhi = o->mb;
+                }
+                if (hi < 0) continue;
+                size_t len = strlen(runs);
+                snprintf(runs + len, sizeof runs - len, "%slayers %d..%d with micro-batches %d..%d",
+                         len ? "; " : "", lo, hi, mlo, mhi);
+            }
+            snprintf(path, sizeof path, "faults.stalls[%d]", k);
+            snprintf(v, sizeof v, "layer %d, micro_batch %d", sf->layer, sf->micro_batch);
+            rc = moe_error_input(err, p->scn->file, path, v,
+                                 "a (layer, micro_batch) whose forward the rank on GPU %d (pipeline stage %d) "
+                                 "runs: %s", sf->gpu, st, runs);
+            break;
+        }
+        if (found < stop[r]) stop[r] = found;
+    }
+    free(rank_of_gpu);
+    return rc;
+}
+
+/* ---- hang description --------------------------------------------------------------------------------- */
+static int rank_unfinished(const exec_ctx *x, const rank_state *r) {
+    int d, s, e, t;
+    program_coords(x->p, r->rank, &d, &s, &e, &t);
+    for (int st = 0; st < STREAM_N; st++)
+        if (r->cur[st] < x->stream_len[s * STREAM_N + st]) return 1;
+    return 0;
+}
+
+/* The comm-stream op rank r is at (arrived or not), or -1. */
+static int current_comm_op(const exec_ctx *x, const rank_state *r) {
+    int d, s, e, t;
+    program_coords(x->p, r->rank, &d, &s, &e, &t);
+    int k = s * STREAM_N + STREAM_COMM;
+    return r->cur[STREAM_COMM] < x->stream_len[k] ? x->stream_lists[k][r->cur[STREAM_COMM]] : -1;
+}
+
+/* Index of the op of r that ended last (highest index on ties), -1 when none ran. */
+static int last_executed(const rank_state *r) {
+    int best = -1;
+    for (int i = 0; i < r->n_ops; i++)
+        if (r->end[i] >= 0 && (best < 0 || r->end[i] >= r->end[best])) best = i;
+    return best;
+}
+
+/* Is (sim) rank r blocked inside the collective instance `ref` of its stage list (same op index:
+ * members of one group run the same stage list, and twins in mirrored replicas too)? */
+static int waits_in(const exec_ctx *x, const rank_state *r, int ref) {
+    return r->arrived && current_comm_op(x, r) == ref;
+}
+
+static void describe_hang(exec_ctx *x, const int *rep_sim_of_rank, step_hang *h) {
+    const program *p = x->p;
+    memset(h, 0, sizeof *h);
+    h->culprit = -1;
+    for (int si = 0; si < x->n_sim && h->culprit < 0; si++) {
+        rank_state *r = &x->rs[si];
+        if (r->stop_at == INT_MAX || !rank_unfinished(x, r)) continue;
+        h->culprit = r->rank;
+    }
+    if (h->culprit < 0) return;   /* a genuine deadlock of the program (a bug): no culprit */
+    h->found = 1;
+    rank_state *c = &x->rs[x->sim_index[h->culprit]];
+    int ref = current_comm_op(x, c);
+    h->op_index = ref;
+    h->group = -1; h->layer = OP_NO_LAYER; h->mb = -1;
+    int *in_group = calloc((size_t)p->n_ranks, sizeof(int));
+    if (ref >= 0) {
+        program_op o;
+        program_rank_op(p, c->rank, ref, &o);
+        h->op = (op_kind)o.kind; h->group = o.group; h->group_kind = p->groups[o.group].kind;
+        h->layer = o.layer; h->mb = o.mb; h->phase = o.phase;
+        const program_group *G = &p->groups[o.group];
+        h->waiting = malloc((size_t)G->n * sizeof(int));
+        h->missing = malloc((size_t)G->n * sizeof(int));
+        h->missing_last_op = malloc((size_t)G->n * sizeof(int));
+        for (int m = 0; m < G->n; m++) {
+            int rk = G->ranks[m];
+            rank_state *rr = &x->rs[x->sim_index[rep_sim_of_rank[rk]]];
+            in_group[rk] = 1;
+            if (waits_in(x, rr, ref)) h->waiting[h->n_waiting++] = rk;
+            else {
+                h->missing_last_op[h->n_missing] = last_executed(rr);
+                h->missing[h->n_missing++] = rk;
+            }
+        }
+    }
+    for (int rk = 0; rk < p->n_ranks; rk++) {
+        if (in_group[rk]) continue;
+        if (rank_unfinished(x, &x->rs[x->sim_index[rep_sim_of_rank[rk]]])) h->blocked_elsewhere++;
+    }
+    free(in_group);
+}
+
+static int hang_message(const program *p, const step_hang *h, moe_error *err) {
+    int gpu = program_gpu_of_rank(p, h->culprit), gpn = p->scn->cluster.gpus_per_node;
+    if (h->group < 0)
+        return moe_error_set(err, EXIT_RUNTIME, "step hang: rank %d (node %d GPU %d) stopped and no "
+                             "collective is left in its program; %d other ranks are blocked",
+                             h->culprit, gpu / gpn, gpu, h->blocked_elsewhere);
+    return moe_error_set(err, EXIT_RUNTIME,
+                         "step hang: rank %d (node %d GPU %d) never arrived at %s layer %d mb %d of %s group %d; "
+                         "%d ranks wait there (%d other ranks blocked elsewhere)",
+                         h->culprit, gpu / gpn, gpu, op_kind_label(h->op), h->layer, h->mb,
+                         group_kind_name(h->group_kind), h->group, h->n_waiting, h->blocked_elsewhere);
+}
+
+int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
+    memset(res, 0, sizeof *res);
+    if (o->materialized && o->shortcut) return moe_error_set(err, EXIT_RUNTIME, "step_exec: materialized ops need shortcut = 0");
+    exec_ctx x;
+    memset(&x, 0, sizeof x);
+    x.p = p; x.o = o; x.res = res;
+    x.price = step_pricing_resolve(o, p, &x.own_pricing, &x.price_ctx);
+    for (int i = 0; i < 4; i++) x.p2p_src[i] = -1;
+    res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
+    int *stop = malloc((size_t)p->n_ranks * sizeof(int));
+    if (stall_stops(p, stop, err)) { free(stop); return err->code; }
+
+    /* which replicas to simulate */
+    int per_rep = p->pp * p->ep * p->tp;
+    int *rep_sim = malloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
+    int healthy_rep = -1;
+    for (int d = 0; d < p->dp; d++) {
+        if (!o->shortcut || replica_has_fault(p, d)) rep_sim[d] = d;
+        else { if (healthy_rep < 0) healthy_rep = d; rep_sim[d] = healthy_rep; }
+    }
+    x.sim_index = malloc((size_t)p->n_ranks * sizeof(int));
+    x.n_sim = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        int d = r / per_rep;
+        x.sim_index[r] = rep_sim[d] == d ? x.n_sim++ : -1;
+    }
+    for (int d = 0; d < p->dp; d++) if (rep_sim[d] == d) res->n_simulated_replicas++;
+    res->n_simulated_ranks = x.n_sim;
+
+    /* stream lists per stage (RECVs are on no stream) */
+    x.stream_lists = calloc((size_t)p->pp * STREAM_N, sizeof(int *));
+    x.stream_len = calloc((size_t)p->pp * STREAM_N, sizeof(int));
+    int max_ops = 0;
+    for (int s = 0; s < p->pp; s++) {
+        int n = p->stage_n_ops[s];
+        if (n > max_ops) max_ops = n;
+        for (int st = 0; st < STREAM_N; st++) x.stream_lists[s * STREAM_N + st] = malloc((size_t)(n + 1) * sizeof(int));
+        for (int i = 0; i < n; i++) {
+            const program_op *op = &p->stage_ops[s][i];
+            if (op->kind == OP_RECV) continue;
+            int k = s * STREAM_N + op->stream;
+            x.stream_lists[k][x.stream_len[k]++] = i;
+        }
+    }
+    x.n_tags = p->micro_batches * p->n_model_stages * 2;
+    x.rs = calloc((size_t)x.n_sim, sizeof *x.rs);
+    for (int r = 0, si = 0; r < p->n_ranks; r++) {
+        if (x.sim_index[r] < 0) continue;
+        rank_state *rs = &x.rs[si++];
+        int d, s, e, t;
+        program_coords(p, r, &d, &s, &e, &t);
+        rs->rank = r;
+        rs->n_ops = p->stage_n_ops[s];
+        rs->mat = o->materialized ? o->materialized[r] : NULL;
+        rs->end = malloc((size_t)(rs->n_ops + 1) * sizeof(double));
+        for (int i = 0; i < rs->n_ops; i++) rs->end[i] = -1;
+        rs->recv_at = malloc((size_t)x.n_tags * sizeof(double));
+        for (int i = 0; i < x.n_tags; i++) rs->recv_at[i] = -1;
+        rs->slow = slow_factor(p, r);
+        rs->stop_at = stop[r];
+    }
+    free(stop);
+    /* traces */
+    res->n_trace_ranks = o->n_trace_ranks;
+    res->trace_ranks = malloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
+    res->trace_times = calloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
+    for (int k = 0; k < o->n_trace_ranks; k++) {
+        int r = o->trace_ranks[k];
+        res->trace_ranks[k] = r;
+        if (r < 0 || r >= p->n_ranks) continue;
+        int d = r / per_rep, sr = rep_sim[d] * per_rep + r % per_rep;
+        rank_state *rs = &x.rs[x.sim_index[sr]];
+        if (!rs->trace) {
+            rs->trace = malloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
+            for (int i = 0; i < rs->n_ops; i++) rs->trace[i].start_s = rs->trace[i].end_s = -1;
+            rs->recv_from = malloc((size_t)x.n_tags * sizeof(double));
+            for (int i = 0; i < x.n_tags; i++) rs->recv_from[i] = -1;
+        }
+    }
+    /* groups: members that are simulated */
+    x.gs = calloc((size_t)p->n_groups, sizeof *x.gs);
+    for (int g = 0; g < p->n_groups; g++)
+        for (int m = 0; m < p->groups[g].n; m++) if (x.sim_index[p->groups[g].ranks[m]] >= 0) x.gs[g].expected++;
+    x.a2a_memo = malloc((size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups * sizeof(double));
+    for (size_t i = 0; i < (size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups; i++) x.a2a_memo[i] = -1;
+    x.coll_memo = malloc((size_t)p->n_groups * 3 * sizeof(double));
+    for (int i = 0; i < p->n_groups * 3; i++) x.coll_memo[i] = -1;
+    x.a2a_last = calloc((size_t)p->n_ranks, sizeof(int));
+    x.q_cap = x.n_sim + 1;
+    x.queue = malloc((size_t)x.q_cap * sizeof(int));
+    for (int i = 0; i < x.n_sim; i++) wake(&x, i);
+
+    /* run */
+    while (x.q_head != x.q_tail) {
+        int si = x.queue[x.q_head];
+        x.q_head = (x.q_head + 1) % x.q_cap;
+        x.rs[si].in_queue = 0;
+        advance(&x, si);
+    }
+    /* a rank with ops left means no op can progress any more: a hang (a stalled rank) */
+    int rc = 0, hung = 0;
+    for (int si = 0; si < x.n_sim && !hung; si++) hung = rank_unfinished(&x, &x.rs[si]);
+    int *rep_of = malloc((size_t)p->n_ranks * sizeof(int));   /* rank -> simulated rank */
+    for (int r = 0; r < p->n_ranks; r++) rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep;
+    if (hung) {
+        describe_hang(&x, rep_of, &res->hang);
+        if (res->hang.found) rc = hang_message(p, &res->hang, err);
+        else {
+            /* no rank stopped by itself: the program is wrong (a schedule bug), not the cluster */
+            for (int si = 0; si < x.n_sim && rc == 0; si++) {
+                rank_state *r = &x.rs[si];
+                int d, s, e, t;
+                program_coords(p, r->rank, &d, &s, &e, &t);
+                for (int st = 0; st < STREAM_N && rc == 0; st++)
+                    if (r->cur[st] < x.stream_len[s * STREAM_N + st]) {
+                        program_op op;
+                        get_op(&x, r, x.stream_lists[s * STREAM_N + st][r->cur[st]], &op);
+                        rc = moe_error_set(err, EXIT_RUNTIME,
+                                           "step program deadlocked: rank %d stuck on %s op %s (layer %d, mb %d) of stream %s",
+                                           r->rank, op_kind_name(op.kind), kernel_name(op.kernel), op.layer, op.mb,
+                                           stream_name(st));
+                    }
+            }
+        }
+    }
+
+    /* results: complete steps, and hangs (what ran until everyone blocked) */
+    if (rc == 0 || res->hang.found) {
+        double step = 0;
+        for (int si = 0; si < x.n_sim; si++) if (x.rs[si].end_s > step) step = x.rs[si].end_s;
+        res->step_time_s = hung ? 0 : step;
+        res->n_ranks = p->n_ranks;
+        res->compute_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->exposed_comm_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->a2a_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->bubble_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->optimizer_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->end_s = calloc((size_t)p->n_ranks, sizeof(double));
+        res->sim_rank = calloc((size_t)p->n_ranks, sizeof(int));
+        res->a2a_last_count = calloc((size_t)p->n_ranks, sizeof(int));
+        double best = -1;
+        for (int r = 0; r < p->n_ranks; r++) {
+            int sr = rep_of[r];
+            rank_state *rs = &x.rs[x.sim_index[sr]];
+            double tail = rs->end_s - rs->last_compute_end;
+            res->compute_s[r] = rs->compute_s;
+            res->optimizer_s[r] = rs->optimizer_s;
+            res->exposed_comm_s[r] = rs->exposed_s + (tail > 0 && !hung ? tail : 0);
+            res->a2a_s[r] = rs->a2a_s;
+            res->bubble_s[r] = rs->bubble_s + (hung ? 0 : step - rs->end_s);
+            res->end_s[r] = rs->end_s;
+            res->sim_rank[r] = sr;
+            res->a2a_last_count[r] = x.a2a_last[sr];
+            double busy = rs->compute_s + rs->optimizer_s;
+            if (busy > best * (1 + 1e-12)) { best = busy; res->slowest_rank = r; }
+        }
+        for (int k = 0; k < o->n_trace_ranks; k++) {
+            int r = o->trace_ranks[k];
+            if (r < 0 || r >= p->n_ranks) continue;
+            rank_state *rs = &x.rs[x.sim_index[rep_of[r]]];
+            res->trace_times[k] = malloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
+            memcpy(res->trace_times[k], rs->trace, (size_t)rs->n_ops * sizeof(op_time));
+            int pend = current_comm_op(&x, rs);
+            if (hung && rs->arrived && pend >= 0) {   /* blocked inside a collective */
+                res->trace_times[k][pend].start_s = rs->arr_t;
+                res->trace_times[k][pend].end_s = -1;
+            }
+        }
+        res->n_ops_executed = x.executed;
+    }
+    free(rep_of);
+
+    for (int si = 0; si < x.n_sim; si++) {
+        free(x.rs[si].end); free(x.rs[si].recv_at); free(x.rs[si].recv_from); free(x.rs[si].trace);
+    }
+    free(x.rs);
+    for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
+    free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.a2a_memo); free(x.coll_memo);
+    free(x.a2a_last); free(x.queue); free(x.sim_index); free(rep_sim);
+    return rc;
+}
+
+void step_exec_result_free(step_exec_result *r) {
+    free(r->compute_s); free(r->exposed_comm_s); free(r->a2a_s); free(r->bubble_s); free(r->optimizer_s); free(r->end_s);
+    free(r->sim_rank); free(r->a2a_last_count);
+    for (int k = 0; k < r->n_trace_ranks; k++) free(r->trace_times ? r->trace_times[k] : NULL);
+    free(r->trace_times); free(r->trace_ranks);
+    free(r->hang.waiting); free(r->hang.missing); free(r->hang.missing_last_op);
+    memset(r, 0, sizeof *r);
+}

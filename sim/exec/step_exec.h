@@ -1,0 +1,139 @@
+/* step_exec.h — the fast executor of a step program (core; no SimGrid).
+ *
+ * An op-level simulation of every rank's program with the semantics of program.h: streams are FIFO
+ * resources, deps order ops within a rank, SEND/RECV match by tag, collectives and all-to-alls start
+ * when the last member arrives and last the comm model's time for their pattern. No op competes for
+ * anything but its stream, so the executor does not need a global event queue: it propagates
+ * timestamps through the dependency graph (a rank advances as far as its deps, its streams and its
+ * collectives allow; a completed collective wakes its members). The result is the schedule an event-
+ * driven simulation would produce, computed in O(ops).
+ *
+ * Durations: compute from the cost model (costmodel.h) — through the plan level's per-kernel price
+ * table (plan_compute.h), so both levels price a kernel alike — times the slow-GPU factor of the rank's GPU
+ * (faults.slow_gpus); communication from a comm_model (comm.h), memoized per (pattern, group) for
+ * all-to-alls and per (group, kind) for ring collectives, so that an expensive SimGrid pattern run
+ * happens once per distinct pattern. Link faults reach the comm model through the scenario. An
+ * all-to-all hands the comm model its group's GPUs, the routing sample's byte matrix and the DeepEP
+ * per-node RDMA payloads (a2a_pattern.node_bytes); combine-direction patterns go as their mirror
+ * image (program.h "Routing").
+ *
+ * The replica shortcut (opts.shortcut): DP replicas run identical programs (routing draws do not
+ * depend on the replica, program.h) and meet only in the gradient collectives of the step tail, where
+ * a healthy replica arrives exactly when its twin does. So the executor simulates every replica that
+ * holds a fault (a slow GPU or a degraded link) plus one representative healthy replica, and mirrors
+ * the representative's per-rank results onto the other healthy replicas; collectives count only the
+ * simulated members. This is exact, not an approximation: tests/test_step.c compares it with the run
+ * over the materialised program of every rank.
+ *
+ * Time accounting per rank, which partitions [0, step_time] exactly:
+ *   compute_s       busy time of the compute stream (without the optimizer)
+ *   optimizer_s     the optimizer step
+ *   exposed_comm_s  compute-stream idle time whose binding dependency was a collective/all-to-all
+ *                   (including waiting in it for a late member), plus the comm tail after the last
+ *                   compute op
+ *   bubble_s        compute-stream idle time waiting for a pipeline RECV, plus idle time after the
+ *                   rank's last op until the step ends
+ *
+ * Stalled ranks (faults.stalls, seed 000 §3.1 NCCL hang). The rank on a stalled GPU issues its ops in
+ * program order, like the CPU thread that launches kernels, and stops before the first op of the
+ * forward (phase F) of (layer, micro_batch): that op and every later one (by index, on every stream)
+ * never start; ops issued before it still run to completion. Everyone else runs until blocked. When no
+ * op can progress the executor describes the hang (step_hang below) from the blocked state alone —
+ * who waits in which collective instance, who never arrived and what it did last — and returns
+ * EXIT_RUNTIME with a message naming the culprit; the per-rank arrays (compute_s, end_s, ...) and the
+ * traces are still filled with what ran, so that a trace can be written for simdiag. A stall whose
+ * (layer, micro_batch) the rank never runs is bad input (EXIT_BADINPUT, path faults.stalls[i].layer).
+ */
+#ifndef MOESIM_STEP_EXEC_H
+#define MOESIM_STEP_EXEC_H
+
+#include "sim/exec/comm.h"
+#include "sim/plan/costmodel.h"
+#include "sim/plan/plan_compute.h"
+#include "sim/program/program.h"
+
+/* Compute duration of a resolved op on `rank` without the slow-GPU factor (the executor applies it). */
+typedef double (*step_price_fn)(void *ctx, const program *p, int rank, const program_op *op);
+
+/* The default pricing context: the cost model and the per-kernel price table the plan level sums
+ * (plan_compute.h) — one pricing of every kernel for both levels. Built once per program. */
+typedef struct {
+    const costmodel *cm;            /* borrowed */
+    kernel_price_table table;       /* one micro-batch of program.tokens_per_mb tokens */
+    double slowdown;                /* overlap_compute_slowdown (plan_costs.h): DualPipe's comm SMs */
+} step_pricing;
+
+/* Fill `pr` for program `p` priced with `cm` (which must outlive pr). */
+void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm);
+
+/* The default pricing (ctx = a step_pricing*): every non-expert COMPUTE op is its kernel's entry in
+ * the table for the op's layer kind, scaled by op.tokens / table.T (ops carry the table's T unless a
+ * program says otherwise), plus the layer's recompute on the kernel compute_recompute_kernel names;
+ * routed experts (K_EXPERT_*) by costmodel_expert_ffn_fwd_s on the token counts the routing sample
+ * gives this rank's local experts; the optimizer (outside the table) as memory-bound on its bytes. */
+double step_price_costmodel(void *pricing, const program *p, int rank, const program_op *op);
+
+typedef struct {
+    const comm_model *comm;
+    step_price_fn price;            /* NULL: step_price_costmodel over a step_pricing the executor builds
+                                       at the start of the run from price_ctx = a costmodel* */
+    void *price_ctx;
+    int shortcut;                   /* simulate faulty replicas + one representative (see above) */
+    /* optional: resolved op lists of every rank (program_materialize); requires shortcut == 0 */
+    program_op *const *materialized;
+    /* ranks whose per-op timings are recorded (for trace.json); may be mirrored ranks */
+    int n_trace_ranks;
+    const int *trace_ranks;
+} step_exec_opts;
+
+typedef struct { double start_s, end_s; } op_time;
+
+/* A hang: the collective instance the (first) culprit never arrived at. Ranks are global; mirrored
+ * replicas count like their representative (their twin blocks exactly where it blocks). */
+typedef struct {
+    int found;                      /* 0: the step completed */
+    int culprit;                    /* first rank that stopped by itself (stalled) */
+    op_kind op;                     /* the collective it never arrived at */
+    group_kind group_kind;
+    int group, layer, mb, phase, op_index;   /* op_index: in the culprit's (stage) op list */
+    int n_waiting, *waiting;        /* members blocked inside that instance */
+    int n_missing, *missing;        /* members that never arrived (the culprit among them) */
+    int *missing_last_op;           /* per missing rank: index of its last executed op (the one that
+                                       ended last), -1 = none ran ("(not started)") */
+    int blocked_elsewhere;          /* other unfinished ranks (waiting on other ops) */
+} step_hang;
+
+typedef struct {
+    double step_time_s;
+    int n_ranks;
+    /* per rank (every rank; mirrored ranks copy their representative) */
+    double *compute_s, *exposed_comm_s, *bubble_s, *optimizer_s, *end_s;
+    double *a2a_s;                  /* time inside all-to-alls after the last member arrived (the
+                                       transfers themselves; NULL from executors that do not count it) */
+    int *sim_rank;                  /* the simulated rank whose timeline this rank has */
+    int n_simulated_ranks, n_simulated_replicas;
+    int slowest_rank;               /* largest compute + optimizer busy time (lowest rank on ties) */
+    /* all-to-all waits: per rank, how often it was the last to arrive at an all-to-all of its group;
+     * and the all-to-all with the largest arrival spread (who everyone waited for) */
+    int *a2a_last_count;
+    struct { int group, layer, mb, last_rank; double spread_s, start_s; } worst_a2a;
+    long n_ops_executed;
+    /* per trace rank: n_ops timings; -1 = never started. RECV: from the matching SEND's start to
+     * its arrival. A collective the rank waits in when the step hangs: start = arrival, end = -1. */
+    int n_trace_ranks;
+    int *trace_ranks;
+    op_time **trace_times;
+    step_hang hang;
+} step_exec_result;
+
+/* The pricing an executor runs with: o->price/o->price_ctx, or (o->price == NULL) step_price_costmodel
+ * over *own, initialised here from the costmodel* in o->price_ctx. Returns the function; *ctx its
+ * context. For executors (step_exec.c, exec_full.c). */
+step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, step_pricing *own, void **ctx);
+
+/* 0: the step completed. EXIT_RUNTIME with r->hang.found: the step hung (r is filled; see above).
+ * Other errors leave r empty. Free r with step_exec_result_free in every case. */
+int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r, moe_error *err);
+void step_exec_result_free(step_exec_result *r);
+
+#endif

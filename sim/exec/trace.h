@@ -1,0 +1,86 @@
+/* trace.h — the step trace: Chrome/Perfetto trace.json of one step, simulated (this file writes it)
+ * or live (the live executor writes the same format, issue 6). `simdiag` reads it (issue 7).
+ *
+ * Document: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}; ui.perfetto.dev
+ * and chrome://tracing open it. Written atomically (temporary name, then rename). Times in
+ * microseconds from the step start.
+ *
+ * ---- traceEvents --------------------------------------------------------------------------------
+ * One process per traced rank (pid = global rank; process_name "rank R (stage S, ep E, replica D) GPU
+ * G node N"), one thread per stream (tid = stream_kind: 0 "compute", 1 "comm", 2 "p2p"), and per op
+ * one complete event {"ph": "X", "name", "cat": phase ("F", "B", "W", "OPT"), "ts", "dur", "pid",
+ * "tid", "args": {"mb", "layer", "chunk", and "flops" + "tokens" (compute) or "bytes" + "peer"
+ * (send/recv) or "bytes" + "group" (collectives)}}. A RECV is drawn on the p2p track from the start
+ * of its matching SEND to the arrival.
+ * Event names are stable op-class names, so that `simdiag compare` can put simulated and live times
+ * side by side by name (STEP_TRACE_EVENT_NAMES below):
+ *   compute:        embed_fwd embed_bwd attn_fwd attn_bwd_input attn_bwd_weight dense_ffn_fwd
+ *                   dense_ffn_bwd_input dense_ffn_bwd_weight router_fwd router_bwd permute_fwd
+ *                   permute_bwd expert_fwd expert_bwd_input expert_bwd_weight unpermute_fwd
+ *                   unpermute_bwd shared_expert_fwd shared_expert_bwd_input
+ *                   shared_expert_bwd_weight head_loss_fwd head_loss_bwd optimizer
+ *   communication:  a2a_dispatch a2a_combine send recv reduce_scatter all_gather all_reduce
+ * (a2a_dispatch / a2a_combine occur in the forward and, for the gradients, in the backward: "cat"
+ * tells which.) When the step hangs, a rank blocked inside a collective gets an instant event
+ * {"ph": "i", "s": "t", "name": <that op's name>, "cat": "hang", "ts": its arrival, "args":
+ * {"state": "waiting", "group", "layer", "mb"}}, and the culprit one {"name": "stalled", "cat":
+ * "hang", "ts": the end of its last op, "args": {"state": "never arrived", ...}}.
+ *
+ * ---- otherData (the contract simdiag reads) --------------------------------------------------------
+ *   "format": "moesim-step-trace/1",
+ *   "source": "simulated" | "live",
+ *   "generator": "moesim step", "scenario": name,
+ *   "ranks": N, "gpus_per_node": G, "tp", "pp", "ep", "dp": the layout,
+ *   "step_time_s": T                         absent when the step hung,
+ *   "rank_gpu":       [N]  global GPU of rank r (node = gpu / gpus_per_node),  ALL ranks
+ *   "rank_step_s":    [N]  time from the step start to the end of rank r's last op,  ALL ranks
+ *   "rank_compute_s": [N]  busy time of rank r's compute stream (kernels + optimizer),  ALL ranks
+ *   "rank_a2a_s":     [N]  time rank r spent inside all-to-alls after their last member arrived (the
+ *                          transfers themselves: a slow link lengthens them),  ALL ranks
+ *   "expert_tokens":  [E]  token-expert pairs each expert id 0..E-1 received, summed over every MoE
+ *                          layer of the model and every micro-batch of the step, for one replica
+ *                          (the EP groups of replica 0, tp index 0; [] for a dense model). Every EP
+ *                          group routes a (layer, micro-batch) with the same sample (program.h
+ *                          "Routing"), so this is also each EP group's load, summed over layers.
+ *                          (step.expert_load_cv is the mean of the per-layer, per-micro-batch CVs;
+ *                          the CV of this sum is lower when the hot experts differ between layers.)
+ *   "expert_tokens_routed": [E]  the same sum of what the router assigned to each expert before the
+ *                          capacity limit (equal to expert_tokens unless routing drops; with drops the
+ *                          limit caps the hot expert's received count and hides the imbalance)
+ *   "hang": null, or
+ *     {"op": "A2A_DISPATCH" (op_kind_label), "group_kind": "EP" | "TP" | "DP_DENSE" | "DP_EXPERT",
+ *      "group": id, "layer": L, "micro_batch": M,
+ *      "waiting": [ranks blocked inside that collective instance],
+ *      "missing": [ranks of the group that never arrived (the culprit among them)],
+ *      "missing_last_op": [{"rank": r, "op": "COMPUTE attn_fwd" | "A2A_COMBINE" | ... | "(not started)",
+ *                           "layer": l, "micro_batch": m}]   (the op of r that ended last),
+ *      "blocked_elsewhere": number of the other unfinished ranks (blocked on other ops)}
+ * With the replica shortcut (step_exec.h) the ranks of mirrored replicas carry their representative's
+ * numbers, which is exact: they ran the identical program with identical timing.
+ */
+#ifndef MOESIM_TRACE_H
+#define MOESIM_TRACE_H
+
+#include "sim/program/program.h"
+#include "sim/exec/step_exec.h"
+
+#define STEP_TRACE_FORMAT "moesim-step-trace/1"
+
+/* The stable event names (see above), NULL-terminated. */
+extern const char *const STEP_TRACE_EVENT_NAMES[];
+
+/* The name of a resolved op's event: kernel_name() for compute, op_kind_name() otherwise. */
+const char *step_trace_event_name(const program_op *o);
+
+/* The default subset (scenario output.trace_ranks empty): first and last rank of stage 0 and of the
+ * last stage (replica 0), the slowest rank, the holder of the hot expert when routing is "hot", and
+ * on a hang the culprit, the first waiting rank and the first other missing rank. Writes up to `max`
+ * distinct ranks into `out`, ascending; returns the count. */
+int step_trace_default_ranks(const program *p, const step_exec_result *r, int *out, int max);
+
+/* Build the trace document (caller frees with cJSON_Delete). `source` is "simulated" or "live". */
+struct cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source);
+/* Build ("simulated") and write it to `path` atomically. */
+int step_trace_write(const char *path, const program *p, const step_exec_result *r, moe_error *err);
+
+#endif

@@ -1,0 +1,47 @@
+/* layout_rank.c — rank valid layouts by the plan's step time (layout_rank.h). */
+#include "sim/plan/layout_rank.h"
+
+#include <stdlib.h>
+
+#include "sim/plan/plan.h"
+#include "sim/scenario/layouts.h"
+
+typedef struct {
+    layout_cfg layout;
+    double step_time_s;
+} ranked_layout;
+
+static int by_step_time(const void *a, const void *b) {
+    const ranked_layout *x = a, *y = b;
+    if (x->step_time_s != y->step_time_s) return x->step_time_s < y->step_time_s ? -1 : 1;
+    return 0;
+}
+
+int layouts_search(const scenario *base, int top, layout_cfg *best, int *n_valid, int *n_fit, moe_error *err) {
+    int n = layouts_enumerate(base, NULL, 0);
+    *n_valid = n;
+    *n_fit = 0;
+    layout_cfg *all = malloc(sizeof *all * (size_t)(n + 1));
+    ranked_layout *fit = malloc(sizeof *fit * (size_t)(n + 1));
+    layouts_enumerate(base, all, n);
+    scenario s = *base;
+    for (int i = 0; i < n; i++) {
+        s.layout = all[i];
+        plan_result p;
+        if (plan_evaluate(&s, &p, err)) {
+            free(all);
+            free(fit);
+            return -1;
+        }
+        if (!p.fits_memory) continue;
+        /* a tiny index term keeps the order deterministic among equal step times */
+        fit[*n_fit] = (ranked_layout){all[i], p.step_time_s * (1.0 + 1e-12 * i)};
+        ++*n_fit;
+    }
+    qsort(fit, (size_t)*n_fit, sizeof *fit, by_step_time);
+    int k = *n_fit < top ? *n_fit : top;
+    for (int i = 0; i < k; i++) best[i] = fit[i].layout;
+    free(all);
+    free(fit);
+    return k;
+}

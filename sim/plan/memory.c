@@ -1,0 +1,198 @@
+/* memory.c — per-GPU memory ledgers (model, assumptions and sources in memory.h). */
+#include "sim/plan/memory.h"
+
+#include <math.h>
+
+#include "sim/plan/pipeline_forms.h"
+
+#define FP32_B 4.0
+/* An FP8 element plus its share of one FP32 scale per 1x128 tile (DeepSeek-V3 §3.3.2, Fig. 7a) */
+#define FP8_TILE_B (1.0 + FP32_B / 128.0)
+
+/* Byte widths of cached activations under one precision config (memory.h). */
+typedef struct {
+    double act;    /* plain activations: residual stream, latents, q/k/v, logits inputs */
+    double lin;    /* a cached Linear (GEMM) input */
+    double moe_sw; /* the inputs of an MoE expert's activation function (gate and up outputs) */
+    double attn_o; /* attention output = input of the Linear after attention */
+    double disp;   /* the dispatched expert input, as cached on the expert's rank */
+} act_widths;
+
+static act_widths widths_of(const precision_cfg *prec) {
+    act_widths w;
+    int fp8 = prec->compute == DT_FP8;
+    w.act = prec->compute == DT_FP32 ? FP32_B : 2.0;
+    w.lin = fp8 ? FP8_TILE_B : w.act;
+    w.moe_sw = w.lin;                       /* §3.3.2 (2): SwiGLU inputs in MoE cached in FP8 */
+    w.attn_o = w.act;                       /* §3.3.2 (1): E5M6, counted in a 16-bit container */
+    double d = prec->dispatch == DT_FP8 ? FP8_TILE_B : dtype_bytes(prec->dispatch);
+    w.disp = d < w.lin ? d : w.lin;         /* the received copy, or its FP8 quantization */
+    return w;
+}
+
+/* Attention block per token, per recompute kind (0 none, 1 selective). */
+static void attn_act(const model_cfg *m, const act_widths *w, double out[2]) {
+    double h = m->hidden, H = m->heads;
+    double v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
+    double keep = h * w->act              /* block input: residual stream = RMSNorm input */
+                + H * v * w->attn_o       /* attention output: o_proj input, flash backward's O */
+                + H * FP32_B;             /* flash-attention logsumexp per head */
+    double norm_out = h * w->lin;         /* q/kv (down) projection input; recomputed by selective */
+    if (m->attention == ATTN_MLA) {
+        double qk = (double)m->head_dim + m->rope_head_dim;
+        double ql = m->q_lora_rank, kl = m->kv_lora_rank;
+        double latents = (ql + kl + m->rope_head_dim) * w->act;  /* q_a, kv_a outputs: inputs of the
+                                                                   latent RMSNorms and rope */
+        double latent_norm_out = (ql + kl) * w->lin;             /* q_b, kv_b (up-projection) inputs */
+        double qkv = (2.0 * H * qk + H * v) * w->act;            /* flash-attention inputs */
+        out[0] = keep + norm_out + latents + latent_norm_out + qkv;
+        out[1] = keep + latents;          /* norms and up-projections recomputed from the latents */
+    } else {
+        double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
+        double qkv = (H * m->head_dim + kv * m->head_dim + kv * v) * w->act;
+        out[0] = keep + norm_out + qkv;
+        out[1] = keep + qkv;
+    }
+}
+
+/* One FFN of inner size f per token: the activation's inputs (SwiGLU: gate and up; GeLU: fc1's
+ * output) at `in_b` bytes, and its output (the down projection's input, a Linear input) — which
+ * selective recompute drops. */
+static void ffn_act(const model_cfg *m, double f, double in_b, double lin_b, double out[2]) {
+    double inputs = (m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0) * f * in_b;
+    out[0] = inputs + f * lin_b;
+    out[1] = inputs;
+}
+
+void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, act_profile *out) {
+    act_widths w = widths_of(prec);
+    double h = m->hidden;
+    double attn[2], dense[2];
+    attn_act(m, &w, attn);
+    ffn_act(m, m->ffn_hidden, w.act, w.lin, dense);
+    /* FFN block input (residual stream = RMSNorm input) and the norm output (recomputed by selective) */
+    double ffn_in[2] = {h * w.act + h * w.lin, h * w.act};
+
+    for (int r = 0; r < 2; r++) out->dense_layer[r] = attn[r] + ffn_in[r] + dense[r];
+
+    if (m->experts > 0) {
+        double expert[2];
+        ffn_act(m, m->expert_hidden, w.moe_sw, w.lin, expert);
+        double K = m->top_k;
+        double router = m->experts * FP32_B;           /* scores, for the gate and balance-loss grads */
+        for (int r = 0; r < 2; r++) {
+            /* per token copy on the expert's rank: dispatched input, activation inputs (and output),
+             * the FP32 routing weight applied inside the activation; no expert output (memory.h) */
+            double copy = h * w.disp + expert[r] + FP32_B;
+            double shared = m->shared_experts * expert[r];
+            out->moe_layer[r] = attn[r] + ffn_in[r] + router + shared + K * copy;
+        }
+    } else {
+        out->moe_layer[0] = out->dense_layer[0];
+        out->moe_layer[1] = out->dense_layer[1];
+    }
+    /* full recompute: only the layer input survives the forward pass */
+    out->dense_layer[RECOMPUTE_FULL] = out->moe_layer[RECOMPUTE_FULL] = h * w.act;
+    out->head = (double)m->vocab * FP32_B;
+}
+
+void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out) {
+    out->weight = dtype_bytes(prec->compute);
+    out->grad = 2.0;                                       /* BF16 gradients: seed 000 §1.3 */
+    out->master = dtype_bytes(prec->master);
+    out->moments = 2.0 * (prec->master == DT_FP32 ? FP32_B : 2.0);   /* Adam m and v */
+}
+
+void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
+                         int stage, stage_params *out) {
+    double tp = lay->tp;
+    int nd, nm;
+    stage_layers(mc->layers, mc->dense_layers, lay->pp, stage, &nd, &nm);
+    double attn = mc->attn_split / tp + mc->attn_replicated + mc->layer_norms;
+    double ne = nd * (attn + mc->dense_ffn / tp) + nm * (attn + mc->shared / tp + mc->router);
+    double ex = 0;
+    if (m->experts > 0 && nm > 0)
+        ex = nm * ceil((double)m->experts / lay->ep) * mc->expert / tp;
+    if (stage == 0) ne += mc->embedding / tp;   /* vocabulary-parallel embedding */
+    if (stage == lay->pp - 1) {
+        ne += mc->final_norm;
+        /* untied: the head; tied with pp > 1: the last stage keeps its own copy of the embedding */
+        if (mc->head > 0) ne += mc->head / tp;
+        else if (lay->pp > 1) ne += mc->embedding / tp;
+    }
+    out->nonexpert = ne;
+    out->expert = ex;
+}
+
+/* Per-micro-batch activation bytes of one GPU of stage `stage` (before the in-flight multiplier),
+ * the working set of the layer being recomputed (full recompute) and the last stage's logits. */
+static void stage_act(const scenario *s, const model_counts *mc, const act_profile *ap, int stage,
+                      double *per_mb, double *work, double *logits) {
+    const layout_cfg *lay = &s->layout;
+    int nd, nm, rc = lay->recompute;
+    stage_layers(mc->layers, mc->dense_layers, lay->pp, stage, &nd, &nm);
+    double tokens = (double)lay->micro_batch * s->model.seq_len / lay->tp;   /* sequence parallel */
+    *per_mb = tokens * (nd * ap->dense_layer[rc] + nm * ap->moe_layer[rc]);
+    *work = 0;
+    if (rc == RECOMPUTE_FULL && nd + nm > 0) {
+        double widest = nm > 0 ? ap->moe_layer[RECOMPUTE_NONE] : ap->dense_layer[RECOMPUTE_NONE];
+        *work = tokens * widest;
+    }
+    *logits = stage == lay->pp - 1 ? tokens * ap->head : 0.0;
+}
+
+void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const act_profile *ap,
+                              const mem_state_bytes *sb, int micro_batches, int rank,
+                              mem_ledgers *out) {
+    const layout_cfg *lay = &s->layout;
+    int dual = lay->schedule == SCHED_DUALPIPE && lay->pp > 1;
+    int other = lay->pp - 1 - rank;
+    stage_params sp;
+    memory_stage_params(mc, &s->model, lay, rank, &sp);
+    double per_mb, work, logits;
+    stage_act(s, mc, ap, rank, &per_mb, &work, &logits);
+    double copies = 1.0;
+    if (dual && other != rank) {
+        stage_params sp2;
+        double per_mb2, work2, logits2;
+        memory_stage_params(mc, &s->model, lay, other, &sp2);
+        stage_act(s, mc, ap, other, &per_mb2, &work2, &logits2);
+        sp.nonexpert += sp2.nonexpert;
+        sp.expert += sp2.expert;
+        per_mb = 0.5 * (per_mb + per_mb2);   /* in-flight unit: one micro-batch through one stage */
+        if (work2 > work) work = work2;   /* one layer is recomputed at a time */
+        logits += logits2;
+        copies = 2.0;                         /* each stage has twice the holders */
+    }
+    double g_ne = (double)scn_gpus(s) / ((double)lay->tp * lay->pp) * copies;   /* attention DP */
+    double g_ex = (double)lay->dp * copies;                                      /* expert DP */
+    double held = sp.nonexpert + sp.expert;
+    double sharded = sp.nonexpert / g_ne + sp.expert / g_ex;
+
+    out->params = sb->weight * (lay->zero >= 3 ? sharded : held);
+    out->grads = sb->grad * (lay->zero >= 2 ? sharded : held);
+    out->optimizer = (sb->master + sb->moments) * (lay->zero >= 1 ? sharded : held);
+    double inflight = inflight_microbatches(lay->schedule, lay->pp, micro_batches, lay->vpp, rank);
+    out->activations = inflight * per_mb + work + logits;
+    out->total = out->params + out->grads + out->optimizer + out->activations;
+}
+
+void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_profile *ap,
+                         int micro_batches, int rank, mem_ledgers *out) {
+    mem_state_bytes sb;
+    memory_state_bytes(&s->precision, &sb);
+    memory_rank_ledgers_with(s, mc, ap, &sb, micro_batches, rank, out);
+}
+
+int memory_fits(const mem_ledgers *l, double mem_GiB, double reserve, const char **overflow) {
+    double cap = mem_GiB * 1073741824.0 * (1.0 - reserve);
+    *overflow = "";
+    if (l->total <= cap) return 1;
+    const char *name = "params";
+    double big = l->params;
+    if (l->grads > big) { big = l->grads; name = "grads"; }
+    if (l->optimizer > big) { big = l->optimizer; name = "optimizer"; }
+    if (l->activations > big) { name = "activations"; }
+    *overflow = name;
+    return 0;
+}

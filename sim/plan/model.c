@@ -1,0 +1,121 @@
+/* model.c — exact parameter and FLOP counts (conventions in model.h). */
+#include "sim/plan/model.h"
+
+#include <string.h>
+
+static int kv_heads_of(const model_cfg *m) {
+    if (m->attention == ATTN_MHA || m->kv_heads <= 0) return m->heads;
+    return m->kv_heads;
+}
+
+static double v_dim_of(const model_cfg *m) {
+    return m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
+}
+
+/* Per-head dimension of queries and keys: MLA adds the decoupled rope part to the "nope" part. */
+static double qk_dim_of(const model_cfg *m) {
+    return m->attention == ATTN_MLA ? (double)m->head_dim + m->rope_head_dim : (double)m->head_dim;
+}
+
+/* MLA in its training form (DeepSeek-V2 §2.1, DeepSeek-V3 config):
+ *   q:  h -> q_lora (q_a_proj), RMSNorm(q_lora), q_lora -> heads*(nope+rope) (q_b_proj);
+ *       without q compression (q_lora_rank 0): h -> heads*(nope+rope) directly.
+ *   kv: h -> kv_lora + rope (kv_a_proj_with_mqa; the rope key is shared by all heads),
+ *       RMSNorm(kv_lora), kv_lora -> heads*(nope + v) (kv_b_proj).
+ *   o:  heads*v -> h. */
+static void count_mla(const model_cfg *m, double *split, double *replicated, double *norms,
+                      double *up) {
+    double h = m->hidden, H = m->heads, qk = qk_dim_of(m), v = v_dim_of(m);
+    double q_down = 0, q_norm = 0, q_up;
+    if (m->q_lora_rank > 0) {
+        q_down = h * m->q_lora_rank;
+        q_norm = m->q_lora_rank;
+        q_up = (double)m->q_lora_rank * H * qk;
+    } else {
+        q_up = h * H * qk;   /* a plain q projection: split across TP like any head-wise matrix */
+    }
+    double kv_down = h * ((double)m->kv_lora_rank + m->rope_head_dim);
+    double kv_norm = m->kv_lora_rank;
+    double kv_up = (double)m->kv_lora_rank * H * ((double)m->head_dim + v);
+    double o = H * v * h;
+    *split = q_up + kv_up + o;
+    *replicated = q_down + q_norm + kv_down + kv_norm;
+    *norms = q_norm + kv_norm;
+    *up = (m->q_lora_rank > 0 ? q_up : 0.0) + kv_up;
+}
+
+/* MHA / GQA: q h -> heads*hd, k and v h -> kv_heads*hd, o heads*v -> h. */
+static void count_gqa(const model_cfg *m, double *split, double *replicated) {
+    double h = m->hidden, H = m->heads, KV = kv_heads_of(m), hd = m->head_dim, v = v_dim_of(m);
+    *split = h * H * hd + h * KV * hd + h * KV * v + H * v * h;
+    *replicated = 0;
+}
+
+static double ffn_params(const model_cfg *m, double inner) {
+    return (m->ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * (double)m->hidden * inner;
+}
+
+double model_attn_core_flops(const model_cfg *m, double seq_len) {
+    /* per token: its query meets s/2 keys on average under the causal mask (convention, model.h) */
+    double keys = 0.5 * seq_len;
+    double H = m->heads;
+    double scores = 2.0 * keys * H * qk_dim_of(m);
+    double values = 2.0 * keys * H * v_dim_of(m);
+    return scores + values;
+}
+
+void model_count(const model_cfg *m, model_counts *out) {
+    memset(out, 0, sizeof *out);
+    double h = m->hidden;
+    int moe = m->experts > 0;
+    out->layers = m->layers;
+    out->dense_layers = moe ? (m->dense_layers < m->layers ? m->dense_layers : m->layers) : m->layers;
+    out->moe_layers = m->layers - out->dense_layers;
+
+    double attn_norms = 0;   /* MLA low-rank RMSNorms: parameters, but no matmul FLOPs */
+    if (m->attention == ATTN_MLA) count_mla(m, &out->attn_split, &out->attn_replicated, &attn_norms,
+                                            &out->attn_up_proj);
+    else count_gqa(m, &out->attn_split, &out->attn_replicated);
+    out->layer_norms = 2.0 * h;
+    out->dense_ffn = ffn_params(m, m->ffn_hidden);
+    if (moe) {
+        out->expert = ffn_params(m, m->expert_hidden);
+        out->shared = m->shared_experts * out->expert;
+        out->router = h * m->experts;
+    }
+    out->embedding = (double)m->vocab * h;
+    out->head = m->tie_embeddings ? 0.0 : (double)m->vocab * h;
+    out->final_norm = h;
+
+    /* ---- totals ---- */
+    double L = m->layers, Ld = out->dense_layers, Lm = out->moe_layers;
+    double attn = out->attn_split + out->attn_replicated;
+    out->params_embedding = out->embedding;
+    out->params_head = out->head;
+    out->params_attention = L * attn;
+    out->params_dense_ffn = Ld * out->dense_ffn;
+    out->params_router = Lm * out->router;
+    out->params_shared_experts = Lm * out->shared;
+    out->params_routed_experts = Lm * m->experts * out->expert;
+    out->params_norms = L * out->layer_norms + out->final_norm;
+    double dense_part = out->params_embedding + out->params_head + out->params_attention +
+                        out->params_dense_ffn + out->params_router + out->params_shared_experts +
+                        out->params_norms;
+    out->params_total = dense_part + out->params_routed_experts;
+    out->params_active = dense_part + (moe ? Lm * m->top_k * out->expert : 0.0);
+
+    /* ---- forward FLOPs per token ---- */
+    out->fwd_attn_proj = 2.0 * (attn - attn_norms);
+    out->fwd_attn_core = model_attn_core_flops(m, m->seq_len);
+    out->fwd_dense_ffn = 2.0 * out->dense_ffn;
+    out->fwd_shared = 2.0 * out->shared;
+    out->fwd_routed = moe ? 2.0 * m->top_k * out->expert : 0.0;
+    out->fwd_router = 2.0 * out->router;
+    out->fwd_head = 2.0 * (double)m->vocab * h;
+    double attn_layer = out->fwd_attn_proj + out->fwd_attn_core;
+    out->fwd_dense_layer = attn_layer + out->fwd_dense_ffn;
+    out->fwd_moe_layer = attn_layer + out->fwd_shared + out->fwd_routed + out->fwd_router;
+    out->fwd_total = Ld * out->fwd_dense_layer + Lm * out->fwd_moe_layer + out->fwd_head;
+    out->flops_per_token = 3.0 * out->fwd_total;
+    out->flops_per_token_6n = 6.0 * out->params_active;
+}

@@ -1,0 +1,72 @@
+/* model.h — exact parameter and FLOP counts of a transformer (dense or MoE) from its model_cfg.
+ *
+ * Counting conventions (stated once, used everywhere):
+ *  - Parameters are weight-matrix and norm-weight elements. No biases and no learned position
+ *    embeddings are counted: none of the presets but GPT-3 has them, and for GPT-3 they add 0.03%
+ *    (biases ~5M, positions 25M of 175B).
+ *  - MLA (DeepSeek-V2/V3) is counted in its training (non-absorbed) form: q down/up projections with
+ *    q_lora_rank, the kv down projection to kv_lora_rank + rope_head_dim (the shared rope key), the kv
+ *    up projection to heads x (head_dim + v_head_dim), the output projection, and the two RMSNorms of
+ *    the low-rank paths.
+ *  - FLOPs are matrix-multiply FLOPs (2 per multiply-accumulate); norms, activations, softmax and rope
+ *    are not counted (they are memory-bound, < 1% of the FLOPs, and MFU conventionally excludes them).
+ *    The embedding lookup is a gather: 0 FLOPs.
+ *  - Attention scores (Q K^T) and values (A V) are counted with causal masking as HALF of the full
+ *    s x s products: per token, 2 x (s/2) x heads x dim each (the Megatron/DeepSeek MFU convention;
+ *    the exact causal average is (s+1)/2 keys per query).
+ *  - Forward + backward = 3 x forward (backward = input gradients + weight gradients, 2 x forward).
+ *  - Active parameters: everything a token passes through: all dense parameters (attention, dense
+ *    FFN, norms, router, embedding and output head) plus shared experts plus top_k routed experts.
+ *    This is how Mixtral's 12.9B and DeepSeek-V3's 37B are counted (both include embedding and head).
+ *    DeepSeek-V3's published 671B / 37B exclude its multi-token-prediction module (14B), which the
+ *    preset does not model. */
+#ifndef MOESIM_MODEL_H
+#define MOESIM_MODEL_H
+
+#include "sim/scenario/scenario.h"
+
+typedef struct {
+    int layers, dense_layers, moe_layers;
+
+    /* ---- parameters of one layer ---- */
+    double attn_split;       /* attention matrices split across TP ranks (MHA/GQA: all four; MLA: up
+                                projections and output projection) */
+    double attn_replicated;  /* MLA q/kv down projections and their RMSNorms: replicated across TP
+                                (Megatron-Core's MLA keeps the small down projections whole) */
+    double attn_up_proj;     /* MLA q and kv up projections (recomputed by selective recompute); 0 else */
+    double layer_norms;      /* the two pre-norms (attention, FFN) */
+    double dense_ffn;        /* one dense FFN (SwiGLU: 3 h f, GeLU: 2 h f) */
+    double expert;           /* one routed expert (same activation as the dense FFN) */
+    double shared;           /* all shared experts of one MoE layer */
+    double router;           /* h x experts */
+    /* ---- parameters outside the layers ---- */
+    double embedding, head, final_norm;   /* head = 0 when tied to the embedding */
+
+    /* ---- totals and breakdown (counts) ---- */
+    double params_total, params_active;
+    double params_embedding, params_head, params_attention, params_dense_ffn;
+    double params_router, params_shared_experts, params_routed_experts, params_norms;
+
+    /* ---- forward FLOPs per token ---- */
+    double fwd_attn_proj;    /* projections of one layer: 2 x attention params */
+    double fwd_attn_core;    /* Q K^T + A V of one layer at seq_len, causal = half */
+    double fwd_dense_ffn;    /* one dense FFN */
+    double fwd_shared;       /* shared experts of one MoE layer */
+    double fwd_routed;       /* top_k routed experts of one MoE layer */
+    double fwd_router;       /* router of one MoE layer */
+    double fwd_head;         /* output head (also when tied: the matmul is done either way) */
+    double fwd_dense_layer, fwd_moe_layer;   /* whole layers */
+    double fwd_total;        /* per token, whole model */
+    double flops_per_token;  /* fwd + bwd = 3 x fwd_total */
+    double flops_per_token_6n; /* 6 x params_active: the seed's estimate */
+} model_counts;
+
+/* Fill `out` from `m`. Never fails for positive sizes; a dense model is `experts == 0` (then every
+ * layer is dense whatever dense_layers says). */
+void model_count(const model_cfg *m, model_counts *out);
+
+/* The seq_len-independent part of a layer's forward FLOPs per token is 2 x params; this returns the
+ * attention score+value FLOPs per token of one layer for sequence length s (causal = half). */
+double model_attn_core_flops(const model_cfg *m, double seq_len);
+
+#endif

@@ -1,0 +1,562 @@
+/* plan.c — the analytic level (plan.h): counts, ledgers, first-order step time, reliability.
+ *
+ * First-order step time, per pipeline rank and micro-batch; every kernel and transfer is priced by the
+ * cost model (sim/plan/costmodel.h) the scenario names, the same functions the step level uses:
+ *   compute   each layer's GEMMs on their real shapes, attention core, routed experts at uniform
+ *             routing, memory-bound kernels (plan_compute.h); backward = input + weight gradients on
+ *             the transposed shapes; recompute adds what memory.h's recompute kind drops.
+ *   all-to-all dispatch + combine, forward + backward, per MoE layer, split into NVLink and RDMA bytes
+ *             by how many EP ranks share a node; with node-limited routing (DeepEP) one RDMA copy per
+ *             destination node; each of the 4 takes the slower of its two link classes
+ *             (costmodel_link_s: alpha + bytes / beta).
+ *   P2P       one activation (forward) and one gradient (backward) message per stage boundary.
+ *   TP        with sequence parallelism, an all-gather before and a reduce-scatter after each block
+ *             (attention, FFN/MoE), forward and backward: 8 ring collectives per layer, each moving
+ *             (tp-1)/tp x T x h x 2 B per rank, over NVLink while the TP group fits in a node.
+ *   exposure  1F1B and interleaved expose all communication; DualPipe overlaps it with the compute of
+ *             the paired micro-batch and exposes only the excess (seed 003's "100% hidden" holds only
+ *             when comm <= compute), at the price of the SMs the communication kernels occupy.
+ *   step      m micro-batches on the slowest rank + pipeline bubble + exposed DP synchronization
+ *             (ring reduce-scatter of gradients and all-gather of weights, (n-1)/n each, REFERENCE.md §5,
+ *             overlapped with one micro-batch's backward/forward) + optimizer (memory-bound over the
+ *             shard).
+ * Not modelled at this level: routing imbalance and the all-to-alls that full recompute repeats (the
+ * step level simulates the former). */
+#include "sim/plan/plan.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/plan/compute_budget.h"
+#include "sim/plan/costmodel.h"
+#include "sim/plan/memory.h"
+#include "sim/plan/model.h"
+#include "sim/plan/pipeline_forms.h"
+#include "sim/plan/plan_compute.h"
+#include "sim/plan/plan_costs.h"
+#include "sim/plan/reliability.h"
+
+#define GiB 1073741824.0
+
+static void warn(plan_result *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(plan_result *p, const char *fmt, ...) {
+    if (p->n_warnings >= PLAN_MAX_WARNINGS) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->warnings[p->n_warnings++], sizeof p->warnings[0], fmt, ap);
+    va_end(ap);
+}
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+/* ---- where a communication group lands ---------------------------------------------------------- */
+
+/* A group of `members` ranks whose consecutive members are `stride` GPUs apart. */
+typedef struct { int per_node, nodes; } group_span;
+
+static group_span span_of(int members, int stride, int gpus_per_node) {
+    group_span g;
+    g.per_node = stride >= gpus_per_node ? 1 : gpus_per_node / stride;
+    if (g.per_node > members) g.per_node = members;
+    if (g.per_node < 1) g.per_node = 1;
+    g.nodes = (members + g.per_node - 1) / g.per_node;
+    return g;
+}
+
+/* ---- everything derived once per evaluation ------------------------------------------------------ */
+typedef struct {
+    const scenario *s;
+    const costmodel *cm;
+    const plan_costs *c;
+    model_counts mc;
+    act_profile ap;
+    mem_state_bytes sb;
+    plan_layer_costs lc;
+    int gpus, m;
+    double tokens_mb;          /* tokens of one micro-batch on one attention-DP rank (TP group) */
+    double a2a_layer_s;        /* the 4 all-to-alls of one MoE layer, one micro-batch */
+    double p2p_msg_s;          /* one stage-boundary message */
+    double tp_layer_s;         /* the TP collectives of one layer, one micro-batch */
+    double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
+    group_span ep_span, attn_dp_span, exp_dp_span;
+} plan_ctx;
+
+/* A transfer of `bytes` per rank in one direction over a link class (0 bytes: free). */
+static double link_s(const plan_ctx *x, cm_link_class link, double bytes) {
+    return bytes > 0 ? costmodel_link_s(x->cm, link, bytes) : 0.0;
+}
+
+/* Per GPU, per MoE layer and micro-batch: dispatch and combine, forward and backward. */
+static void derive_a2a(plan_ctx *x, plan_result *out) {
+    const scenario *s = x->s;
+    const model_cfg *m = &s->model;
+    double K = m->top_k, h = m->hidden;
+    double b_disp = dtype_bytes(s->precision.dispatch), b_comb = dtype_bytes(s->precision.combine);
+    /* forward dispatch + backward of combine move dispatch-precision bytes (DeepSeek-V3 §3.3.3
+     * quantizes both to FP8); forward combine + backward of dispatch move combine-precision bytes.
+     * Reported in seed 000 §2.4's convention: bytes a GPU sends plus receives per token and MoE layer
+     * over the 4 all-to-alls (its tiny calculator: "GPU 0 sends 8 bytes and receives 8 bytes"), so
+     * 2 x 2 x 2 x K x h x bytes = 8 x 8 x 7168 x 2 B = 917,504 B in BF16. The link time below uses
+     * the sent half only (links are full duplex). */
+    out->a2a_bytes_per_token_layer = m->experts > 0 ? 4.0 * K * h * (b_disp + b_comb) : 0.0;
+    if (m->experts <= 0 || x->mc.moe_layers == 0 || s->layout.ep <= 1) return;
+
+    int ep = s->layout.ep;
+    int q = x->ep_span.per_node, n = x->ep_span.nodes;
+    double nvl_copies, rdma_copies = 0;
+    if (n <= 1) {
+        nvl_copies = K * (ep - 1) / ep;
+    } else {
+        double remote = K * (double)(ep - q) / ep;      /* copies whose expert is on another node */
+        if (s->routing.node_limit > 0) {
+            /* DeepEP: one RDMA copy per distinct destination node; tokens pick at most M nodes and
+             * spread their K experts over them uniformly: E[distinct] = M (1 - (1 - 1/M)^K) */
+            double M = s->routing.node_limit < n ? s->routing.node_limit : n;
+            double distinct = M * (1.0 - pow(1.0 - 1.0 / M, K));
+            rdma_copies = distinct * (n - 1) / n;
+        } else {
+            rdma_copies = remote;                        /* one transfer per remote expert */
+        }
+        /* NVLink: copies to peers on the own node, and the fan-out at each destination node from
+         * the rail-aligned receiving GPU to the GPU that holds the expert */
+        nvl_copies = K * (double)(q - 1) / ep + remote * (double)(q - 1) / q;
+    }
+    /* expert tensor parallelism (as the step program): each TP rank routes the whole micro-batch
+     * through its 1/tp slice of the experts, so its EP group's all-to-all carries every token */
+    double tokens = x->tokens_mb;
+    double per_b[2] = {b_disp, b_comb};
+    x->a2a_layer_s = 0;
+    for (int i = 0; i < 2; i++) {                        /* each precision: one forward, one backward */
+        double copy = tokens * h * per_b[i];
+        double t = dmax(link_s(x, CM_LINK_RDMA, rdma_copies * copy), link_s(x, CM_LINK_NVLINK, nvl_copies * copy));
+        x->a2a_layer_s += 2.0 * t;
+    }
+}
+
+static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const plan_costs *c,
+                   plan_result *out) {
+    const cluster_cfg *cl = &s->cluster;
+    const layout_cfg *lay = &s->layout;
+    x->s = s;
+    x->cm = cm;
+    x->c = c;
+    model_count(&s->model, &x->mc);
+    memory_activation_profile(&s->model, &s->precision, &x->ap);
+    memory_state_bytes(&s->precision, &x->sb);
+    plan_price_layers(s, &x->mc, cm, &x->lc);
+    x->gpus = scn_gpus(s);
+    x->m = scn_micro_batches(s);
+    x->tokens_mb = (double)lay->micro_batch * s->model.seq_len;
+
+    int gpn = cl->gpus_per_node;
+    int ep_inner = lay->placement == PLACE_EP_INNER;
+    /* rank order: tp fastest, then ep and dp (ep first for ep-inner), pp slowest */
+    x->ep_span = span_of(lay->ep, ep_inner ? lay->tp : lay->tp * lay->dp, gpn);
+    x->attn_dp_span = span_of(lay->ep * lay->dp, lay->tp, gpn);
+    x->exp_dp_span = span_of(lay->dp, ep_inner ? lay->tp * lay->ep : lay->tp, gpn);
+
+    x->a2a_layer_s = 0;
+    derive_a2a(x, out);
+
+    int stage_gpus = x->gpus / lay->pp;
+    cm_link_class pp_link = stage_gpus >= gpn ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    x->p2p_msg_s = link_s(x, pp_link, x->tokens_mb / lay->tp * s->model.hidden * 2.0);
+
+    x->tp_layer_s = 0;
+    if (lay->tp > 1) {
+        cm_link_class tp_link = lay->tp <= gpn ? CM_LINK_NVLINK : CM_LINK_RDMA;
+        double ring = (lay->tp - 1.0) / lay->tp * x->tokens_mb * s->model.hidden * 2.0;
+        x->tp_layer_s = 8.0 * link_s(x, tp_link, ring);
+    }
+
+    x->sm_slow = overlap_compute_slowdown(s, c);
+}
+
+/* ---- one pipeline stage ---------------------------------------------------------------------------- */
+typedef struct { double F, B, W, R, c_mb, comm_mb; } stage_time;
+
+static void add_scaled(stage_time *st, const pass_times *p, double n) {
+    st->F += n * p->fwd_s;
+    st->B += n * (p->bwd_s + p->recompute_s);
+    st->W += n * p->wgrad_s;
+    st->R += n * p->recompute_s;
+}
+
+static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
+    const layout_cfg *lay = &x->s->layout;
+    int nd, nm;
+    stage_layers(x->mc.layers, x->mc.dense_layers, lay->pp, stage, &nd, &nm);
+    memset(st, 0, sizeof *st);
+    add_scaled(st, &x->lc.dense_layer, nd);
+    add_scaled(st, &x->lc.moe_layer, nm);
+    if (stage == 0) add_scaled(st, &x->lc.embed, 1);
+    if (stage == lay->pp - 1) add_scaled(st, &x->lc.head, 1);
+    st->F *= x->sm_slow; st->B *= x->sm_slow; st->W *= x->sm_slow; st->R *= x->sm_slow;
+    st->c_mb = st->F + st->B;
+
+    int msgs = (stage > 0) + (stage < lay->pp - 1);
+    double v = lay->schedule == SCHED_INTERLEAVED && lay->vpp > 1 ? lay->vpp : 1;
+    /* messages sent per micro-batch: activation to the next stage, gradient to the previous one */
+    st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s + (nd + nm) * x->tp_layer_s;
+}
+
+/* DP synchronization of one GPU holding `ne` non-expert and `ex` expert parameters, replicated over
+ * groups of g_ne and g_ex ranks: ring reduce-scatter (or all-reduce) of BF16 gradients and
+ * all-gather of weights. */
+static void dp_sync_s(const plan_ctx *x, double ne, double ex, double g_ne, double g_ex,
+                      double *t_rs, double *t_ag) {
+    const scenario *s = x->s;
+    cm_link_class l_ne = x->attn_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    cm_link_class l_ex = x->exp_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    double f_ne = g_ne > 1 ? (g_ne - 1) / g_ne : 0, f_ex = g_ex > 1 ? (g_ex - 1) / g_ex : 0;
+    double w_b = x->sb.weight, g_b = x->sb.grad;
+    double ar = s->layout.zero == 0 ? 2.0 : 1.0;   /* all-reduce = reduce-scatter + all-gather */
+    *t_rs = link_s(x, l_ne, ar * f_ne * g_b * ne) + link_s(x, l_ex, ar * f_ex * g_b * ex);
+    *t_ag = s->layout.zero == 0 ? 0.0 : link_s(x, l_ne, f_ne * w_b * ne) + link_s(x, l_ex, f_ex * w_b * ex);
+}
+
+static int check_input(const scenario *s, moe_error *err) {
+    const layout_cfg *l = &s->layout;
+    const char *f = s->file;
+    char v[64];
+    if (l->tp < 1 || l->pp < 1 || l->ep < 1 || l->dp < 1) {
+        snprintf(v, sizeof v, "%dx%dx%dx%d", l->tp, l->pp, l->ep, l->dp);
+        return moe_error_input(err, f, "layout", v, "tp, pp, ep, dp >= 1");
+    }
+    long prod = (long)l->tp * l->pp * l->ep * l->dp;
+    if (prod != scn_gpus(s)) {
+        snprintf(v, sizeof v, "tp*pp*ep*dp = %ld", prod);
+        return moe_error_input(err, f, "layout", v, "the GPU count %d", scn_gpus(s));
+    }
+    if (l->micro_batch < 1 || scn_micro_batches(s) < 1) {
+        snprintf(v, sizeof v, "%d", l->global_batch);
+        return moe_error_input(err, f, "layout.global_batch", v,
+                               "at least micro_batch x attention-DP = %d sequences",
+                               l->micro_batch * scn_attn_dp(s));
+    }
+    const model_cfg *m = &s->model;
+    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->seq_len < 1 ||
+        (m->experts > 0 && (m->top_k < 1 || m->expert_hidden < 1))) {
+        return moe_error_input(err, f, "model", NULL, "positive layers, hidden, heads, seq_len "
+                               "(and top_k, expert_hidden for MoE)");
+    }
+    const cluster_cfg *c = &s->cluster;
+    if (c->gpu.bf16_tflops <= 0 || c->gpu.fp8_tflops <= 0 || c->gpu.hbm_GBps <= 0 ||
+        c->nvlink_GBps <= 0 || c->nic_gbps <= 0 || c->gpus_per_node < 1) {
+        return moe_error_input(err, f, "cluster", NULL, "positive peaks, bandwidths and gpus_per_node");
+    }
+    return 0;
+}
+
+static void fill_params(const scenario *s, const model_counts *mc, plan_result *out) {
+    out->params_total = mc->params_total;
+    out->params_active = mc->params_active;
+    out->params_embedding = mc->params_embedding;
+    out->params_head = mc->params_head;
+    out->params_attention = mc->params_attention;
+    out->params_dense_ffn = mc->params_dense_ffn;
+    out->params_router = mc->params_router;
+    out->params_shared_experts = mc->params_shared_experts;
+    out->params_routed_experts = mc->params_routed_experts;
+    out->params_norms = mc->params_norms;
+    out->flops_per_token = mc->flops_per_token;
+    /* the back-of-the-envelope 6N uses the model card's headline active count when the scenario has
+     * one (seed 003: 6 x 37e9); the exact per-layer count stays in flops_per_token/params_active */
+    out->flops_per_token_6n = s->model.published_active_params > 0 ? 6.0 * s->model.published_active_params
+                                                                   : mc->flops_per_token_6n;
+}
+
+static void reliability_plan(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
+                             plan_result *out) {
+    const reliability_cfg *r = &s->reliability;
+    const checkpoint_cfg *ck = &r->checkpoint;
+    /* "auto": the whole model's weights, master weights and optimizer moments */
+    double full_state_b = sb->weight + sb->master + sb->moments;
+    out->checkpoint_state_bytes = ck->state_bytes >= 0 ? ck->state_bytes : mc->params_total * full_state_b;
+    out->checkpoint_write_s = ck->write_min >= 0 ? ck->write_min * 60.0
+                            : out->checkpoint_state_bytes / (s->cluster.storage_GBps * 1e9);
+    if (r->gpu_mtbf_h <= 0) return;
+    out->mtbf_cluster_h = mtbf_system(r->gpu_mtbf_h, scn_gpus(s));
+    double M = out->mtbf_cluster_h * 60.0, d = out->checkpoint_write_s / 60.0;   /* minutes */
+    out->young_interval_min = young_interval(d, M);
+    out->daly_first_order_min = daly_first_order(d, M);
+    out->daly_interval_min = daly_interval(d, M);
+}
+
+static void layout_warnings(const plan_ctx *x, plan_result *out) {
+    const scenario *s = x->s;
+    const layout_cfg *l = &s->layout;
+    if (l->zero >= 3 && l->pp > 1)
+        warn(out, "ZeRO-3 with PP=%d: parameter all-gathers repeat for each of the %d micro-batches "
+                  "(seed 000 §1.2); use ZeRO-1", l->pp, x->m);
+    else if (l->zero == 2 && l->pp > 1)
+        warn(out, "ZeRO-2 with PP=%d: sharded gradients are reduce-scattered after each of the %d "
+                  "micro-batches; use ZeRO-1", l->pp, x->m);
+    if (l->tp > s->cluster.gpus_per_node)
+        warn(out, "TP=%d spans nodes (%d GPUs per node): tensor-parallel collectives cross the NICs",
+             l->tp, s->cluster.gpus_per_node);
+    if (s->model.experts > 0 && x->ep_span.nodes > s->cluster.leaf_down_ports)
+        warn(out, "EP group spans %d nodes > %d under one leaf switch: its all-to-all crosses the spine",
+             x->ep_span.nodes, s->cluster.leaf_down_ports);
+    if (l->pp > s->model.layers)
+        warn(out, "PP=%d exceeds the %d layers: some stages hold no layer", l->pp, s->model.layers);
+    if (l->schedule == SCHED_DUALPIPE && (l->pp % 2 != 0 || x->m < 2 * l->pp))
+        warn(out, "DualPipe needs an even PP and at least 2*PP micro-batches (PP=%d, m=%d)", l->pp, x->m);
+}
+
+/* The slowest rank's per-micro-batch figures, kept for the step-time formulas. */
+typedef struct { double t, F, B, W, R, c, e, comm; } worst_time;
+
+int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs *c, plan_result *out,
+                       moe_error *err) {
+    memset(out, 0, sizeof *out);
+    if (check_input(s, err)) return err->code;
+    plan_ctx x;
+    derive(&x, s, cm, c, out);
+    fill_params(s, &x.mc, out);
+    snprintf(out->costmodel_source, sizeof out->costmodel_source, "%s", cm->source);
+    const layout_cfg *lay = &s->layout;
+    int pp = lay->pp, dual = lay->schedule == SCHED_DUALPIPE && pp > 1;
+
+    /* ---- compute budget (seed 003 step 1) ---- */
+    out->total_flops = budget_total_flops(s->run.tokens, out->flops_per_token_6n);
+
+    /* ---- per pipeline rank: memory and time; keep the worst ---- */
+    mem_ledgers worst = {0};
+    worst_time wt = {.t = -1};
+    double dp_exposed = 0, opt_s = 0;
+    double copies = dual ? 2.0 : 1.0;
+    double g_ne = (double)scn_attn_dp(s) * copies, g_ex = (double)lay->dp * copies;
+    int last = dual ? (pp - 1) / 2 : pp - 1;   /* DualPipe ranks r and pp-1-r are mirror images */
+    for (int r = 0; r <= last; r++) {
+        mem_ledgers ml;
+        memory_rank_ledgers_with(s, &x.mc, &x.ap, &x.sb, x.m, r, &ml);
+        if (ml.total > worst.total) { worst = ml; out->memory_rank = r; }
+
+        stage_time st;
+        stage_timing(&x, r, &st);
+        stage_params sp;
+        memory_stage_params(&x.mc, &s->model, lay, r, &sp);
+        if (dual && pp - 1 - r != r) {
+            /* the rank runs both of its stages in turn: per micro-batch, the mean of the two */
+            stage_time st2;
+            stage_params sp2;
+            stage_timing(&x, pp - 1 - r, &st2);
+            memory_stage_params(&x.mc, &s->model, lay, pp - 1 - r, &sp2);
+            st.F = 0.5 * (st.F + st2.F);
+            st.B = 0.5 * (st.B + st2.B);
+            st.W = 0.5 * (st.W + st2.W);
+            st.R = 0.5 * (st.R + st2.R);
+            st.c_mb = 0.5 * (st.c_mb + st2.c_mb);
+            st.comm_mb = 0.5 * (st.comm_mb + st2.comm_mb);
+            sp.nonexpert += sp2.nonexpert;
+            sp.expert += sp2.expert;
+        }
+        double exposed = dual ? dmax(0.0, st.comm_mb - st.c_mb) : st.comm_mb;
+        if (st.c_mb + exposed > wt.t)
+            wt = (worst_time){st.c_mb + exposed, st.F, st.B, st.W, st.R, st.c_mb, exposed, st.comm_mb};
+        /* DP sync after the last backward (overlapped with it), weight all-gather before the first
+         * forward (overlapped with it); ZeRO-2/3 repeat part of it per micro-batch */
+        double t_rs, t_ag;
+        dp_sync_s(&x, sp.nonexpert, sp.expert, g_ne, g_ex, &t_rs, &t_ag);
+        double dp = dmax(0.0, t_rs - st.B) + dmax(0.0, t_ag - st.F);
+        if (lay->zero == 2 && pp > 1) dp += (x.m - 1) * dmax(0.0, t_rs - st.B);
+        if (lay->zero >= 3) dp += 2.0 * x.m * dmax(0.0, t_ag - st.F);
+        if (dp > dp_exposed) dp_exposed = dp;
+        /* optimizer on the shard: read the gradient, read+write master, m and v, write the weight */
+        double shard = sp.nonexpert / g_ne + sp.expert / g_ex;
+        double upd_b = x.sb.grad + 2.0 * (x.sb.master + x.sb.moments) + x.sb.weight;
+        double o = costmodel_memory_bound_s(cm, shard * upd_b);
+        if (o > opt_s) opt_s = o;
+    }
+
+    /* ---- memory ---- */
+    out->memory_GiB.params = worst.params / GiB;
+    out->memory_GiB.grads = worst.grads / GiB;
+    out->memory_GiB.optimizer = worst.optimizer / GiB;
+    out->memory_GiB.activations = worst.activations / GiB;
+    out->memory_GiB.total = worst.total / GiB;
+    const char *overflow;
+    out->fits_memory = memory_fits(&worst, s->cluster.gpu.mem_GiB, c->memory_reserve, &overflow);
+    snprintf(out->overflow, sizeof out->overflow, "%s", overflow);
+    out->weight_bytes_per_param = x.sb.weight;
+    out->grad_bytes_per_param = x.sb.grad;
+    out->optimizer_bytes_per_param = x.sb.master + x.sb.moments;
+    int rc = lay->recompute;
+    out->act_bytes_per_token_layer = x.mc.moe_layers > 0 ? x.ap.moe_layer[rc] : x.ap.dense_layer[rc];
+    out->inflight_microbatches = inflight_microbatches(lay->schedule, pp, x.m, lay->vpp, out->memory_rank);
+
+    /* ---- step time ---- */
+    int m = x.m;
+    out->fwd_mb_s = wt.F;
+    out->bwd_mb_s = wt.B;
+    out->wgrad_mb_s = wt.W;
+    out->recompute_mb_s = wt.R;
+    out->comm_mb_s = wt.comm;
+    out->compute_s = m * wt.c;
+    double pipe_exposed = m * wt.e;
+    switch (dual ? SCHED_DUALPIPE : lay->schedule) {
+    case SCHED_DUALPIPE:
+        /* B full backward chunk, W its weight-gradient part, F&B the overlapped pair (F + B plus
+         * what communication it could not hide) */
+        out->bubble_s = bubble_dualpipe_s(pp, wt.B, wt.W, wt.c + wt.e);
+        break;
+    case SCHED_INTERLEAVED:
+        out->bubble_s = (pp - 1) * (wt.c + wt.e) / (lay->vpp > 1 ? lay->vpp : 1);
+        break;
+    case SCHED_1F1B:
+    default:
+        out->bubble_s = (pp - 1) * (wt.c + wt.e);
+        break;
+    }
+    double pipeline_s = out->compute_s + pipe_exposed + out->bubble_s;
+    out->bubble_fraction = pipeline_s > 0 ? out->bubble_s / pipeline_s : 0;
+    out->exposed_comm_s = pipe_exposed + dp_exposed;
+    out->optimizer_s = opt_s;
+    out->step_time_s = pipeline_s + dp_exposed + opt_s;
+
+    double tokens_step = (double)lay->global_batch * s->model.seq_len;
+    out->tokens_per_s_per_gpu = tokens_step / out->step_time_s / x.gpus;
+    out->tflops_per_gpu = out->tokens_per_s_per_gpu * out->flops_per_token / 1e12;
+    out->mfu = out->tflops_per_gpu / s->cluster.gpu.bf16_tflops;
+
+    double mfu = s->run.assumed_mfu > 0 ? s->run.assumed_mfu : out->mfu;
+    out->pure_compute_days =
+        budget_days(out->total_flops, budget_cluster_flops_per_s(x.gpus, s->cluster.gpu.bf16_tflops, mfu));
+
+    reliability_plan(s, &x.mc, &x.sb, out);
+
+    /* ---- warnings ---- */
+    layout_warnings(&x, out);
+    if (out->bubble_fraction > 0.20)
+        warn(out, "pipeline bubble %.0f%% > 20%%: more micro-batches (m=%d) or a smaller PP",
+             100.0 * out->bubble_fraction, m);
+    if (dual && wt.e > 0)
+        warn(out, "all-to-all + P2P exceed compute per micro-batch by %.0f%%: DualPipe hides only up to "
+                  "the compute time", 100.0 * wt.e / wt.c);
+    return 0;
+}
+
+int plan_evaluate_with_costmodel(const scenario *s, const costmodel *cm, plan_result *out,
+                                 moe_error *err) {
+    plan_costs c;
+    plan_costs_default(&c);
+    return plan_evaluate_with(s, cm, &c, out, err);
+}
+
+/* ---- the cost model of plan_evaluate, cached ----------------------------------------------------
+ * Loading a model JSON costs a file read and a parse; a sweep evaluates millions of layouts with the
+ * same one. The cache holds the last model, keyed by everything costmodel_for_scenario and the link
+ * fill-in below read: the calibration path and the cluster's GPU and link figures. One entry, static:
+ * plan_evaluate is not thread-safe (simrun runs sweep points in worker processes, not threads). A
+ * file changed on disk between two calls with the same path is not reloaded. */
+typedef struct {
+    char calibration[SCN_PATH_MAX];
+    char gpu_name[SCN_NAME_MAX];
+    double bf16_tflops, fp8_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
+} costmodel_key;
+
+static costmodel_key key_of(const scenario *s) {
+    costmodel_key k;
+    memset(&k, 0, sizeof k);   /* padding and string tails too: keys are compared with memcmp */
+    snprintf(k.calibration, sizeof k.calibration, "%s", s->calibration);
+    snprintf(k.gpu_name, sizeof k.gpu_name, "%s", s->cluster.gpu.name);
+    k.bf16_tflops = s->cluster.gpu.bf16_tflops;
+    k.fp8_tflops = s->cluster.gpu.fp8_tflops;
+    k.hbm_GBps = s->cluster.gpu.hbm_GBps;
+    k.nvlink_GBps = s->cluster.nvlink_GBps;
+    k.nic_gbps = s->cluster.nic_gbps;
+    k.pcie_GBps = s->cluster.pcie_GBps;
+    k.lat_nvlink = s->cluster.latency_us.nvlink;
+    k.lat_leaf = s->cluster.latency_us.same_leaf;
+    return k;
+}
+
+static int plan_costmodel(const scenario *s, const costmodel **out, moe_error *err) {
+    static struct { int valid; costmodel_key key; costmodel cm; } cache;
+    costmodel_key k = key_of(s);
+    if (!cache.valid || memcmp(&k, &cache.key, sizeof k) != 0) {
+        cache.valid = 0;
+        if (costmodel_for_scenario(s, &cache.cm, err)) return err->code;
+        /* a calibration without some link class (e.g. a single-node fit) keeps the plan finite: the
+         * missing classes come from the scenario's cluster, as the built-in roofline takes them */
+        costmodel from_cluster = costmodel_from_cluster(&s->cluster);
+        for (int l = 0; l < CM_LINK_N; l++)
+            if (!cache.cm.link[l].present) cache.cm.link[l] = from_cluster.link[l];
+        cache.key = k;
+        cache.valid = 1;
+    }
+    *out = &cache.cm;
+    return 0;
+}
+
+int plan_evaluate(const scenario *s, plan_result *out, moe_error *err) {
+    const costmodel *cm;
+    if (plan_costmodel(s, &cm, err)) {
+        memset(out, 0, sizeof *out);
+        return err->code;
+    }
+    return plan_evaluate_with_costmodel(s, cm, out, err);
+}
+
+void plan_result_to_json(const plan_result *p, cJSON *obj) {
+    cJSON_AddNumberToObject(obj, "params_total", p->params_total);
+    cJSON_AddNumberToObject(obj, "params_active", p->params_active);
+    cJSON_AddNumberToObject(obj, "flops_per_token", p->flops_per_token);
+    cJSON_AddNumberToObject(obj, "flops_per_token_6n", p->flops_per_token_6n);
+    cJSON_AddNumberToObject(obj, "total_flops", p->total_flops);
+    cJSON_AddNumberToObject(obj, "pure_compute_days", p->pure_compute_days);
+    cJSON *mem = cJSON_AddObjectToObject(obj, "memory_GiB");
+    cJSON_AddNumberToObject(mem, "params", p->memory_GiB.params);
+    cJSON_AddNumberToObject(mem, "grads", p->memory_GiB.grads);
+    cJSON_AddNumberToObject(mem, "optimizer", p->memory_GiB.optimizer);
+    cJSON_AddNumberToObject(mem, "activations", p->memory_GiB.activations);
+    cJSON_AddNumberToObject(mem, "total", p->memory_GiB.total);
+    cJSON_AddBoolToObject(obj, "fits_memory", p->fits_memory);
+    cJSON *w = cJSON_AddArrayToObject(obj, "warnings");
+    for (int i = 0; i < p->n_warnings; i++) cJSON_AddItemToArray(w, cJSON_CreateString(p->warnings[i]));
+    cJSON_AddNumberToObject(obj, "step_time_s", p->step_time_s);
+    cJSON_AddNumberToObject(obj, "bubble_fraction", p->bubble_fraction);
+    cJSON_AddNumberToObject(obj, "mtbf_cluster_h", p->mtbf_cluster_h);
+    cJSON_AddNumberToObject(obj, "young_interval_min", p->young_interval_min);
+    cJSON_AddNumberToObject(obj, "daly_interval_min", p->daly_interval_min);
+    /* beyond the SCENARIO.md contract */
+    cJSON_AddNumberToObject(obj, "daly_first_order_min", p->daly_first_order_min);
+    cJSON_AddNumberToObject(obj, "checkpoint_write_s", p->checkpoint_write_s);
+    cJSON_AddNumberToObject(obj, "checkpoint_state_bytes", p->checkpoint_state_bytes);
+    cJSON_AddNumberToObject(obj, "a2a_bytes_per_token_layer", p->a2a_bytes_per_token_layer);
+    cJSON_AddNumberToObject(obj, "mfu", p->mfu);
+    cJSON_AddNumberToObject(obj, "tokens_per_s_per_gpu", p->tokens_per_s_per_gpu);
+    cJSON_AddNumberToObject(obj, "tflops_per_gpu", p->tflops_per_gpu);
+    cJSON_AddNumberToObject(obj, "compute_s", p->compute_s);
+    cJSON_AddNumberToObject(obj, "exposed_comm_s", p->exposed_comm_s);
+    cJSON_AddNumberToObject(obj, "bubble_s", p->bubble_s);
+    cJSON_AddNumberToObject(obj, "optimizer_s", p->optimizer_s);
+    cJSON_AddStringToObject(obj, "overflow", p->overflow);
+    cJSON_AddStringToObject(obj, "costmodel_source", p->costmodel_source);
+    cJSON *mb = cJSON_AddObjectToObject(obj, "micro_batch_s");
+    cJSON_AddNumberToObject(mb, "forward", p->fwd_mb_s);
+    cJSON_AddNumberToObject(mb, "backward", p->bwd_mb_s);
+    cJSON_AddNumberToObject(mb, "weight_grad", p->wgrad_mb_s);
+    cJSON_AddNumberToObject(mb, "recompute", p->recompute_mb_s);
+    cJSON_AddNumberToObject(mb, "comm", p->comm_mb_s);
+    cJSON *sb = cJSON_AddObjectToObject(obj, "state_bytes_per_param");
+    cJSON_AddNumberToObject(sb, "weights", p->weight_bytes_per_param);
+    cJSON_AddNumberToObject(sb, "grads", p->grad_bytes_per_param);
+    cJSON_AddNumberToObject(sb, "optimizer", p->optimizer_bytes_per_param);
+    cJSON_AddNumberToObject(obj, "act_bytes_per_token_layer", p->act_bytes_per_token_layer);
+    cJSON_AddNumberToObject(obj, "inflight_microbatches", p->inflight_microbatches);
+    cJSON_AddNumberToObject(obj, "memory_rank", p->memory_rank);
+    cJSON *b = cJSON_AddObjectToObject(obj, "params_breakdown");
+    cJSON_AddNumberToObject(b, "embedding", p->params_embedding);
+    cJSON_AddNumberToObject(b, "head", p->params_head);
+    cJSON_AddNumberToObject(b, "attention", p->params_attention);
+    cJSON_AddNumberToObject(b, "dense_ffn", p->params_dense_ffn);
+    cJSON_AddNumberToObject(b, "router", p->params_router);
+    cJSON_AddNumberToObject(b, "shared_experts", p->params_shared_experts);
+    cJSON_AddNumberToObject(b, "routed_experts", p->params_routed_experts);
+    cJSON_AddNumberToObject(b, "norms", p->params_norms);
+}

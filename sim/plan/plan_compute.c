@@ -1,0 +1,254 @@
+/* plan_compute.c — the per-kernel compute price table and the plan's per-layer sums over it (shapes,
+ * sources and the kernel attribution in plan_compute.h). */
+#include "sim/plan/plan_compute.h"
+
+#include <string.h>
+
+#define BF16_B 2.0
+
+/* Shapes of one micro-batch on one GPU. */
+typedef struct {
+    const costmodel *cm;
+    const model_cfg *m;
+    dtype_kind dt;        /* GEMMs of layers and experts */
+    double T;             /* tokens of the micro-batch (the M of head-split GEMMs) */
+    double T_sp;          /* tokens per TP rank under sequence parallelism */
+    double tp;
+} shapes;
+
+/* Where a block's time goes in a table row: its forward, input-gradient and weight-gradient kernels
+ * (the same kernel for b and w where the program does not split the backward). */
+typedef struct { kernel_kind f, b, w; } roles;
+
+static const roles R_ATTN = {K_ATTN_FWD, K_ATTN_BWD_INPUT, K_ATTN_BWD_WEIGHT};
+static const roles R_DENSE = {K_DENSE_FFN_FWD, K_DENSE_FFN_BWD_INPUT, K_DENSE_FFN_BWD_WEIGHT};
+static const roles R_SHARED = {K_SHARED_EXPERT_FWD, K_SHARED_EXPERT_BWD_INPUT, K_SHARED_EXPERT_BWD_WEIGHT};
+static const roles R_ROUTER = {K_ROUTER_FWD, K_ROUTER_BWD, K_ROUTER_BWD};
+static const roles R_PERMUTE = {K_PERMUTE_FWD, K_PERMUTE_BWD, K_PERMUTE_BWD};
+static const roles R_UNPERMUTE = {K_UNPERMUTE_FWD, K_UNPERMUTE_BWD, K_UNPERMUTE_BWD};
+static const roles R_EMBED = {K_EMBED_FWD, K_EMBED_BWD, K_EMBED_BWD};
+static const roles R_HEAD = {K_HEAD_LOSS_FWD, K_HEAD_LOSS_BWD, K_HEAD_LOSS_BWD};
+
+/* C[M x N] = A[M x K] B[K x N]: forward, input gradient dA = dC B^T (M x K, inner N) and weight
+ * gradient dB = A^T dC (K x N, inner M). Returns the forward seconds. */
+static double gemm(const shapes *x, double *row, roles r, double M, double N, double K, dtype_kind dt) {
+    double f = costmodel_gemm_s(x->cm, M, N, K, dt);
+    row[r.f] += f;
+    row[r.b] += costmodel_gemm_s(x->cm, M, K, N, dt);
+    row[r.w] += costmodel_gemm_s(x->cm, K, N, M, dt);
+    return f;
+}
+
+/* A memory-bound kernel moving fwd_bytes forward and bwd_bytes in its backward. */
+static void mem(const shapes *x, double *row, roles r, double fwd_bytes, double bwd_bytes) {
+    row[r.f] += costmodel_memory_bound_s(x->cm, fwd_bytes);
+    row[r.b] += costmodel_memory_bound_s(x->cm, bwd_bytes);
+}
+
+/* Residual add + RMSNorm of one block: read the residual and the block output, write the new
+ * residual, read it, write the normed copy: 5 h-vectors in BF16 per token; backward twice that. */
+static double norm_pass_bytes(const shapes *x) { return x->T_sp * 5.0 * x->m->hidden * BF16_B; }
+/* The RMSNorm alone (what selective recompute re-runs): read and write one h-vector. */
+static double norm_only_bytes(const shapes *x) { return x->T_sp * 2.0 * x->m->hidden * BF16_B; }
+
+/* The residual+RMSNorm pass in front of a block; *sel_s gets the RMSNorm (selective recompute). */
+static void norm_pass(const shapes *x, double *row, roles r, double *sel_s) {
+    mem(x, row, r, norm_pass_bytes(x), 2.0 * norm_pass_bytes(x));
+    *sel_s += costmodel_memory_bound_s(x->cm, norm_only_bytes(x));
+}
+
+/* Pointwise activation of an FFN with inner size f_rank (already divided by TP) over `rows` rows:
+ * SwiGLU reads gate and up and writes the product (the costmodel's "swiglu" kernel, as
+ * costmodel_expert_ffn_fwd_s prices it); backward reads the output gradient and both inputs and
+ * writes both input gradients. GeLU: one input. */
+static double act_fwd_s(const shapes *x, double rows, double f_rank) {
+    if (x->m->ffn_act == FFN_SWIGLU) return costmodel_kernel_s(x->cm, "swiglu", rows * f_rank * 3.0 * BF16_B);
+    return costmodel_memory_bound_s(x->cm, rows * f_rank * 2.0 * BF16_B);
+}
+static double act_bwd_s(const shapes *x, double rows, double f_rank) {
+    if (x->m->ffn_act == FFN_SWIGLU) return costmodel_kernel_s(x->cm, "swiglu", rows * f_rank * 5.0 * BF16_B);
+    return costmodel_memory_bound_s(x->cm, rows * f_rank * 3.0 * BF16_B);
+}
+
+/* A dense FFN (or the fused shared experts) of inner size f over the micro-batch; *sel_s gets the
+ * activation's forward time (what selective recompute re-runs). */
+static void ffn(const shapes *x, double *row, roles r, double f, double *sel_s) {
+    double h = x->m->hidden, fr = f / x->tp, mats = x->m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0;
+    gemm(x, row, r, x->T, mats * fr, h, x->dt);              /* gate+up (or fc1) */
+    double a = act_fwd_s(x, x->T, fr);
+    row[r.f] += a;
+    row[r.b] += act_bwd_s(x, x->T, fr);
+    gemm(x, row, r, x->T, h, fr, x->dt);                     /* down (or fc2) */
+    *sel_s += a;
+}
+
+/* Attention block: norm pass, projections, core. *sel_s gets what selective recompute re-runs. */
+static void attention(const shapes *x, double *row, double *sel_s) {
+    const model_cfg *m = x->m;
+    double h = m->hidden, H = m->heads, tp = x->tp;
+    double v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
+    norm_pass(x, row, R_ATTN, sel_s);
+    if (m->attention == ATTN_MLA) {
+        double qk = (double)m->head_dim + m->rope_head_dim;
+        double ql = m->q_lora_rank, kl = m->kv_lora_rank, up_fwd = 0;
+        if (ql > 0) {
+            gemm(x, row, R_ATTN, x->T_sp, ql, h, x->dt);                       /* q_a (replicated) */
+            up_fwd += gemm(x, row, R_ATTN, x->T, H * qk / tp, ql, x->dt);      /* q_b */
+        } else {
+            gemm(x, row, R_ATTN, x->T, H * qk / tp, h, x->dt);                 /* q */
+        }
+        gemm(x, row, R_ATTN, x->T_sp, kl + m->rope_head_dim, h, x->dt);        /* kv_a (replicated) */
+        up_fwd += gemm(x, row, R_ATTN, x->T, H * ((double)m->head_dim + v) / tp, kl, x->dt);   /* kv_b */
+        double lat_bytes = x->T_sp * (ql + kl) * 2.0 * BF16_B;                 /* latent RMSNorms */
+        mem(x, row, R_ATTN, lat_bytes, 2.0 * lat_bytes);
+        *sel_s += up_fwd + costmodel_memory_bound_s(x->cm, lat_bytes);
+    } else {
+        double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
+        gemm(x, row, R_ATTN, x->T, (H * m->head_dim + kv * m->head_dim + kv * v) / tp, h, x->dt);
+    }
+    double core = x->T * model_attn_core_flops(m, m->seq_len) / tp;
+    row[K_ATTN_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
+    row[K_ATTN_BWD_INPUT] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
+    gemm(x, row, R_ATTN, x->T, h, H * v / tp, x->dt);                          /* o */
+}
+
+/* Routed experts of one MoE layer on one GPU at uniform routing: the rank receives T x top_k token
+ * copies spread over its local experts. Input and weight gradients each run the forward's matrices. */
+static void routed_experts(const shapes *x, const layout_cfg *lay, double *row, double *sel_s) {
+    const model_cfg *m = x->m;
+    int local = m->experts / lay->ep;
+    if (local < 1) local = 1;
+    double copies = x->T * m->top_k, f_rank = m->expert_hidden / x->tp;
+    /* uniform routing: every local expert gets the same rows; ranks holding more than 1024 experts
+     * (unrealistic) are priced in groups of 1024, one launch each */
+    double tok[1024], e_s = 0;
+    for (int e = 0; e < 1024; e++) tok[e] = copies / local;
+    for (int done = 0; done < local; done += 1024) {
+        int n = local - done < 1024 ? local - done : 1024;
+        e_s += costmodel_expert_ffn_fwd_s(x->cm, tok, n, m->hidden, f_rank, x->dt);
+    }
+    row[K_EXPERT_FWD] += e_s;
+    row[K_EXPERT_BWD_INPUT] += e_s;
+    row[K_EXPERT_BWD_WEIGHT] += e_s;
+    *sel_s += costmodel_kernel_s(x->cm, "swiglu", copies * f_rank * 3.0 * BF16_B);
+}
+
+op_phase compute_kernel_phase(kernel_kind k) {
+    switch (k) {
+    case K_EMBED_FWD: case K_ATTN_FWD: case K_DENSE_FFN_FWD: case K_ROUTER_FWD: case K_PERMUTE_FWD:
+    case K_EXPERT_FWD: case K_UNPERMUTE_FWD: case K_SHARED_EXPERT_FWD: case K_HEAD_LOSS_FWD:
+        return PHASE_F;
+    case K_EMBED_BWD: case K_ATTN_BWD_INPUT: case K_DENSE_FFN_BWD_INPUT: case K_ROUTER_BWD:
+    case K_PERMUTE_BWD: case K_EXPERT_BWD_INPUT: case K_UNPERMUTE_BWD: case K_SHARED_EXPERT_BWD_INPUT:
+    case K_HEAD_LOSS_BWD:
+        return PHASE_B;
+    case K_ATTN_BWD_WEIGHT: case K_DENSE_FFN_BWD_WEIGHT: case K_EXPERT_BWD_WEIGHT:
+    case K_SHARED_EXPERT_BWD_WEIGHT:
+        return PHASE_W;
+    default:
+        return PHASE_OPT;
+    }
+}
+
+kernel_kind compute_recompute_kernel(layer_kind lk) {
+    return lk == LAYER_MOE ? K_UNPERMUTE_BWD : K_DENSE_FFN_BWD_INPUT;
+}
+
+static int is_layer_kernel(kernel_kind k) {
+    return k != K_EMBED_FWD && k != K_EMBED_BWD && k != K_HEAD_LOSS_FWD && k != K_HEAD_LOSS_BWD;
+}
+
+/* The layer's forward (what full recompute re-runs): its forward kernels in the row. */
+static double layer_fwd_s(const double *row) {
+    double f = 0;
+    for (int k = 0; k < K_NKINDS; k++)
+        if (is_layer_kernel((kernel_kind)k) && compute_kernel_phase((kernel_kind)k) == PHASE_F) f += row[k];
+    return f;
+}
+
+static double recompute_s(recompute_kind rc, const double *row, double sel_s) {
+    if (rc == RECOMPUTE_FULL) return layer_fwd_s(row);
+    if (rc == RECOMPUTE_SELECTIVE) return sel_s;
+    return 0;
+}
+
+void compute_price_table(const scenario *s, const model_counts *mc, const costmodel *cm, double T,
+                         kernel_price_table *out) {
+    memset(out, 0, sizeof *out);
+    const model_cfg *m = &s->model;
+    const layout_cfg *lay = &s->layout;
+    shapes x = {.cm = cm, .m = m, .dt = s->precision.compute, .tp = lay->tp, .T = T, .T_sp = T / lay->tp};
+    double h = m->hidden;
+    out->T = T;
+
+    /* dense layer: attention, then norm pass + FFN */
+    double sel = 0, *d = out->s[LAYER_DENSE];
+    attention(&x, d, &sel);
+    norm_pass(&x, d, R_DENSE, &sel);
+    ffn(&x, d, R_DENSE, m->ffn_hidden, &sel);
+    out->recompute_s[LAYER_DENSE] = recompute_s(lay->recompute, d, sel);
+
+    /* MoE layer: attention, then norm pass + router, shared experts, permute, experts, unpermute */
+    double *e = out->s[LAYER_MOE];
+    if (m->experts > 0 && mc->moe_layers > 0) {
+        sel = 0;
+        attention(&x, e, &sel);
+        norm_pass(&x, e, R_ROUTER, &sel);
+        gemm(&x, e, R_ROUTER, x.T_sp, m->experts, h, DT_BF16);                 /* gating in BF16 */
+        if (m->shared_experts > 0) ffn(&x, e, R_SHARED, (double)m->shared_experts * m->expert_hidden, &sel);
+        double pairs_h = x.T * m->top_k * h;                                   /* as the program counts */
+        mem(&x, e, R_PERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.dispatch), 2.0 * pairs_h * BF16_B);
+        routed_experts(&x, lay, e, &sel);
+        mem(&x, e, R_UNPERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.combine), 2.0 * pairs_h * BF16_B);
+        out->recompute_s[LAYER_MOE] = recompute_s(lay->recompute, e, sel);
+    } else {
+        memcpy(e, d, sizeof out->s[LAYER_DENSE]);
+        out->recompute_s[LAYER_MOE] = out->recompute_s[LAYER_DENSE];
+    }
+
+    /* embedding gather (read the rows, write the activations) and its scatter-add backward; final
+     * RMSNorm, head GEMM in BF16, cross-entropy: read BF16 logits and keep them in FP32 forward, read
+     * them and write the BF16 logit gradient backward. Both rows carry them. */
+    double end[K_NKINDS] = {0};
+    mem(&x, end, R_EMBED, 4.0 * x.T * h, 4.0 * x.T * h);
+    mem(&x, end, R_HEAD, norm_only_bytes(&x), 2.0 * norm_only_bytes(&x));
+    gemm(&x, end, R_HEAD, x.T, m->vocab / x.tp, h, DT_BF16);
+    double logits = x.T * m->vocab / x.tp;
+    mem(&x, end, R_HEAD, logits * (BF16_B + 4.0), logits * (4.0 + BF16_B));
+    for (int l = 0; l < LAYER_NKINDS; l++)
+        for (int k = 0; k < K_NKINDS; k++)
+            if (!is_layer_kernel((kernel_kind)k)) out->s[l][k] = end[k];
+}
+
+/* Pass times of a row: its layer kernels (layer_kernels = 1) or its embedding/head kernels (0). */
+static pass_times sum_row(const double *row, int layer_kernels, double recompute) {
+    pass_times t = {0};
+    for (int k = 0; k < K_NKINDS; k++) {
+        if (is_layer_kernel((kernel_kind)k) != layer_kernels) continue;
+        switch (compute_kernel_phase((kernel_kind)k)) {
+        case PHASE_F: t.fwd_s += row[k]; break;
+        case PHASE_B: t.bwd_s += row[k]; break;
+        case PHASE_W: t.bwd_s += row[k]; t.wgrad_s += row[k]; break;
+        default: break;
+        }
+    }
+    t.recompute_s = recompute;
+    return t;
+}
+
+void plan_price_layers(const scenario *s, const model_counts *mc, const costmodel *cm,
+                       plan_layer_costs *out) {
+    memset(out, 0, sizeof *out);
+    kernel_price_table tab;
+    compute_price_table(s, mc, cm, (double)s->layout.micro_batch * s->model.seq_len, &tab);
+    out->dense_layer = sum_row(tab.s[LAYER_DENSE], 1, tab.recompute_s[LAYER_DENSE]);
+    out->moe_layer = sum_row(tab.s[LAYER_MOE], 1, tab.recompute_s[LAYER_MOE]);
+    /* embedding and head share one row; split them by kernel */
+    double emb[K_NKINDS] = {0}, head[K_NKINDS] = {0};
+    emb[K_EMBED_FWD] = tab.s[LAYER_DENSE][K_EMBED_FWD];
+    emb[K_EMBED_BWD] = tab.s[LAYER_DENSE][K_EMBED_BWD];
+    head[K_HEAD_LOSS_FWD] = tab.s[LAYER_DENSE][K_HEAD_LOSS_FWD];
+    head[K_HEAD_LOSS_BWD] = tab.s[LAYER_DENSE][K_HEAD_LOSS_BWD];
+    out->embed = sum_row(emb, 0, 0);
+    out->head = sum_row(head, 0, 0);
+}

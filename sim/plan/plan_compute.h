@@ -1,0 +1,107 @@
+/* plan_compute.h — THE compute price of one micro-batch on one GPU, kernel by kernel, through the cost
+ * model; the plan level sums it per layer, the step level prices its program ops from it.
+ *
+ * One derivation serves both levels: compute_price_table() prices every kernel kind of the step
+ * program (program.h K_*) on its real shapes — the list below — and plan_price_layers() is nothing
+ * but sums over that table; step_price_costmodel (step_exec.h) looks every non-expert COMPUTE op up
+ * in the same table. Only the routed experts are priced again per rank, on the tokens the routing
+ * sample actually sends each rank (costmodel_expert_ffn_fwd_s, the same function the table uses at
+ * uniform routing). The cost model is the scenario's calibration JSON, or the built-in roofline of
+ * its GPU. Per GPU, per micro-batch of T = micro_batch x seq_len tokens:
+ *
+ *   GEMM C[M x N] = A[M x K] B[K x N]     forward costmodel_gemm_s(M, N, K); backward = input gradient
+ *                                          (M, K, N) + weight gradient (K, N, M), both through
+ *                                          costmodel_gemm_s: the same three matrices, other roles.
+ *     attention (MLA)  q_a (T/tp, q_lora, h), kv_a (T/tp, kv_lora + rope, h)  [replicated across TP;
+ *                      with sequence parallelism each rank projects its own T/tp tokens]
+ *                      q_b (T, H qk/tp, q_lora), kv_b (T, H (nope + v)/tp, kv_lora), o (T, h, H v/tp)
+ *     attention (GQA)  qkv (T, (H hd + KV hd + KV v)/tp, h), o (T, h, H v/tp)
+ *     dense FFN        SwiGLU: gate+up (T, 2f/tp, h), down (T, h, f/tp); GeLU: fc1 (T, f/tp, h), fc2
+ *     shared experts   as the dense FFN with f = shared_experts x expert_hidden
+ *     router           (T/tp, experts, h) in BF16
+ *     head             (T, vocab/tp, h) in BF16
+ *   attention core     costmodel_attention_s(T x fwd_attn_core / tp) in BF16; backward 2x the FLOPs
+ *   routed experts     costmodel_expert_ffn_fwd_s over the rank's local experts at uniform routing
+ *                      (T x top_k x ep / experts tokens each, inner dim expert_hidden/tp); backward =
+ *                      2 x that (input and weight gradients: the same matrices, as the step prices)
+ *   memory-bound       costmodel_memory_bound_s per kernel: per block (attention, FFN) one RMSNorm +
+ *                      residual add pass (read x and the residual, write both: 5 h x 2 B per token;
+ *                      backward reads/writes twice that); SwiGLU/GeLU pointwise (fwd read 2f write f,
+ *                      bwd read 3f write 2f, BF16); permute / unpermute around the all-to-all
+ *                      (2 T top_k h bytes at the dispatch / combine precision forward, BF16 backward);
+ *                      embedding gather (4 T h); final RMSNorm; cross-entropy (read BF16 logits,
+ *                      keep FP32: 6 T vocab/tp B; backward the same bytes the other way).
+ *
+ * Precision (DeepSeek-V3 report §3.3, "the embedding module, the output head, MoE gating modules,
+ * normalization operators, and attention operators" stay in BF16/FP32): GEMMs of the layers and the
+ * experts in precision.compute; attention core, router and head in BF16.
+ *
+ * Which program kernel each term belongs to (the ops program.c emits per layer):
+ *   K_ATTN_*           the attention block's residual+RMSNorm pass, its projections, latent norms and
+ *                      core; _FWD forward, _BWD_INPUT every input gradient (GEMM dgrads, norm and core
+ *                      backward), _BWD_WEIGHT the projections' weight gradients
+ *   K_DENSE_FFN_*      (dense layers) the FFN's residual+RMSNorm pass, GEMMs and activation, split alike
+ *   K_ROUTER_*         (MoE layers) the FFN side's residual+RMSNorm pass and the gating GEMM; the
+ *                      program has no B/W split here, so _BWD holds input and weight gradients
+ *   K_SHARED_EXPERT_*  the shared experts' FFN (0 without shared experts), split like the dense FFN
+ *   K_PERMUTE_*, K_UNPERMUTE_*   the permute / unpermute passes
+ *   K_EXPERT_*         routed experts at uniform routing (the plan's figure; the step re-prices them)
+ *   K_EMBED_*          the embedding gather / scatter-add
+ *   K_HEAD_LOSS_*      final RMSNorm, head GEMM, cross-entropy (_BWD: input and weight gradients)
+ *
+ * Recompute (memory.h's kinds): selective re-runs, per layer, the RMSNorm passes, the MLA up
+ * projections (q_b, kv_b forward GEMMs) and the FFN/expert activation functions; full re-runs the
+ * whole layer forward. Either is extra work before the backward of that layer: the step program has
+ * no recompute op, so the step adds recompute_s[layer kind] to the layer's FIRST backward kernel
+ * (compute_recompute_kernel: K_DENSE_FFN_BWD_INPUT of a dense layer, K_UNPERMUTE_BWD of an MoE
+ * layer), where it delays the layer's backward exactly as the re-run forward does. */
+#ifndef MOESIM_PLAN_COMPUTE_H
+#define MOESIM_PLAN_COMPUTE_H
+
+#include "sim/plan/costmodel.h"
+#include "sim/plan/model.h"
+#include "sim/plan/kernels.h"
+#include "sim/scenario/scenario.h"
+
+typedef enum { LAYER_DENSE = 0, LAYER_MOE, LAYER_NKINDS } layer_kind;
+
+/* Seconds of each program kernel for one micro-batch of T tokens on one GPU, by the kind of layer it
+ * runs in (attention is the same in both rows; K_DENSE_FFN_* is 0 in the MoE row, the MoE kernels 0
+ * in the dense row). Embedding and head kernels stand in both rows. Without MoE layers the MoE row
+ * is the dense row. Kernels the table does not price (K_NONE, K_OPTIMIZER) are 0. */
+typedef struct {
+    double T;                                   /* tokens of the micro-batch priced */
+    double s[LAYER_NKINDS][K_NKINDS];
+    double recompute_s[LAYER_NKINDS];           /* recompute per layer (layout.recompute) */
+} kernel_price_table;
+
+/* Price every kernel of `s` (layout, precision, recompute) for a micro-batch of T tokens with `cm`.
+ * Pure; no allocation. */
+void compute_price_table(const scenario *s, const model_counts *mc, const costmodel *cm, double T,
+                         kernel_price_table *out);
+
+/* The kernel a layer's recompute is attached to in the step (the first one of its backward). */
+kernel_kind compute_recompute_kernel(layer_kind lk);
+
+/* The phase a kernel's time counts in: PHASE_F, PHASE_B (input gradients; the router's and head's
+ * whole backward) or PHASE_W (deferrable weight gradients); PHASE_OPT for kernels outside the table. */
+op_phase compute_kernel_phase(kernel_kind k);
+
+/* Seconds of one micro-batch on one GPU. bwd_s includes wgrad_s (the weight-gradient share, which
+ * DualPipe's W chunk defers); recompute_s is extra forward work inside the backward. */
+typedef struct { double fwd_s, bwd_s, wgrad_s, recompute_s; } pass_times;
+
+typedef struct {
+    pass_times dense_layer;   /* attention + dense FFN */
+    pass_times moe_layer;     /* attention + router + shared + routed experts + permute/unpermute */
+    pass_times embed;         /* first stage */
+    pass_times head;          /* last stage: final norm, head GEMM, cross-entropy */
+} plan_layer_costs;
+
+/* Price the layers of `s` (layout, precision, recompute) with `cm`: sums over compute_price_table at
+ * T = micro_batch x seq_len. wgrad_s is the *_BWD_WEIGHT kernels (what the program lets a schedule
+ * defer). Pure; no allocation. */
+void plan_price_layers(const scenario *s, const model_counts *mc, const costmodel *cm,
+                       plan_layer_costs *out);
+
+#endif

@@ -1,0 +1,16 @@
+/* plan_costs.c — the plan's assumptions beyond the cost model (sources in plan_costs.h). */
+#include "sim/plan/plan_costs.h"
+
+#include "sim/plan/memory.h"
+
+void plan_costs_default(plan_costs *c) {
+    c->comm_sm_fraction = 20.0 / 132.0;
+    c->memory_reserve = MEMORY_RESERVE_DEFAULT;
+}
+
+double overlap_compute_slowdown(const scenario *s, const plan_costs *c) {
+    const layout_cfg *lay = &s->layout;
+    int moe = s->model.experts > 0 && s->model.layers > s->model.dense_layers;
+    int overlapped = lay->schedule == SCHED_DUALPIPE && moe && lay->ep > 1;
+    return overlapped ? 1.0 / (1.0 - c->comm_sm_fraction) : 1.0;
+}

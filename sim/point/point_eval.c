@@ -1,0 +1,64 @@
+/* point_eval.c — one sweep point through the three levels. */
+#include "sim/point/point_eval.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/plan/costmodel.h"
+#include "sim/plan/plan.h"
+#include "sim/simgrid/step_sim.h"
+#include "sim/run/trainrun.h"
+
+/* The results' "calibration" object: where the cost model came from (SCENARIO.md). */
+static cJSON *calibration_json(const scenario *s, moe_error *err) {
+    costmodel cm;
+    if (costmodel_for_scenario(s, &cm, err)) return NULL;
+    return costmodel_provenance_json(&cm);
+}
+
+/* --reproducible: every wall-clock measurement is named *_wall_s (sim_wall_s, simgrid_wall_s, ...);
+ * zero them all so that reruns are byte-identical. */
+static void zero_wall_clock(cJSON *node) {
+    for (cJSON *e = node ? node->child : NULL; e; e = e->next) {
+        size_t n = e->string ? strlen(e->string) : 0;
+        if (cJSON_IsNumber(e) && n >= 7 && strcmp(e->string + n - 7, "_wall_s") == 0) cJSON_SetNumberValue(e, 0);
+        else if (cJSON_IsObject(e) || cJSON_IsArray(e)) zero_wall_clock(e);
+    }
+}
+
+cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const point_opts *opt, moe_error *err) {
+    cJSON *pt = cJSON_CreateObject();
+    cJSON_AddNumberToObject(pt, "id", id);
+    cJSON_AddItemToObject(pt, "sweep", sweep_values ? sweep_values : cJSON_CreateObject());
+    cJSON_AddItemToObject(pt, "scenario", scenario_to_json(s));
+    cJSON *cal = calibration_json(s, err);
+    if (!cal) goto fail;
+    cJSON_AddItemToObject(pt, "calibration", cal);
+
+    plan_result plan;
+    if (plan_evaluate(s, &plan, err)) goto fail;
+    if (opt->levels & LEVEL_PLAN) plan_result_to_json(&plan, cJSON_AddObjectToObject(pt, "plan"));
+
+    double step_time_s = plan.step_time_s;
+    if (opt->levels & LEVEL_STEP) {
+        step_result st;
+        memset(&st, 0, sizeof st);
+        step_options so = {.trace_path = opt->trace_path};
+        if (step_simulate(s, &so, &st, err)) goto fail;
+        cJSON *step = cJSON_AddObjectToObject(pt, "step");
+        step_result_to_json(&st, step);
+        step_time_s = st.step_time_s;
+        step_result_free(&st);
+    }
+    if (opt->levels & LEVEL_RUN) {
+        trainrun_result tr;
+        if (trainrun_simulate(s, &plan, step_time_s, &tr, err)) goto fail;
+        trainrun_result_to_json(&tr, cJSON_AddObjectToObject(pt, "run"));
+    }
+    if (opt->reproducible) zero_wall_clock(pt);
+    return pt;
+fail:
+    cJSON_Delete(pt);
+    return NULL;
+}

@@ -1,0 +1,730 @@
+/* program.c — generate the step program (program.h) from a scenario: groups, routing patterns, and
+ * per pipeline stage the rank-relative op list built from the schedule's work order (schedule.h).
+ *
+ * What one work item becomes (per layer of the model stage, in data-flow order):
+ *   F: [RECV act | embed] attn [tp AR] (dense FFN [tp AR] | router permute DISPATCH shared expert
+ *      COMBINE unpermute) ... [SEND act | head+loss]
+ *   B: [RECV grad | head+loss bwd] per layer in reverse: (dense FFN bwd | unpermute-bwd DISPATCH_B
+ *      expert-bwd COMBINE_B shared-bwd permute-bwd router-bwd) attn-bwd ... [SEND grad | embed bwd];
+ *      weight gradients right after their input gradients unless the schedule defers them to a W item.
+ *   W: the deferred weight-gradient GEMMs of one earlier B.
+ *   tail: ZeRO-1 reduce-scatter of gradients (dense group, expert group), optimizer on the shard,
+ *      all-gather of parameters (zero == 0: all-reduce, optimizer on everything).
+ * Communication ops go on the comm stream, SENDs on the P2P stream: a lone item therefore exposes its
+ * all-to-alls (each waits for the op before it), while an overlapped F/B pair (DualPipe) is emitted
+ * segment by segment, alternately, so that one item's all-to-all runs under the other's compute.
+ */
+#include "sim/program/program.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/program/expert_load.h"
+#include "sim/plan/model.h"
+#include "sim/program/routing.h"
+#include "sim/program/schedule.h"
+
+/* ---- names -------------------------------------------------------------------------------------- */
+const char *op_kind_name(op_kind k) {
+    static const char *n[] = {"compute", "a2a_dispatch", "a2a_combine", "send", "recv",
+                              "reduce_scatter", "all_gather", "all_reduce"};
+    return k < OP_NKINDS ? n[k] : "?";
+}
+const char *op_kind_label(op_kind k) {
+    static const char *n[] = {"COMPUTE", "A2A_DISPATCH", "A2A_COMBINE", "SEND", "RECV",
+                              "REDUCE_SCATTER", "ALL_GATHER", "ALL_REDUCE"};
+    return k < OP_NKINDS ? n[k] : "?";
+}
+const char *group_kind_name(group_kind k) {
+    static const char *n[] = {"EP", "TP", "DP_DENSE", "DP_EXPERT"};
+    return k < GROUP_NKINDS ? n[k] : "?";
+}
+const char *kernel_name(kernel_kind k) {
+    static const char *n[] = {"none", "embed_fwd", "embed_bwd", "attn_fwd", "attn_bwd_input",
+        "attn_bwd_weight", "dense_ffn_fwd", "dense_ffn_bwd_input", "dense_ffn_bwd_weight",
+        "router_fwd", "router_bwd", "permute_fwd", "permute_bwd", "expert_fwd", "expert_bwd_input",
+        "expert_bwd_weight", "unpermute_fwd", "unpermute_bwd", "shared_expert_fwd",
+        "shared_expert_bwd_input", "shared_expert_bwd_weight", "head_loss_fwd", "head_loss_bwd",
+        "optimizer"};
+    return k < K_NKINDS ? n[k] : "?";
+}
+const char *phase_name(op_phase ph) {
+    static const char *n[] = {"F", "B", "W", "OPT"};
+    return ph <= PHASE_OPT ? n[ph] : "?";
+}
+const char *stream_name(stream_kind s) {
+    static const char *n[] = {"compute", "comm", "p2p"};
+    return s < STREAM_N ? n[s] : "?";
+}
+
+/* ---- ranks ---------------------------------------------------------------------------------------- */
+int program_rank(const program *p, int d, int s, int e, int t) {
+    return ((d * p->pp + s) * p->ep + e) * p->tp + t;
+}
+void program_coords(const program *p, int rank, int *d, int *s, int *e, int *t) {
+    *t = rank % p->tp; rank /= p->tp;
+    *e = rank % p->ep; rank /= p->ep;
+    *s = rank % p->pp;
+    *d = rank / p->pp;
+}
+int program_gpu_of_rank(const program *p, int rank) {
+    if (p->scn->layout.placement == PLACE_EP_INNER) return rank;
+    int d, s, e, t;
+    program_coords(p, rank, &d, &s, &e, &t);
+    return ((s * p->ep + e) * p->dp + d) * p->tp + t;
+}
+int program_group_of(const program *p, int rank, group_kind kind) {
+    return p->rank_group[rank * GROUP_NKINDS + kind];
+}
+int program_draw_of(const program *p, int layer, int mb) {
+    int l = layer - p->moe_first_layer;
+    if (l < 0 || l >= p->n_moe_layers || mb < 0 || mb >= p->micro_batches) return 0;
+    return p->draw_of[l * p->micro_batches + mb];
+}
+
+/* ---- groups ------------------------------------------------------------------------------------------ */
+/* Each group kind: a key function from coordinates; ranks with equal keys share a group. Members are
+ * listed in rank order, which for the EP group is ep-index order. */
+static int group_key(const program *p, group_kind k, int d, int s, int e, int t) {
+    switch (k) {
+    case GROUP_EP: return (d * p->pp + s) * p->tp + t;
+    case GROUP_TP: return (d * p->pp + s) * p->ep + e;
+    case GROUP_DP_DENSE: return s * p->tp + t;
+    case GROUP_DP_EXPERT: return (s * p->ep + e) * p->tp + t;
+    default: return 0;
+    }
+}
+static int group_count(const program *p, group_kind k) {
+    switch (k) {
+    case GROUP_EP: return p->dp * p->pp * p->tp;
+    case GROUP_TP: return p->dp * p->pp * p->ep;
+    case GROUP_DP_DENSE: return p->pp * p->tp;
+    case GROUP_DP_EXPERT: return p->pp * p->ep * p->tp;
+    default: return 0;
+    }
+}
+
+static void build_groups(program *p) {
+    int first[GROUP_NKINDS];
+    p->n_groups = 0;
+    for (int k = 0; k < GROUP_NKINDS; k++) { first[k] = p->n_groups; p->n_groups += group_count(p, k); }
+    p->groups = calloc((size_t)p->n_groups, sizeof *p->groups);
+    p->group_members = malloc((size_t)p->n_ranks * GROUP_NKINDS * sizeof(int));
+    p->rank_group = malloc((size_t)p->n_ranks * GROUP_NKINDS * sizeof(int));
+    int *fill = calloc((size_t)p->n_groups, sizeof(int));
+    int off = 0;
+    for (int k = 0; k < GROUP_NKINDS; k++) {
+        int n = p->n_ranks / group_count(p, k);
+        for (int g = 0; g < group_count(p, k); g++) {
+            program_group *G = &p->groups[first[k] + g];
+            G->kind = k; G->n = n; G->ranks = p->group_members + off; off += n;
+        }
+    }
+    for (int r = 0; r < p->n_ranks; r++) {
+        int d, s, e, t;
+        program_coords(p, r, &d, &s, &e, &t);
+        for (int k = 0; k < GROUP_NKINDS; k++) {
+            int g = first[k] + group_key(p, k, d, s, e, t);
+            p->groups[g].ranks[fill[g]++] = r;
+            p->rank_group[r * GROUP_NKINDS + k] = g;
+        }
+    }
+    free(fill);
+}
+
+/* ---- routing (sim/program/routing.h; see "Routing" in program.h) ------------------------------------------------
+ * Distinct samples of the pool. Uniform and hot routing have one law for all layers: ROUTING_POOL_DRAWS
+ * samples of it. Zipf and trace have a law per MoE layer: ROUTING_POOL_DRAWS laws cycled over the
+ * layers, one sample each. routing.h suggests 2-4 / 4-8 for the <= 2 s step; every distinct sample
+ * is A2A_NKINDS distinct SimGrid patterns per EP-group placement. */
+#define ROUTING_POOL_DRAWS 4
+
+static double *dup_scaled(const double *src, size_t n, double scale) {
+    double *d = malloc((n ? n : 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++) d[i] = src[i] * scale;
+    return d;
+}
+
+/* The four a2a matrices of one routing sample (kinds as in program.h). */
+static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
+    const scenario *s = p->scn;
+    int n = rs->n_ranks, nn = rs->n_nodes;
+    double h = s->model.hidden, grad = 2.0;   /* backward all-to-alls carry BF16 gradients */
+    for (int k = 0; k < A2A_NKINDS; k++) {
+        a2a_matrix *m = &p->patterns[draw * A2A_NKINDS + k];
+        m->kind = k; m->draw = draw;
+        m->is_combine = k == A2A_COMBINE_F || k == A2A_COMBINE_B;
+        switch (k) {
+        case A2A_DISPATCH_F:
+            m->bytes = dup_scaled(rs->dispatch_bytes, (size_t)n * n, 1.0);
+            m->node_bytes = dup_scaled(rs->dispatch_node_bytes, (size_t)n * nn, 1.0);
+            break;
+        case A2A_COMBINE_F:
+            m->bytes = dup_scaled(rs->combine_bytes, (size_t)n * n, 1.0);
+            m->node_bytes = dup_scaled(rs->combine_node_bytes, (size_t)n * nn, 1.0);
+            break;
+        case A2A_DISPATCH_B:
+            m->bytes = dup_scaled(rs->dispatch_tokens, (size_t)n * n, h * grad);
+            m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
+            break;
+        default: /* A2A_COMBINE_B: transpose of the dispatch token sets */
+            m->bytes = malloc((size_t)n * n * sizeof(double));
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++) m->bytes[j * n + i] = rs->dispatch_tokens[i * n + j] * h * grad;
+            m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
+            break;
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) if (i != j) m->total_bytes += m->bytes[i * n + j];
+    }
+    for (int j = 0; j < n; j++) p->recv_tokens[(size_t)draw * n + j] = rs->rank_tokens[j];
+    memcpy(p->expert_tokens + (size_t)draw * rs->n_experts, rs->expert_tokens, (size_t)rs->n_experts * sizeof(double));
+}
+
+/* Draw the routing of the step: the pool's sample for every (MoE layer, micro-batch), its patterns,
+ * and the statistics of the samples used. */
+static int build_routing(program *p, moe_error *err) {
+    const scenario *s = p->scn;
+    int n = p->ep, E = s->model.experts, m = p->micro_batches;
+    p->moe_first_layer = E > 0 ? s->model.dense_layers : s->model.layers;
+    p->n_moe_layers = E > 0 ? s->model.layers - s->model.dense_layers : 0;
+    p->draw_of = calloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
+    p->step_expert_tokens = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
+    p->step_expert_routed = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
+    if (E <= 0 || p->n_moe_layers <= 0) {
+        p->n_draws = 1; p->n_patterns = 0;
+        p->recv_tokens = calloc((size_t)n, sizeof(double));
+        p->expert_tokens = calloc(1, sizeof(double));
+        return 0;
+    }
+    const program_group *g0 = &p->groups[0];           /* EP group 0: replica 0, stage 0, tp 0 */
+    int *gpus = malloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) gpus[i] = program_gpu_of_rank(p, g0->ranks[i]);
+    /* with a dropping capacity limit, keep every token's choices to count what the router assigned
+     * before the limit (step_expert_routed: the imbalance the limit hides); ~K*T int32 per sample */
+    int capped = s->routing.drop && s->routing.capacity_factor > 0;
+    /* Expert tensor parallelism (Megatron's default when tp > 1): after the sequence-parallel gather,
+     * every TP rank routes ALL tokens of its micro-batch through its 1/tp slice of each expert (the
+     * expert GEMMs below divide expert_hidden by tp), so the EP group of each TP index carries the
+     * whole micro-batch, not 1/tp of it. */
+    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->tokens_per_mb};
+    routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
+    free(gpus);
+    if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
+    int laws = routing_ctx_layer_laws(ctx);
+    int per_law = laws > 1 ? 1 : ROUTING_POOL_DRAWS;
+    routing_pool *pool = routing_pool_create(ctx, per_law, laws > 1 ? ROUTING_POOL_DRAWS : 0, err);
+    if (!pool) { routing_ctx_free(ctx); return err->code ? err->code : EXIT_RUNTIME; }
+    p->a2a_n_nodes = routing_ctx_n_nodes(ctx);
+
+    int cap = ROUTING_POOL_DRAWS + 1, n_distinct = 0;
+    const routing_sample **distinct = malloc((size_t)cap * sizeof *distinct);
+    long *uses = calloc((size_t)cap, sizeof(long));
+    int rc = 0;
+    for (int l = 0; l < p->n_moe_layers && rc == 0; l++)
+        for (int mb = 0; mb < m; mb++) {
+            const routing_sample *rs = routing_pool_get(pool, l, mb, 0);
+            if (!rs) { rc = moe_error_set(err, EXIT_RUNTIME, "routing: out of memory"); break; }
+            int d = 0;
+            while (d < n_distinct && distinct[d] != rs) d++;
+            if (d == n_distinct) {
+                if (n_distinct == cap) {
+                    cap *= 2;
+                    distinct = realloc(distinct, (size_t)cap * sizeof *distinct);
+                    uses = realloc(uses, (size_t)cap * sizeof(long));
+                }
+                distinct[n_distinct] = rs; uses[n_distinct++] = 0;
+            }
+            uses[d]++;
+            p->draw_of[l * m + mb] = d;
+        }
+    if (rc == 0) {
+        p->n_draws = n_distinct;
+        p->n_patterns = n_distinct * A2A_NKINDS;
+        p->patterns = calloc((size_t)p->n_patterns, sizeof *p->patterns);
+        p->recv_tokens = calloc((size_t)n_distinct * n, sizeof(double));
+        p->expert_tokens = calloc((size_t)n_distinct * E, sizeof(double));
+        double cv = 0, mm = 0, gini = 0, n_uses = 0;
+        for (int d = 0; d < n_distinct; d++) {
+            const routing_sample *rs = distinct[d];
+            patterns_of_sample(p, d, rs);
+            p->routed_pairs += uses[d] * rs->assignments;
+            p->dropped_pairs += uses[d] * rs->dropped;
+            for (int e = 0; e < E; e++) p->step_expert_tokens[e] += uses[d] * rs->expert_tokens[e];
+            if (capped && rs->choices) {
+                size_t nc = (size_t)rs->n_ranks * rs->tokens_per_rank * rs->top_k;
+                for (size_t c = 0; c < nc; c++) {
+                    int32_t v = rs->choices[c];
+                    if (v == ROUTING_NONE) continue;
+                    p->step_expert_routed[v >= 0 ? v : -1 - v] += uses[d];
+                }
+            }
+            expert_load_stats st;
+            if (expert_load_analyze(rs->expert_tokens, (size_t)E, &st) == 0) {
+                cv += uses[d] * st.cv; mm += uses[d] * st.max_min; gini += uses[d] * st.gini;
+            }
+            n_uses += uses[d];
+        }
+        if (!capped) memcpy(p->step_expert_routed, p->step_expert_tokens, (size_t)E * sizeof(double));
+        p->dropped_token_fraction = p->routed_pairs > 0 ? (double)p->dropped_pairs / p->routed_pairs : 0;
+        p->expert_load_cv = cv / n_uses; p->expert_load_max_min = mm / n_uses; p->expert_load_gini = gini / n_uses;
+    }
+    free(distinct); free(uses);
+    routing_pool_free(pool);
+    routing_ctx_free(ctx);
+    return rc;
+}
+
+/* ---- per-layer quantities -------------------------------------------------------------------------------- */
+typedef struct {
+    model_counts mc;
+    double T;              /* tokens per micro-batch per rank */
+    double act_bytes;      /* one token's hidden state in BF16 */
+    double wbytes;         /* bytes per weight element in compute precision */
+    int moe_first;         /* first MoE layer index */
+    double tp;
+} layer_info;
+
+static int is_moe(const layer_info *li, int layer) { return li->mc.moe_layers > 0 && layer >= li->moe_first; }
+
+/* ---- op buffer with local indices ------------------------------------------------------------------------- */
+typedef struct { program_op *v; int n, cap; } op_buf;
+
+static int emit(op_buf *b, program_op op) {
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->v = realloc(b->v, (size_t)b->cap * sizeof *b->v);
+    }
+    b->v[b->n] = op;
+    return b->n++;
+}
+
+static program_op base_op(op_kind k, stream_kind st, op_phase ph, int layer, int chunk, int mb) {
+    program_op o;
+    memset(&o, 0, sizeof o);
+    o.kind = (uint8_t)k; o.kernel = K_NONE; o.stream = (uint8_t)st; o.phase = (uint8_t)ph;
+    o.layer = (int16_t)layer; o.chunk = (uint8_t)chunk; o.mb = mb;
+    o.peer = -1; o.group = -1; o.pattern = -1; o.tag = -1;
+    return o;
+}
+static void dep(program_op *o, int i) {
+    if (i < 0) return;
+    for (int k = 0; k < o->n_deps; k++) if (o->deps[k] == i) return;
+    if (o->n_deps < OP_MAX_DEPS) o->deps[o->n_deps++] = i;
+}
+
+static int compute(op_buf *b, kernel_kind kk, op_phase ph, int layer, int chunk, int mb,
+                   double flops, double mem, double tokens, int d0, int d1) {
+    program_op o = base_op(OP_COMPUTE, STREAM_COMPUTE, ph, layer, chunk, mb);
+    o.kernel = (uint8_t)kk; o.flops = (float)flops; o.mem_bytes = (float)mem; o.tokens = (int32_t)tokens;
+    dep(&o, d0); dep(&o, d1);
+    return emit(b, o);
+}
+static int coll(op_buf *b, op_kind k, group_kind g, op_phase ph, int layer, int chunk, int mb,
+                double bytes, int pattern, int d0) {
+    program_op o = base_op(k, STREAM_COMM, ph, layer, chunk, mb);
+    o.group = g; o.bytes = (float)bytes; o.pattern = pattern;
+    dep(&o, d0);
+    return emit(b, o);
+}
+
+/* Generation context of one pipeline stage. */
+typedef struct {
+    program *p;
+    const layer_info *li;
+    const schedule_spec *sp;
+    int stage;
+} gen_ctx;
+
+static int pattern_of(const gen_ctx *g, int layer, int mb, a2a_kind k) {
+    return program_draw_of(g->p, layer, mb) * A2A_NKINDS + k;
+}
+
+static int tag_of(const program *p, int mb, int ms_sender, int grad) {
+    return ((mb * p->n_model_stages) + ms_sender) * 2 + grad;
+}
+
+/* TP all-reduce after a block when tp > 1 */
+static int tp_ar(op_buf *b, const gen_ctx *g, op_phase ph, int layer, int chunk, int mb, int d0) {
+    if (g->p->tp <= 1) return d0;
+    return coll(b, OP_ALL_REDUCE, GROUP_TP, ph, layer, chunk, mb, g->li->T * g->li->act_bytes, -1, d0);
+}
+
+/* Forward of one micro-batch through model stage `ms` (chunk `c`). */
+static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
+    const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
+    double T = li->T, tp = li->tp, h = s->model.hidden;
+    int last = -1;
+    if (ms > 0) {
+        int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
+        program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
+        o.peer = ps; o.tag = tag_of(p, mb, ms - 1, 0); o.bytes = (float)(T * li->act_bytes);
+        last = emit(b, o);
+    } else {
+        last = compute(b, K_EMBED_FWD, PHASE_F, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, -1);
+    }
+    for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
+        double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
+        last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
+                       T * (li->mc.fwd_attn_proj + li->mc.fwd_attn_core) / tp, attn_w + 6 * T * li->act_bytes, T, last, -1);
+        last = tp_ar(b, g, PHASE_F, l, c, mb, last);
+        if (!is_moe(li, l)) {
+            last = compute(b, K_DENSE_FFN_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                           li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+            last = tp_ar(b, g, PHASE_F, l, c, mb, last);
+            continue;
+        }
+        int router = compute(b, K_ROUTER_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_router,
+                             li->mc.router * li->wbytes + T * li->act_bytes, T, last, -1);
+        int perm = compute(b, K_PERMUTE_FWD, PHASE_F, l, c, mb, 0,
+                           2 * T * s->model.top_k * h * dtype_bytes(s->precision.dispatch), T, router, -1);
+        int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_F), perm);
+        int shared = compute(b, K_SHARED_EXPERT_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_shared / tp,
+                             li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, router, -1);
+        program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, PHASE_F, l, c, mb);
+        eo.kernel = K_EXPERT_FWD; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
+        dep(&eo, disp);
+        int exp = emit(b, eo);
+        int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_F), exp);
+        last = compute(b, K_UNPERMUTE_FWD, PHASE_F, l, c, mb, 0,
+                       2 * T * s->model.top_k * h * dtype_bytes(s->precision.combine), T, comb, shared);
+    }
+    if (ms == p->n_model_stages - 1) {
+        compute(b, K_HEAD_LOSS_FWD, PHASE_F, OP_NO_LAYER, c, mb, T * li->mc.fwd_head / tp,
+                li->mc.head / tp * li->wbytes + T * (li->act_bytes + 4.0 * s->model.vocab / tp), T, last, -1);
+    } else {
+        int ns, nc; schedule_locate(g->sp, ms + 1, mb, &ns, &nc);
+        program_op o = base_op(OP_SEND, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
+        o.peer = ns; o.tag = tag_of(p, mb, ms, 0); o.bytes = (float)(T * li->act_bytes);
+        dep(&o, last);
+        emit(b, o);
+    }
+}
+
+/* Weight-gradient ops of layer l (emitted inline after B, or later as a W item). */
+static int gen_weights(op_buf *b, const gen_ctx *g, op_phase ph, int l, int c, int mb, int d0) {
+    const layer_info *li = g->li; double T = li->T, tp = li->tp;
+    int last = d0;
+    if (is_moe(li, l)) {
+        program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, ph, l, c, mb);
+        eo.kernel = K_EXPERT_BWD_WEIGHT; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
+        dep(&eo, last);
+        last = emit(b, eo);
+        last = compute(b, K_SHARED_EXPERT_BWD_WEIGHT, ph, l, c, mb, T * li->mc.fwd_shared / tp,
+                       li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+    } else {
+        last = compute(b, K_DENSE_FFN_BWD_WEIGHT, ph, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                       li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+    }
+    last = compute(b, K_ATTN_BWD_WEIGHT, ph, l, c, mb, T * li->mc.fwd_attn_proj / tp,
+                   (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+    return last;
+}
+
+static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int with_w) {
+    const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
+    double T = li->T, tp = li->tp, h = s->model.hidden;
+    int last;
+    if (ms == p->n_model_stages - 1) {
+        last = compute(b, K_HEAD_LOSS_BWD, PHASE_B, OP_NO_LAYER, c, mb, 2 * T * li->mc.fwd_head / tp,
+                       2 * li->mc.head / tp * li->wbytes + T * (li->act_bytes + 4.0 * s->model.vocab / tp), T, -1, -1);
+    } else {
+        int ns, nc; schedule_locate(g->sp, ms + 1, mb, &ns, &nc);
+        program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_B, OP_NO_LAYER, c, mb);
+        o.peer = ns; o.tag = tag_of(p, mb, ms + 1, 1); o.bytes = (float)(T * li->act_bytes);
+        last = emit(b, o);
+    }
+    for (int l = p->stage_layer_end[ms] - 1; l >= p->stage_layer_begin[ms]; l--) {
+        if (!is_moe(li, l)) {
+            last = compute(b, K_DENSE_FFN_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                           li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+            last = tp_ar(b, g, PHASE_B, l, c, mb, last);
+        } else {
+            int unp = compute(b, K_UNPERMUTE_BWD, PHASE_B, l, c, mb, 0,
+                              2 * T * s->model.top_k * h * 2.0, T, last, -1);
+            int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_B), unp);
+            int shared = compute(b, K_SHARED_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
+                                 li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+            program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, PHASE_B, l, c, mb);
+            eo.kernel = K_EXPERT_BWD_INPUT; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
+            dep(&eo, disp);
+            int exp = emit(b, eo);
+            int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_B), exp);
+            if (with_w) {
+                /* expert weight gradients run while the combine is in flight */
+                program_op wo = base_op(OP_COMPUTE, STREAM_COMPUTE, PHASE_B, l, c, mb);
+                wo.kernel = K_EXPERT_BWD_WEIGHT; wo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
+                dep(&wo, exp);
+                emit(b, wo);
+            }
+            int perm = compute(b, K_PERMUTE_BWD, PHASE_B, l, c, mb, 0,
+                               2 * T * s->model.top_k * h * 2.0, T, comb, shared);
+            last = compute(b, K_ROUTER_BWD, PHASE_B, l, c, mb, 2 * T * li->mc.fwd_router,
+                           li->mc.router * li->wbytes + T * li->act_bytes, T, perm, -1);
+        }
+        last = compute(b, K_ATTN_BWD_INPUT, PHASE_B, l, c, mb,
+                       T * (li->mc.fwd_attn_proj + 2 * li->mc.fwd_attn_core) / tp,
+                       (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 8 * T * li->act_bytes, T, last, -1);
+        last = tp_ar(b, g, PHASE_B, l, c, mb, last);
+        if (with_w) {
+            /* the expert W was emitted above; the rest of the layer's weight gradients here */
+            if (!is_moe(li, l))
+                compute(b, K_DENSE_FFN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                        li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+            else
+                compute(b, K_SHARED_EXPERT_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
+                        li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+            compute(b, K_ATTN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_attn_proj / tp,
+                    (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+        }
+    }
+    if (ms == 0) {
+        compute(b, K_EMBED_BWD, PHASE_B, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, -1);
+    } else {
+        int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
+        program_op o = base_op(OP_SEND, STREAM_P2P, PHASE_B, OP_NO_LAYER, c, mb);
+        o.peer = ps; o.tag = tag_of(p, mb, ms, 1); o.bytes = (float)(T * li->act_bytes);
+        dep(&o, last);
+        emit(b, o);
+    }
+}
+
+static void gen_w(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
+    int last = -1;
+    for (int l = g->p->stage_layer_end[ms] - 1; l >= g->p->stage_layer_begin[ms]; l--)
+        last = gen_weights(b, g, PHASE_W, l, c, mb, last);
+}
+
+/* Append `src` (local indices) to `dst`, remapping deps; returns the offset used. */
+static void append_ops(op_buf *dst, const op_buf *src, int from, int to, const int *remap, int *new_index) {
+    for (int i = from; i < to; i++) {
+        program_op o = src->v[i];
+        for (int k = 0; k < o.n_deps; k++) o.deps[k] = remap[o.deps[k]];
+        new_index[i] = emit(dst, o);
+    }
+}
+
+static int is_comm(const program_op *o) {
+    return o->kind != OP_COMPUTE && o->kind != OP_RECV && o->kind != OP_SEND;
+}
+
+/* Segments end right after each comm op. */
+static int next_segment_end(const op_buf *b, int from) {
+    for (int i = from; i < b->n; i++) if (is_comm(&b->v[i])) return i + 1;
+    return b->n;
+}
+
+static void gen_item(op_buf *b, const gen_ctx *g, const sched_item *it) {
+    int ms = schedule_model_stage(g->sp, g->stage, it->chunk, it->mb);
+    if (it->phase == SI_F) gen_forward(b, g, it->mb, it->chunk, ms);
+    else if (it->phase == SI_B) gen_backward(b, g, it->mb, it->chunk, ms, it->with_w);
+    else gen_w(b, g, it->mb, it->chunk, ms);
+}
+
+static void append_whole(op_buf *dst, const op_buf *src) {
+    /* deps point to earlier ops, so every remap entry read is written first (calloc: the compiler
+     * cannot see that) */
+    int *map = calloc((size_t)src->n + 1, sizeof(int));
+    append_ops(dst, src, 0, src->n, map, map);
+    free(map);
+}
+
+/* DualPipe F/B pair: alternate segments so each one's all-to-all overlaps the other's compute. */
+static void append_pair(op_buf *dst, const op_buf *a, const op_buf *bb) {
+    int *ma = calloc((size_t)a->n + 1, sizeof(int)), *mb = calloc((size_t)bb->n + 1, sizeof(int));
+    int ia = 0, ib = 0;
+    while (ia < a->n || ib < bb->n) {
+        if (ia < a->n) { int e = next_segment_end(a, ia); append_ops(dst, a, ia, e, ma, ma); ia = e; }
+        if (ib < bb->n) { int e = next_segment_end(bb, ib); append_ops(dst, bb, ib, e, mb, mb); ib = e; }
+    }
+    free(ma); free(mb);
+}
+
+/* ZeRO-1 tail of one rank: gradient sync per group, optimizer on the shard, parameter gather. */
+static void gen_tail(op_buf *b, const gen_ctx *g) {
+    const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
+    double tp = li->tp, dense = 0, expert = 0;
+    for (int c = 0; c < g->sp->n_chunks; c++) {
+        int ms = schedule_model_stage(g->sp, g->stage, c, c == 0 ? 0 : p->micro_batches - 1);
+        for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
+            dense += li->mc.attn_split / tp + li->mc.attn_replicated + li->mc.layer_norms;
+            if (is_moe(li, l)) {
+                dense += li->mc.router + li->mc.shared / tp;
+                expert += li->mc.expert * s->model.experts / p->ep / tp;
+            } else {
+                dense += li->mc.dense_ffn / tp;
+            }
+        }
+        if (ms == 0) dense += li->mc.embedding / tp;
+        if (ms == p->n_model_stages - 1) dense += (li->mc.head + li->mc.final_norm) / tp;
+    }
+    int ndd = p->ep * p->dp, nde = p->dp;
+    int deps[2] = {-1, -1};
+    double shard = 0;
+    if (s->layout.zero >= 1) {
+        if (ndd > 1) deps[0] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * 2.0, -1, -1);
+        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * 2.0, -1, -1);
+        shard = dense / ndd + expert / nde;
+    } else {
+        if (ndd > 1) deps[0] = coll(b, OP_ALL_REDUCE, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * 2.0, -1, -1);
+        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_ALL_REDUCE, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * 2.0, -1, -1);
+        shard = dense + expert;
+    }
+    /* AdamW: read fp32 master, m, v and the gradient; write master, m, v and the BF16 weight */
+    int opt = compute(b, K_OPTIMIZER, PHASE_OPT, OP_NO_LAYER, 0, -1, 12.0 * shard, 30.0 * shard, 0, deps[0], deps[1]);
+    if (s->layout.zero >= 1) {
+        if (ndd > 1) coll(b, OP_ALL_GATHER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * 2.0, -1, opt);
+        if (nde > 1 && expert > 0) coll(b, OP_ALL_GATHER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * 2.0, -1, opt);
+    }
+}
+
+static void gen_stage(program *p, const layer_info *li, const schedule_spec *sp, int stage) {
+    gen_ctx g = {.p = p, .li = li, .sp = sp, .stage = stage};
+    sched_item *items = NULL;
+    int n = schedule_stage(sp, stage, &items);
+    op_buf out = {0}, a = {0}, bb = {0};
+    for (int i = 0; i < n; i++) {
+        a.n = 0;
+        gen_item(&a, &g, &items[i]);
+        if (items[i].overlap_next && i + 1 < n) {
+            bb.n = 0;
+            gen_item(&bb, &g, &items[i + 1]);
+            append_pair(&out, &a, &bb);
+            i++;
+        } else {
+            append_whole(&out, &a);
+        }
+    }
+    gen_tail(&out, &g);
+    free(items); free(a.v); free(bb.v);
+    p->stage_ops[stage] = out.v;
+    p->stage_n_ops[stage] = out.n;
+}
+
+/* ---- resolution ---------------------------------------------------------------------------------------------- */
+static void resolve(const program *p, int rank, program_op *o) {
+    int d, s, e, t;
+    program_coords(p, rank, &d, &s, &e, &t);
+    if (o->kind == OP_SEND || o->kind == OP_RECV) o->peer = program_rank(p, d, o->peer, e, t);
+    else if (o->kind != OP_COMPUTE) o->group = program_group_of(p, rank, (group_kind)o->group);
+    if (o->kind == OP_COMPUTE && o->pattern >= 0) {
+        /* expert GEMMs: sized by the token-expert pairs this rank receives in that routing draw */
+        const scenario *sc = p->scn;
+        int draw = p->patterns[o->pattern].draw;
+        double pairs = p->recv_tokens[draw * p->ep + e];
+        double per_pair = 2.0 * (sc->model.ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * sc->model.hidden *
+                          sc->model.expert_hidden / p->tp;
+        double wbytes = (sc->model.ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * sc->model.hidden *
+                        sc->model.expert_hidden / p->tp * dtype_bytes(sc->precision.compute) *
+                        (sc->model.experts / p->ep);
+        o->tokens = (int32_t)llround(pairs);
+        o->flops = (float)(pairs * per_pair);
+        o->mem_bytes = (float)(wbytes + pairs * sc->model.hidden * 2.0 * 4);
+    }
+    if (o->kind == OP_A2A_DISPATCH || o->kind == OP_A2A_COMBINE) {
+        const a2a_matrix *m = &p->patterns[o->pattern];
+        double sent = 0;
+        for (int j = 0; j < p->ep; j++) if (j != e) sent += m->bytes[e * p->ep + j];
+        o->bytes = (float)sent;
+    }
+}
+
+void program_rank_op(const program *p, int rank, int i, program_op *out) {
+    int d, s, e, t;
+    program_coords(p, rank, &d, &s, &e, &t);
+    *out = p->stage_ops[s][i];
+    resolve(p, rank, out);
+}
+
+int program_materialize(const program *p, int rank, program_op **ops) {
+    int n = program_n_ops(p, rank);
+    *ops = malloc((size_t)(n > 0 ? n : 1) * sizeof **ops);
+    for (int i = 0; i < n; i++) program_rank_op(p, rank, i, &(*ops)[i]);
+    return n;
+}
+
+/* ---- build -------------------------------------------------------------------------------------------------- */
+int program_build(const scenario *s, program **out, moe_error *err) {
+    *out = NULL;
+    const layout_cfg *L = &s->layout;
+    int gpus = scn_gpus(s);
+    if (L->tp * L->pp * L->ep * L->dp != gpus) {
+        char v[96];
+        snprintf(v, sizeof v, "tp*pp*ep*dp = %d*%d*%d*%d = %d", L->tp, L->pp, L->ep, L->dp,
+                 L->tp * L->pp * L->ep * L->dp);
+        return moe_error_input(err, s->file, "layout", v, "the product to equal the GPU count %d", gpus);
+    }
+    if (s->model.experts > 0 && s->model.experts % L->ep != 0) {
+        char v[32]; snprintf(v, sizeof v, "%d", L->ep);
+        return moe_error_input(err, s->file, "layout.ep", v, "a divisor of model.experts (%d)", s->model.experts);
+    }
+    schedule_spec sp = {.kind = L->schedule, .pp = L->pp, .vpp = L->schedule == SCHED_INTERLEAVED ? L->vpp : 1,
+                        .m = scn_micro_batches(s)};
+    sp.n_chunks = L->schedule == SCHED_INTERLEAVED ? sp.vpp : L->schedule == SCHED_DUALPIPE ? 2 : 1;
+    if (schedule_check(&sp, s->file, err)) return err->code;
+    int n_ms = schedule_n_model_stages(&sp);
+    if (s->model.layers < n_ms) {
+        char v[32]; snprintf(v, sizeof v, "%d", s->model.layers);
+        return moe_error_input(err, s->file, "model.layers", v, "at least one layer per model stage (%d)", n_ms);
+    }
+
+    program *p = calloc(1, sizeof *p);
+    p->scn = s;
+    p->pp = L->pp; p->ep = L->ep; p->dp = L->dp; p->tp = L->tp;
+    p->vpp = sp.vpp; p->n_chunks = sp.n_chunks;
+    p->micro_batches = sp.m;
+    p->n_ranks = gpus;
+    p->tokens_per_mb = L->micro_batch * s->model.seq_len;
+    p->n_model_stages = n_ms;
+    p->stage_layer_begin = malloc((size_t)n_ms * sizeof(int));
+    p->stage_layer_end = malloc((size_t)n_ms * sizeof(int));
+    for (int ms = 0; ms < n_ms; ms++) {   /* balanced split, as pipeline_forms.c stage_layers() */
+        p->stage_layer_begin[ms] = (int)((long)ms * s->model.layers / n_ms);
+        p->stage_layer_end[ms] = (int)((long)(ms + 1) * s->model.layers / n_ms);
+    }
+    build_groups(p);
+    int rrc = build_routing(p, err);
+    if (rrc) { program_free(p); return rrc; }
+
+    layer_info li;
+    model_count(&s->model, &li.mc);
+    li.T = p->tokens_per_mb;
+    li.act_bytes = 2.0 * s->model.hidden;
+    li.wbytes = dtype_bytes(s->precision.compute);
+    li.moe_first = s->model.experts > 0 ? s->model.dense_layers : s->model.layers;
+    li.tp = p->tp;
+    p->stage_ops = calloc((size_t)p->pp, sizeof *p->stage_ops);
+    p->stage_n_ops = calloc((size_t)p->pp, sizeof(int));
+    for (int st = 0; st < p->pp; st++) gen_stage(p, &li, &sp, st);
+
+    /* model FLOPs of the step: every rank's compute ops, resolved */
+    double fl = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        int d, st, e, t;
+        program_coords(p, r, &d, &st, &e, &t);
+        if (d > 0) { continue; }   /* replicas run identical FLOPs: count one, scale below */
+        for (int i = 0; i < p->stage_n_ops[st]; i++) {
+            const program_op *o = &p->stage_ops[st][i];
+            if (o->kind != OP_COMPUTE || o->kernel == K_OPTIMIZER) continue;
+            if (o->pattern >= 0) { program_op ro; program_rank_op(p, r, i, &ro); fl += ro.flops; }
+            else fl += o->flops;
+        }
+    }
+    p->model_flops_per_step = fl * p->dp;
+    *out = p;
+    return 0;
+}
+
+void program_free(program *p) {
+    if (!p) return;
+    for (int s = 0; s < p->pp; s++) free(p->stage_ops ? p->stage_ops[s] : NULL);
+    free(p->stage_ops); free(p->stage_n_ops);
+    free(p->stage_layer_begin); free(p->stage_layer_end);
+    free(p->groups); free(p->group_members); free(p->rank_group);
+    for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); }
+    free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
+    free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
+    free(p);
+}

@@ -1,0 +1,234 @@
+/* program.h — the step program: the IR every executor runs (DESIGN.md "one step program, several
+ * executors").
+ *
+ * A step program is, for every rank, an ordered list of ops. The fast executor (sim/exec/step_exec.c),
+ * the full-fidelity SimGrid executor (sim/simgrid/exec_full.c) and the live executor (NCCL / MPI) all run
+ * the same program; nothing about a layout or a schedule is decided anywhere else. The per-stage
+ * order of (micro-batch, chunk, phase) comes from sim/program/schedule.h; sim/program/program.c turns it into ops.
+ *
+ * Execution semantics (every executor must implement exactly these):
+ *   - Each op runs on one stream of its rank. A stream is a FIFO resource, like a CUDA stream: an op
+ *     starts when (a) the previous op of the same rank on the same stream has finished and (b) every
+ *     op listed in its deps (earlier ops of the same rank, by index) has finished.
+ *   - COMPUTE: duration from the cost model (kernel, flops, mem_bytes, tokens), times the slow-GPU
+ *     factor of the rank's GPU.
+ *   - SEND is eager (buffered, like NCCL p2p of a small activation into a pre-posted buffer): it
+ *     occupies the sender's P2P stream for the transfer time and finishes then; it never waits for
+ *     the receiver. RECV occupies no resource: it finishes at max(its own ready time, the matching
+ *     SEND's finish). A SEND matches the RECV on rank `peer` with the same `tag` (tags are unique per
+ *     (sender, receiver) pair within a step). This rule is deadlock-free for every schedule.
+ *   - A2A_DISPATCH / A2A_COMBINE and the ring collectives are collective over a group: the k-th
+ *     collective op of group g on every member is the same instance; it starts when the last member
+ *     arrives (its op is ready) and ends for all members at start + the comm model's time for the
+ *     pattern (all-to-all: the slowest rank's completion; DESIGN.md level 2).
+ *   - A rank's step ends when its last op ends; the step ends when every rank's step has ended.
+ *
+ * Ranks and GPUs. A rank is the tuple (replica d, stage s, ep index e, tp index t) numbered
+ *     rank = ((d * pp + s) * ep + e) * tp + t
+ * where "stage" is the pipeline position of the rank (its pipeline rank; with interleaving or
+ * DualPipe a rank holds several model stages, its "chunks"). layout.placement maps ranks to GPUs:
+ *   ep-inner : gpu = rank   — an EP group (ep*tp ranks) lies on consecutive GPUs, i.e. on
+ *              ep*tp/gpus_per_node consecutive nodes (seed 003: "64 GPUs on 8 consecutive nodes");
+ *   dp-inner : gpu = ((s * ep + e) * dp + d) * tp + t — the replicas of one expert shard are
+ *              neighbours (EP groups spread over dp-strided nodes).
+ * Node of a GPU = gpu / gpus_per_node; its rail = gpu % gpus_per_node.
+ *
+ * Groups. Every collective names a group id into program.groups (members as global ranks,
+ * ascending by ep/tp/replica coordinate so that member index == ep index inside an EP group):
+ *   GROUP_EP        ranks of one (d, s, t) over e                 — all-to-all (dispatch/combine)
+ *   GROUP_TP        ranks of one (d, s, e) over t                 — tensor-parallel all-reduce
+ *   GROUP_DP_DENSE  ranks of one (s, t) over (d, e)               — gradient sync of non-expert
+ *                   parameters (attention, dense FFN, router, shared expert, embedding, head):
+ *                   attention data parallelism is ep*dp wide (SCENARIO.md "layout.dp")
+ *   GROUP_DP_EXPERT ranks of one (s, e, t) over d                 — gradient sync of the routed
+ *                   experts a rank holds (REFERENCE.md §5: expert-DP group)
+ *
+ * Memory layout (benchmark goal: 4096 GPUs, one step, <= 2 GB). The ops of a rank depend on its
+ * stage and on nothing else except (a) the routed tokens it receives, (b) its peers and groups.
+ * So a program stores one op list per *stage* (program.stage_ops), rank-relative: peers are given
+ * as a stage offset and groups as a group kind; the expert GEMMs name the a2a pattern whose
+ * received-token column sets their size. program_rank_op() resolves one op for one rank into a
+ * concrete op (global peer rank, group id, tokens, flops); program_materialize() resolves a rank's
+ * whole list. Executors may run on the stage lists directly (the fast executor does) or on
+ * materialised lists (the full-fidelity and live executors, tests); both must give the same result.
+ *
+ * Routing (sim/program/routing.h). Token routing is sampled per (MoE layer, micro-batch) from a routing pool
+ * (routing_pool_create over the routing context of EP group 0: uniform / zipf / hot / trace laws,
+ * group- and node-limited top-k, capacity factor with drop or dropless). Every EP group of every
+ * replica asks the pool with group index 0, so the sample of (layer, micro-batch) is the same for all
+ * of them. Why that is exact rather than a shortcut: every EP group routes its own tokens, drawn from
+ * the same law with the same capacity, and every EP group spans the same node pattern (ep-inner:
+ * ep*tp/gpus_per_node consecutive nodes; dp-inner: the same dp-strided pattern), so the groups'
+ * routings are identically distributed; sampling one realisation per (layer, micro-batch) and
+ * giving it to all of them is a draw from the same distribution, and it makes healthy replicas
+ * bit-identical, which the replica shortcut of step_exec.h relies on. What it does not model is
+ * independent noise between groups (two groups' different hot ranks in the same layer); the imbalance
+ * of each all-to-all is a real sample's. The pool holds a few distinct samples (n_draws); draw_of
+ * maps each (MoE layer, micro-batch) to the sample the pool gives it.
+ * All-to-all byte matrices live in program.patterns, A2A_NKINDS per distinct sample:
+ *   A2A_DISPATCH_F  dispatch_bytes (dispatch dtype), node_bytes = DeepEP RDMA payload rank i -> node k
+ *   A2A_COMBINE_F   combine_bytes (combine dtype; rank j -> token owner i), node_bytes[i][k] = the
+ *                   payload node k -> rank i (partial outputs reduced inside node k, sent once)
+ *   A2A_DISPATCH_B  gradient of the combine: the dispatch's token sets in BF16, dispatch direction
+ *   A2A_COMBINE_B   gradient of the dispatch: the combine's token sets in BF16, combine direction
+ * Combine-direction patterns (is_combine) are priced by the executor as their mirror image (every
+ * flow reversed: the dispatch-shaped transpose with node_bytes as rank i -> node k), which has the
+ * same completion time on the rail fabric because every link is split-duplex with equal capacity in
+ * both directions and routes are symmetric.
+ */
+#ifndef MOESIM_PROGRAM_H
+#define MOESIM_PROGRAM_H
+
+#include <stdint.h>
+#include "sim/scenario/scenario.h"
+#include "sim/base/errors.h"
+#include "sim/plan/kernels.h"
+
+/* ---- op vocabulary ---------------------------------------------------------------------------- */
+typedef enum {
+    OP_COMPUTE = 0,
+    OP_A2A_DISPATCH,     /* tokens -> the ranks holding their experts (MoE layer) */
+    OP_A2A_COMBINE,      /* expert outputs -> back to the tokens' ranks */
+    OP_SEND,             /* pipeline boundary: activations (F) or activation gradients (B) */
+    OP_RECV,
+    OP_REDUCE_SCATTER,   /* ZeRO-1 gradient sync */
+    OP_ALL_GATHER,       /* ZeRO-1 parameter gather after the optimizer step */
+    OP_ALL_REDUCE,       /* TP activations; DP gradients when zero == 0 */
+    OP_NKINDS
+} op_kind;
+
+
+/* Streams. DualPipe overlaps compute with all-to-all by putting communication on its own stream. */
+typedef enum {
+    STREAM_COMPUTE = 0,  /* kernels */
+    STREAM_COMM,         /* all-to-alls and collectives */
+    STREAM_P2P,          /* pipeline SEND (RECV occupies no stream; see semantics above) */
+    STREAM_N
+} stream_kind;
+
+typedef enum { GROUP_EP = 0, GROUP_TP, GROUP_DP_DENSE, GROUP_DP_EXPERT, GROUP_NKINDS } group_kind;
+
+/* All-to-all pattern kinds per routing draw. "dispatch"/"combine" name the forward direction; in
+ * backward the gradient of combine travels like a dispatch and vice versa. */
+typedef enum { A2A_DISPATCH_F = 0, A2A_COMBINE_F, A2A_DISPATCH_B, A2A_COMBINE_B, A2A_NKINDS } a2a_kind;
+
+#define OP_NO_LAYER (-1)
+#define OP_MAX_DEPS 3
+
+/* One op (56 bytes); the seed layout has a few thousand ops per stage, held once per stage. In a
+ * stage list (rank-relative) `peer` is the peer's pipeline stage (same replica, ep and tp index) and
+ * `group` a group_kind; in a resolved op they are a global rank and a group id. */
+typedef struct {
+    uint8_t kind;        /* op_kind */
+    uint8_t kernel;      /* kernel_kind (COMPUTE), K_NONE otherwise */
+    uint8_t stream;      /* stream_kind */
+    uint8_t phase;       /* op_phase */
+    int16_t layer;       /* transformer block index (0-based), OP_NO_LAYER for embedding/head/tail */
+    uint8_t chunk;       /* which of the rank's model stages (interleaved: virtual chunk; DualPipe:
+                            0 = down direction, 1 = up direction) */
+    uint8_t n_deps;
+    int32_t mb;          /* micro-batch, -1 for the step tail */
+    int32_t peer;        /* SEND/RECV: peer rank (resolved) or peer pipeline stage (stage list) */
+    int32_t group;       /* collectives: group id (resolved) or group_kind; else -1 */
+    int32_t pattern;     /* A2A and K_EXPERT_*: index into program.patterns; else -1 */
+    int32_t tag;         /* SEND/RECV: matching tag */
+    int32_t deps[OP_MAX_DEPS];  /* indices of earlier ops of the same rank */
+    float flops;         /* COMPUTE: floating-point operations (resolved: for this rank) */
+    float mem_bytes;     /* COMPUTE: HBM bytes moved (weights + activations), for a roofline */
+    float bytes;         /* SEND/RECV: payload; collectives: buffer bytes per GPU (NCCL convention);
+                            A2A: total bytes this rank sends (informational; the matrix rules) */
+    int32_t tokens;      /* COMPUTE: tokens processed (K_EXPERT_*: token-expert pairs received) */
+} program_op;
+
+/* One all-to-all byte matrix over an EP group (ep ranks; member index == ep index). */
+typedef struct {
+    a2a_kind kind;
+    int draw;                 /* routing draw it comes from */
+    double *bytes;            /* ep*ep row-major, rank i -> rank j (real direction of the bytes) */
+    double *node_bytes;       /* ep * n_nodes (DeepEP per-destination-node RDMA payload), or NULL;
+                                 dispatch kinds: rank i -> node k; combine kinds: node k -> rank i */
+    double total_bytes;       /* off-diagonal bytes */
+    int is_combine;           /* 1 for A2A_COMBINE_F / A2A_COMBINE_B (see "Routing" above) */
+} a2a_matrix;
+
+typedef struct {
+    group_kind kind;
+    int n;
+    int *ranks;               /* n global ranks (points into program.group_members) */
+} program_group;
+
+typedef struct program {
+    const scenario *scn;      /* borrowed; must outlive the program */
+    int pp, ep, dp, tp, vpp, n_chunks;   /* n_chunks: model stages per rank (1, vpp, or 2) */
+    int micro_batches;        /* per pipeline per step */
+    int n_ranks;
+    int tokens_per_mb;        /* tokens of one micro-batch on one attention-DP rank */
+    /* model stages: model_stage -> [first_layer, end_layer) ; embedding on model stage 0, head on the
+     * last. n_model_stages = pp * (vpp or 1); DualPipe: pp model stages, each rank holds two. */
+    int n_model_stages;
+    int *stage_layer_begin, *stage_layer_end;
+    /* per pipeline stage (position 0..pp-1): the rank-relative op list */
+    program_op **stage_ops;
+    int *stage_n_ops;
+    /* groups */
+    int n_groups;
+    program_group *groups;
+    int *group_members;
+    int *rank_group;          /* n_ranks * GROUP_NKINDS: group id of each rank per kind */
+    /* routing */
+    int n_draws;
+    int n_patterns;           /* n_draws * A2A_NKINDS */
+    a2a_matrix *patterns;
+    double *recv_tokens;      /* n_draws * ep: token-expert pairs each EP index receives (after drop) */
+    double *expert_tokens;    /* n_draws * experts: token-expert pairs each routed expert processes */
+    /* statistics of the samples the step actually uses (every (MoE layer, micro-batch), weighted by
+     * use): dropped pairs / routed pairs; per-all-to-all expert-load CV, max/min and Gini (the mean
+     * over uses of each sample's per-expert metrics) */
+    double dropped_token_fraction, expert_load_cv, expert_load_max_min, expert_load_gini;
+    /* added by H4b: */
+    int moe_first_layer;      /* first MoE transformer block (model.dense_layers) */
+    int n_moe_layers;
+    int *draw_of;             /* n_moe_layers * micro_batches: sample index of (MoE layer, mb) */
+    int a2a_n_nodes;          /* nodes spanned by EP group 0 (node_bytes' second dimension) */
+    double *step_expert_tokens; /* experts: pairs each expert id receives, summed over every MoE layer
+                                   and micro-batch of one replica (EP groups of tp index 0) */
+    double *step_expert_routed; /* experts: pairs the router assigned to each expert id before the
+                                   capacity limit, summed the same way (== step_expert_tokens unless
+                                   routing drops) */
+    long routed_pairs, dropped_pairs; /* summed the same way */
+    /* totals */
+    double model_flops_per_step;   /* sum over all ranks' compute ops (for MFU) */
+} program;
+
+/* Build the program of scenario `s` (which must stay alive). 0 on success; on bad layout/schedule
+ * combinations (e.g. DualPipe with an odd pp) fills err (EXIT_BADINPUT) and returns non-zero. */
+int program_build(const scenario *s, program **out, moe_error *err);
+void program_free(program *p);
+
+/* rank <-> coordinates and GPUs */
+int program_rank(const program *p, int replica, int stage, int ep_index, int tp_index);
+void program_coords(const program *p, int rank, int *replica, int *stage, int *ep_index, int *tp_index);
+int program_gpu_of_rank(const program *p, int rank);
+int program_group_of(const program *p, int rank, group_kind kind);
+
+/* routing draw (index into the pool) used by MoE layer `layer` for micro-batch `mb` */
+int program_draw_of(const program *p, int layer, int mb);
+
+/* Resolve op `i` of `rank`'s list into a concrete op (peer rank, group id, tokens, flops). */
+void program_rank_op(const program *p, int rank, int i, program_op *out);
+/* The whole list of `rank`, resolved; caller frees *ops. Returns the op count. */
+int program_materialize(const program *p, int rank, program_op **ops);
+static inline int program_n_ops(const program *p, int rank) {
+    int d, s, e, t;
+    program_coords(p, rank, &d, &s, &e, &t);
+    return p->stage_n_ops[s];
+}
+
+const char *op_kind_name(op_kind k);      /* "a2a_dispatch" ...: trace event names (trace.h) */
+const char *op_kind_label(op_kind k);     /* "A2A_DISPATCH" ...: the IR name, for messages */
+const char *group_kind_name(group_kind k);/* "EP", "TP", "DP_DENSE", "DP_EXPERT" */
+const char *kernel_name(kernel_kind k);
+const char *phase_name(op_phase ph);
+const char *stream_name(stream_kind s);
+
+#endif

@@ -1,0 +1,812 @@
+/* routing.c — MoE token routing of one EP group (see routing.h for the model and the contract).
+ *
+ * Layout of the work: one draw walks tokens in arrival order (token t of every source rank, then
+ * t+1), picks each token's experts (choose_token) and immediately accounts them (account_token):
+ * capacity, drops, (token, rank) and (token, node) dedup. Nothing is stored per token unless the
+ * caller asked for the choices, so a draw touches only a few KB of counters besides the RNG.
+ */
+/* GSL's inline gsl_rng_get/uniform/uniform_int (gsl_rng.h): the draw loop calls them ~3M times. */
+#define HAVE_INLINE 1
+#include "sim/program/routing.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+/* Consecutive rejections after which a token's remaining experts are drawn by an exact linear scan
+ * of the eligible set (only reached by very skewed zipf/trace laws under tight group/node limits). */
+#define REJECT_LIMIT(k) (64 + 8 * (k))
+
+struct routing_ctx {
+    /* shape */
+    int n;                 /* EP ranks */
+    int E, K;              /* experts, top-k */
+    int experts_per_rank;
+    int tokens_per_rank;
+    int keep_choices;
+    double hidden;
+    double dispatch_dtype_bytes, combine_dtype_bytes;
+    /* placement */
+    int *gpus;             /* [n] */
+    int *rank_node;        /* [n] node index */
+    int n_nodes;
+    int *nodes;            /* [n_nodes] global node ids ascending */
+    int *expert_rank;      /* [E] */
+    int *expert_node;      /* [E] node index */
+    int *expert_group;     /* [E] */
+    /* constraints */
+    int groups_on, topk_groups, n_groups;
+    int nodes_on, node_limit;
+    /* law */
+    route_kind dist;
+    int hot_expert;
+    double hot_share;
+    int n_laws;
+    gsl_ran_discrete_t **tables;  /* [n_laws] zipf/trace; NULL entries for uniform/hot */
+    double *weights;              /* [n_laws * E], for the exact fallback scan */
+    /* capacity */
+    int64_t capacity;             /* 0 = uncapped */
+    int drop;
+    uint64_t seed;
+};
+
+struct routing_scratch {
+    gsl_rng *rng;
+    int32_t *load;         /* [E] pairs accepted per expert */
+    int32_t *pairs;        /* [n*n] distinct (token, dest rank) */
+    int32_t *node_pairs;   /* [n*n_nodes] distinct (token, dest node), other nodes only */
+    uint32_t *seen_expert, *seen_group, *seen_node;  /* selection stamps, [E], [groups], [n_nodes] */
+    uint32_t *sent_rank, *sent_node;                 /* accounting stamps, [n], [n_nodes] */
+    uint32_t tok;          /* current token stamp (1-based within a draw) */
+    int64_t assignments, dropped, over, empty;
+};
+
+/* ---- seeding ------------------------------------------------------------------------------------ */
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint32_t routing_seed(uint64_t seed, uint32_t tag, int layer, int micro_batch, int group) {
+    uint64_t h = splitmix64(seed ^ ((uint64_t)tag << 56));
+    h = splitmix64(h ^ (uint64_t)(uint32_t)layer);
+    h = splitmix64(h ^ (uint64_t)(uint32_t)micro_batch);
+    h = splitmix64(h ^ (uint64_t)(uint32_t)group);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* ---- context: validation ------------------------------------------------------------------------ */
+static int bad_int(moe_error *err, const scenario *s, const char *path, long v, const char *what) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", v);
+    return moe_error_input(err, s->file, path, buf, "%s", what);
+}
+
+static int bad_dbl(moe_error *err, const scenario *s, const char *path, double v, const char *what) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%g", v);
+    return moe_error_input(err, s->file, path, buf, "%s", what);
+}
+
+static int validate(const scenario *s, const int *group_gpus, int tokens_per_rank, moe_error *err) {
+    const model_cfg *m = &s->model;
+    const routing_cfg *r = &s->routing;
+    if (m->experts <= 0) return bad_int(err, s, "model.experts", m->experts, "a MoE model (experts > 0)");
+    if (m->top_k < 1 || m->top_k > m->experts)
+        return bad_int(err, s, "model.top_k", m->top_k, "1 <= top_k <= model.experts");
+    if (m->hidden < 1) return bad_int(err, s, "model.hidden", m->hidden, "hidden > 0");
+    if (s->layout.ep < 1 || m->experts % s->layout.ep != 0)
+        return bad_int(err, s, "layout.ep", s->layout.ep, "a divisor of model.experts");
+    if (s->cluster.gpus_per_node < 1)
+        return bad_int(err, s, "cluster.gpus_per_node", s->cluster.gpus_per_node, "gpus_per_node >= 1");
+    if (!group_gpus) return moe_error_set(err, EXIT_RUNTIME, "routing: group_gpus is NULL");
+    for (int i = 0; i < s->layout.ep; i++)
+        if (group_gpus[i] < 0) return moe_error_set(err, EXIT_RUNTIME, "routing: group_gpus[%d] < 0", i);
+    if (tokens_per_rank < 1)
+        return bad_int(err, s, "layout.micro_batch", s->layout.micro_batch,
+                       "micro_batch * model.seq_len / layout.tp >= 1 token per rank");
+    if (m->expert_groups > 0 && m->topk_groups > 0) {
+        if (m->experts % m->expert_groups != 0)
+            return bad_int(err, s, "model.expert_groups", m->expert_groups, "a divisor of model.experts");
+        if (m->topk_groups > m->expert_groups)
+            return bad_int(err, s, "model.topk_groups", m->topk_groups, "topk_groups <= expert_groups");
+        if ((long)m->topk_groups * (m->experts / m->expert_groups) < m->top_k)
+            return bad_int(err, s, "model.topk_groups", m->topk_groups,
+                           "enough groups for top_k experts: topk_groups * experts / expert_groups >= top_k");
+    }
+    if (r->node_limit < 0) return bad_int(err, s, "routing.node_limit", r->node_limit, "node_limit >= 0");
+    if (!(r->capacity_factor == r->capacity_factor))
+        return bad_dbl(err, s, "routing.capacity_factor", r->capacity_factor, "a number");
+    switch (r->distribution) {
+    case ROUTE_UNIFORM: case ROUTE_TRACE: break;
+    case ROUTE_ZIPF:
+        if (!(r->zipf_s >= 0.0 && isfinite(r->zipf_s)))
+            return bad_dbl(err, s, "routing.zipf_s", r->zipf_s, "zipf_s >= 0");
+        break;
+    case ROUTE_HOT:
+        if (m->experts < 2) return bad_int(err, s, "model.experts", m->experts, ">= 2 experts for \"hot\"");
+        if (r->hot_expert < 0 || r->hot_expert >= m->experts)
+            return bad_int(err, s, "routing.hot_expert", r->hot_expert, "0 <= hot_expert < model.experts");
+        if (!(r->hot_share >= 0.0 && r->hot_share <= 1.0))
+            return bad_dbl(err, s, "routing.hot_share", r->hot_share, "0 <= hot_share <= 1");
+        if (r->hot_share < 1.0 && m->top_k > m->experts - 1)
+            return bad_int(err, s, "model.top_k", m->top_k,
+                           "top_k <= experts - 1 (tokens without the hot expert pick among the others)");
+        break;
+    default:
+        return bad_int(err, s, "routing.distribution", (long)r->distribution,
+                       "one of uniform, zipf, hot, trace");
+    }
+    return 0;
+}
+
+/* ---- context: trace file ------------------------------------------------------------------------ */
+static char *read_text(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+        if (cap - len - 1 == 0) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[len] = '\0';
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+/* Relative trace paths: the working directory first (tools run from the repo root), then the
+ * scenario file's directory. */
+static void resolve_trace_path(const scenario *s, char *out, size_t cap) {
+    const char *p = s->routing.trace;
+    FILE *f = fopen(p, "rb");
+    const char *slash = strrchr(s->file, '/');
+    if (f || p[0] == '/' || !slash) {
+        if (f) fclose(f);
+        snprintf(out, cap, "%s", p);
+        return;
+    }
+    snprintf(out, cap, "%.*s/%s", (int)(slash - s->file), s->file, p);
+}
+
+/* Fill weights[n_laws * E] from the trace file; sets *n_laws. */
+static int load_trace(const scenario *s, int E, int K, double **weights, int *n_laws, moe_error *err) {
+    char path[2 * SCN_PATH_MAX + 2];
+    if (!s->routing.trace[0])
+        return moe_error_input(err, s->file, "routing.trace", "\"\"",
+                               "a per-expert load file for distribution \"trace\"");
+    resolve_trace_path(s, path, sizeof path);
+    char *text = read_text(path, NULL);
+    if (!text)
+        return moe_error_input(err, s->file, "routing.trace", path, "a readable file (%s)", strerror(errno));
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    int rc = 0;
+    if (!root || !cJSON_IsObject(root)) {
+        rc = moe_error_input(err, path, "", NULL, "a JSON object {\"format\": \"moesim-expert-load/1\", "
+                             "\"layers\": [[counts per expert], ...]}");
+        goto out;
+    }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "moesim-expert-load/1") != 0) {
+        rc = moe_error_input(err, path, "format", cJSON_IsString(fmt) ? fmt->valuestring : "(missing)",
+                             "\"moesim-expert-load/1\"");
+        goto out;
+    }
+    for (const cJSON *it = root->child; it; it = it->next) {
+        static const char *const keys[] = {"format", "experts", "layers", NULL};
+        int known = 0;
+        for (const char *const *k = keys; *k; k++) known |= strcmp(it->string, *k) == 0;
+        if (!known) {
+            const char *hint = moe_did_you_mean(it->string, keys);
+            rc = moe_error_input(err, path, it->string, NULL, "one of format, experts, layers%s%s%s",
+                                 hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
+            goto out;
+        }
+    }
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "experts");
+    if (ex && (!cJSON_IsNumber(ex) || ex->valuedouble != E)) {
+        char v[32];
+        snprintf(v, sizeof v, "%g", cJSON_IsNumber(ex) ? ex->valuedouble : NAN);
+        rc = moe_error_input(err, path, "experts", v, "model.experts = %d", E);
+        goto out;
+    }
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    int nl = cJSON_IsArray(layers) ? cJSON_GetArraySize(layers) : 0;
+    if (nl < 1) {
+        rc = moe_error_input(err, path, "layers", NULL, "a non-empty array of per-layer count arrays");
+        goto out;
+    }
+    double *w = calloc((size_t)nl * (size_t)E, sizeof *w);
+    if (!w) { rc = moe_error_set(err, EXIT_RUNTIME, "out of memory"); goto out; }
+    int l = 0;
+    char jp[64], v[64];
+    for (const cJSON *row = layers->child; row; row = row->next, l++) {
+        snprintf(jp, sizeof jp, "layers[%d]", l);
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != E) {
+            snprintf(v, sizeof v, "%d entries", cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 0);
+            rc = moe_error_input(err, path, jp, v, "an array of %d per-expert token counts", E);
+            free(w);
+            goto out;
+        }
+        int e = 0, nonzero = 0;
+        double sum = 0.0;
+        for (const cJSON *c = row->child; c; c = c->next, e++) {
+            double x = cJSON_IsNumber(c) ? c->valuedouble : NAN;
+            if (!(x >= 0.0 && isfinite(x))) {
+                snprintf(jp, sizeof jp, "layers[%d][%d]", l, e);
+                char *pv = cJSON_PrintUnformatted(c);
+                rc = moe_error_input(err, path, jp, pv ? pv : "?", "a non-negative token count");
+                free(pv);
+                free(w);
+                goto out;
+            }
+            w[(size_t)l * E + e] = x;
+            sum += x;
+            nonzero += x > 0.0;
+        }
+        if (!(sum > 0.0) || nonzero < K) {
+            snprintf(v, sizeof v, "%d non-zero experts", nonzero);
+            rc = moe_error_input(err, path, jp, v, "at least top_k = %d experts with tokens", K);
+            free(w);
+            goto out;
+        }
+    }
+    *weights = w;
+    *n_laws = nl;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---- context: construction ---------------------------------------------------------------------- */
+static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
+    int E = c->E;
+    switch (c->dist) {
+    case ROUTE_TRACE:
+        if (load_trace(s, E, c->K, &c->weights, &c->n_laws, err)) return -1;
+        break;
+    case ROUTE_ZIPF: {
+        int moe = scn_moe_layers(s);
+        c->n_laws = moe > 0 ? moe : 1;
+        c->weights = malloc((size_t)c->n_laws * E * sizeof *c->weights);
+        int *perm = malloc((size_t)E * sizeof *perm);
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        if (!c->weights || !perm || !rng) {
+            free(perm);
+            if (rng) gsl_rng_free(rng);
+            return moe_error_set(err, EXIT_RUNTIME, "out of memory");
+        }
+        for (int l = 0; l < c->n_laws; l++) {
+            gsl_rng_set(rng, routing_seed(c->seed, ROUTING_TAG_ZIPF, l, 0, 0));
+            for (int e = 0; e < E; e++) perm[e] = e;
+            gsl_ran_shuffle(rng, perm, (size_t)E, sizeof *perm);
+            for (int r = 0; r < E; r++) c->weights[(size_t)l * E + perm[r]] = pow(r + 1.0, -s->routing.zipf_s);
+        }
+        free(perm);
+        gsl_rng_free(rng);
+        break;
+    }
+    case ROUTE_UNIFORM:
+    case ROUTE_HOT:
+        c->n_laws = 1;
+        c->weights = malloc((size_t)E * sizeof *c->weights);
+        if (!c->weights) return moe_error_set(err, EXIT_RUNTIME, "out of memory");
+        /* hot: the fallback scan draws the token's OTHER experts, uniform over the non-hot ones */
+        for (int e = 0; e < E; e++) c->weights[e] = (c->dist == ROUTE_HOT && e == c->hot_expert) ? 0.0 : 1.0;
+        return 0;
+    }
+    c->tables = calloc((size_t)c->n_laws, sizeof *c->tables);
+    if (!c->tables) return moe_error_set(err, EXIT_RUNTIME, "out of memory");
+    for (int l = 0; l < c->n_laws; l++) {
+        c->tables[l] = gsl_ran_discrete_preproc((size_t)E, c->weights + (size_t)l * E);
+        if (!c->tables[l]) return moe_error_set(err, EXIT_RUNTIME, "gsl_ran_discrete_preproc failed");
+    }
+    return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int build_placement(routing_ctx *c, const int *group_gpus, int gpus_per_node, moe_error *err) {
+    int n = c->n, E = c->E;
+    c->gpus = malloc((size_t)n * sizeof *c->gpus);
+    c->rank_node = malloc((size_t)n * sizeof *c->rank_node);
+    c->nodes = malloc((size_t)n * sizeof *c->nodes);
+    c->expert_rank = malloc((size_t)E * sizeof *c->expert_rank);
+    c->expert_node = malloc((size_t)E * sizeof *c->expert_node);
+    c->expert_group = malloc((size_t)E * sizeof *c->expert_group);
+    if (!c->gpus || !c->rank_node || !c->nodes || !c->expert_rank || !c->expert_node || !c->expert_group)
+        return moe_error_set(err, EXIT_RUNTIME, "out of memory");
+    memcpy(c->gpus, group_gpus, (size_t)n * sizeof *c->gpus);
+    for (int i = 0; i < n; i++) c->nodes[i] = group_gpus[i] / gpus_per_node;
+    qsort(c->nodes, (size_t)n, sizeof *c->nodes, cmp_int);
+    int nn = 0;
+    for (int i = 0; i < n; i++)
+        if (nn == 0 || c->nodes[nn - 1] != c->nodes[i]) c->nodes[nn++] = c->nodes[i];
+    c->n_nodes = nn;
+    for (int i = 0; i < n; i++) {
+        int node = group_gpus[i] / gpus_per_node;
+        int *hit = bsearch(&node, c->nodes, (size_t)nn, sizeof *c->nodes, cmp_int);
+        c->rank_node[i] = (int)(hit - c->nodes);
+    }
+    int group_size = c->groups_on ? E / c->n_groups : E;
+    for (int e = 0; e < E; e++) {
+        c->expert_rank[e] = e / c->experts_per_rank;
+        c->expert_node[e] = c->rank_node[c->expert_rank[e]];
+        c->expert_group[e] = e / group_size;
+    }
+    return 0;
+}
+
+routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, const routing_opts *opts,
+                                     moe_error *err) {
+    int tpr = opts && opts->tokens_per_rank > 0
+                  ? opts->tokens_per_rank
+                  : (s->layout.tp > 0 ? s->layout.micro_batch * s->model.seq_len / s->layout.tp : 0);
+    if (validate(s, group_gpus, tpr, err)) return NULL;
+    routing_ctx *c = calloc(1, sizeof *c);
+    if (!c) { moe_error_set(err, EXIT_RUNTIME, "out of memory"); return NULL; }
+    const model_cfg *m = &s->model;
+    c->n = s->layout.ep;
+    c->E = m->experts;
+    c->K = m->top_k;
+    c->experts_per_rank = m->experts / s->layout.ep;
+    c->tokens_per_rank = tpr;
+    c->keep_choices = opts ? opts->keep_choices : 0;
+    c->hidden = m->hidden;
+    c->dispatch_dtype_bytes = dtype_bytes(s->precision.dispatch);
+    c->combine_dtype_bytes = dtype_bytes(s->precision.combine);
+    c->groups_on = m->expert_groups > 0 && m->topk_groups > 0 && m->topk_groups < m->expert_groups;
+    c->n_groups = c->groups_on ? m->expert_groups : 1;
+    c->topk_groups = m->topk_groups;
+    c->dist = s->routing.distribution;
+    c->hot_expert = s->routing.hot_expert;
+    c->hot_share = s->routing.hot_share;
+    c->drop = s->routing.drop;
+    c->seed = s->seed;
+    double T = (double)c->n * tpr;
+    c->capacity = s->routing.capacity_factor > 0.0
+                      ? (int64_t)ceil(s->routing.capacity_factor * T * c->K / c->E - 1e-9)
+                      : 0;
+    if (build_placement(c, group_gpus, s->cluster.gpus_per_node, err)) goto fail;
+    c->node_limit = s->routing.node_limit;
+    c->nodes_on = c->node_limit > 0 && c->node_limit < c->n_nodes;
+    if (c->nodes_on) {
+        /* the node_limit nodes holding the fewest experts must still hold top_k of them */
+        int *per_node = calloc((size_t)c->n_nodes, sizeof *per_node);
+        if (!per_node) { moe_error_set(err, EXIT_RUNTIME, "out of memory"); goto fail; }
+        for (int e = 0; e < c->E; e++) per_node[c->expert_node[e]]++;
+        qsort(per_node, (size_t)c->n_nodes, sizeof *per_node, cmp_int);
+        long fewest = 0;
+        for (int k = 0; k < c->node_limit; k++) fewest += per_node[k];
+        free(per_node);
+        if (fewest < c->K) {
+            bad_int(err, s, "routing.node_limit", c->node_limit,
+                    "enough nodes to hold top_k experts (node_limit x experts per node >= top_k)");
+            goto fail;
+        }
+    }
+    if (build_laws(c, s, err)) goto fail;
+    return c;
+fail:
+    routing_ctx_free(c);
+    return NULL;
+}
+
+routing_ctx *routing_ctx_create(const scenario *s, const int *group_gpus, moe_error *err) {
+    return routing_ctx_create_opts(s, group_gpus, NULL, err);
+}
+
+void routing_ctx_free(routing_ctx *c) {
+    if (!c) return;
+    if (c->tables)
+        for (int l = 0; l < c->n_laws; l++) gsl_ran_discrete_free(c->tables[l]);
+    free(c->tables);
+    free(c->weights);
+    free(c->gpus);
+    free(c->rank_node);
+    free(c->nodes);
+    free(c->expert_rank);
+    free(c->expert_node);
+    free(c->expert_group);
+    free(c);
+}
+
+int routing_ctx_ranks(const routing_ctx *c) { return c->n; }
+int routing_ctx_tokens_per_rank(const routing_ctx *c) { return c->tokens_per_rank; }
+int routing_ctx_n_nodes(const routing_ctx *c) { return c->n_nodes; }
+const int *routing_ctx_nodes(const routing_ctx *c) { return c->nodes; }
+const int *routing_ctx_rank_node(const routing_ctx *c) { return c->rank_node; }
+const int *routing_ctx_gpus(const routing_ctx *c) { return c->gpus; }
+int routing_ctx_layer_laws(const routing_ctx *c) { return c->n_laws; }
+int routing_ctx_layer_law(const routing_ctx *c, int layer) {
+    int l = layer % c->n_laws;
+    return l < 0 ? l + c->n_laws : l;
+}
+
+/* ---- samples -------------------------------------------------------------------------------------- */
+static void scratch_free(routing_scratch *x) {
+    if (!x) return;
+    if (x->rng) gsl_rng_free(x->rng);
+    free(x->load);
+    free(x->pairs);
+    free(x->node_pairs);
+    free(x->seen_expert);
+    free(x->seen_group);
+    free(x->seen_node);
+    free(x->sent_rank);
+    free(x->sent_node);
+    free(x);
+}
+
+static routing_scratch *scratch_alloc(const routing_ctx *c) {
+    routing_scratch *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    size_t n = (size_t)c->n, nn = (size_t)c->n_nodes, E = (size_t)c->E;
+    x->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    x->load = malloc(E * sizeof *x->load);
+    x->pairs = malloc(n * n * sizeof *x->pairs);
+    x->node_pairs = malloc(n * nn * sizeof *x->node_pairs);
+    x->seen_expert = malloc(E * sizeof *x->seen_expert);
+    x->seen_group = malloc((size_t)c->n_groups * sizeof *x->seen_group);
+    x->seen_node = malloc(nn * sizeof *x->seen_node);
+    x->sent_rank = malloc(n * sizeof *x->sent_rank);
+    x->sent_node = malloc(nn * sizeof *x->sent_node);
+    if (!x->rng || !x->load || !x->pairs || !x->node_pairs || !x->seen_expert || !x->seen_group ||
+        !x->seen_node || !x->sent_rank || !x->sent_node) {
+        scratch_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void routing_sample_free(routing_sample *s) {
+    if (!s) return;
+    free(s->expert_tokens);
+    free(s->rank_tokens);
+    free(s->dispatch_tokens);
+    free(s->dispatch_bytes);
+    free(s->combine_bytes);
+    free(s->node_tokens);
+    free(s->dispatch_node_bytes);
+    free(s->combine_node_bytes);
+    free(s->choices);
+    scratch_free(s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+int routing_sample_init(const routing_ctx *c, routing_sample *s, moe_error *err) {
+    memset(s, 0, sizeof *s);
+    size_t n = (size_t)c->n, nn = (size_t)c->n_nodes;
+    s->n_ranks = c->n;
+    s->n_nodes = c->n_nodes;
+    s->n_experts = c->E;
+    s->top_k = c->K;
+    s->tokens_per_rank = c->tokens_per_rank;
+    s->capacity = c->capacity;
+    s->expert_tokens = calloc((size_t)c->E, sizeof(double));
+    s->rank_tokens = calloc(n, sizeof(double));
+    s->dispatch_tokens = calloc(n * n, sizeof(double));
+    s->dispatch_bytes = calloc(n * n, sizeof(double));
+    s->combine_bytes = calloc(n * n, sizeof(double));
+    s->node_tokens = calloc(n * nn, sizeof(double));
+    s->dispatch_node_bytes = calloc(n * nn, sizeof(double));
+    s->combine_node_bytes = calloc(n * nn, sizeof(double));
+    if (c->keep_choices)
+        s->choices = malloc(n * (size_t)c->tokens_per_rank * (size_t)c->K * sizeof *s->choices);
+    s->scratch = scratch_alloc(c);
+    if (!s->expert_tokens || !s->rank_tokens || !s->dispatch_tokens || !s->dispatch_bytes ||
+        !s->combine_bytes || !s->node_tokens || !s->dispatch_node_bytes || !s->combine_node_bytes ||
+        (c->keep_choices && !s->choices) || !s->scratch) {
+        routing_sample_free(s);
+        return moe_error_set(err, EXIT_RUNTIME, "routing: out of memory for a sample (%d ranks, %d experts)",
+                             c->n, c->E);
+    }
+    return 0;
+}
+
+static int shape_matches(const routing_ctx *c, const routing_sample *s) {
+    return s->scratch && s->n_ranks == c->n && s->n_nodes == c->n_nodes && s->n_experts == c->E &&
+           s->top_k == c->K && s->tokens_per_rank == c->tokens_per_rank &&
+           (!c->keep_choices || s->choices);
+}
+
+static void begin(const routing_ctx *c, routing_scratch *x) {
+    size_t n = (size_t)c->n, nn = (size_t)c->n_nodes, E = (size_t)c->E;
+    memset(x->load, 0, E * sizeof *x->load);
+    memset(x->pairs, 0, n * n * sizeof *x->pairs);
+    memset(x->node_pairs, 0, n * nn * sizeof *x->node_pairs);
+    memset(x->seen_expert, 0, E * sizeof *x->seen_expert);
+    memset(x->seen_group, 0, (size_t)c->n_groups * sizeof *x->seen_group);
+    memset(x->seen_node, 0, nn * sizeof *x->seen_node);
+    memset(x->sent_rank, 0, n * sizeof *x->sent_rank);
+    memset(x->sent_node, 0, nn * sizeof *x->sent_node);
+    x->tok = 0;
+    x->assignments = x->dropped = x->over = x->empty = 0;
+}
+
+/* ---- selection of one token's experts --------------------------------------------------------------- */
+typedef struct {
+    int got, groups, nodes;   /* experts taken; groups and nodes selected so far */
+} pick_state;
+
+/* Offer expert e, the next one in the token's affinity ranking. Its group (node) is selected on first
+ * appearance while fewer than topk_groups (node_limit) are; e is taken when both are selected. */
+static inline __attribute__((always_inline)) int offer(const routing_ctx *c, routing_scratch *x, pick_state *p, int e, int32_t *out) {
+    uint32_t tok = x->tok;
+    if (x->seen_expert[e] == tok) return 0;
+    x->seen_expert[e] = tok;
+    if (c->groups_on) {
+        int g = c->expert_group[e];
+        if (x->seen_group[g] != tok) {
+            if (p->groups == c->topk_groups) return 0;
+            x->seen_group[g] = tok;
+            p->groups++;
+        }
+    }
+    if (c->nodes_on) {
+        int nd = c->expert_node[e];
+        if (x->seen_node[nd] != tok) {
+            if (p->nodes == c->node_limit) return 0;
+            x->seen_node[nd] = tok;
+            p->nodes++;
+        }
+    }
+    out[p->got++] = e;
+    return 1;
+}
+
+static inline int eligible(const routing_ctx *c, const routing_scratch *x, const pick_state *p, int e) {
+    uint32_t tok = x->tok;
+    if (x->seen_expert[e] == tok) return 0;
+    if (c->groups_on && x->seen_group[c->expert_group[e]] != tok && p->groups == c->topk_groups) return 0;
+    if (c->nodes_on && x->seen_node[c->expert_node[e]] != tok && p->nodes == c->node_limit) return 0;
+    return 1;
+}
+
+/* Exact sampling from the eligible set by a linear scan: the rare path after many rejections. */
+static void pick_by_scan(const routing_ctx *c, routing_scratch *x, pick_state *p, const double *w,
+                         int32_t *out) {
+    while (p->got < c->K) {
+        double total = 0.0;
+        int last = -1;
+        for (int e = 0; e < c->E; e++)
+            if (w[e] > 0.0 && eligible(c, x, p, e)) { total += w[e]; last = e; }
+        if (last < 0) return;
+        double u = gsl_rng_uniform(x->rng) * total;
+        int pick = last;
+        for (int e = 0; e < c->E; e++) {
+            if (!(w[e] > 0.0) || !eligible(c, x, p, e)) continue;
+            if (u < w[e]) { pick = e; break; }
+            u -= w[e];
+        }
+        offer(c, x, p, pick, out);
+    }
+}
+
+static inline int draw_expert(const routing_ctx *c, gsl_rng *rng, const gsl_ran_discrete_t *table) {
+    switch (c->dist) {
+    case ROUTE_UNIFORM: return (int)gsl_rng_uniform_int(rng, (unsigned long)c->E);
+    case ROUTE_HOT: {   /* uniform over the E-1 other experts */
+        int e = (int)gsl_rng_uniform_int(rng, (unsigned long)(c->E - 1));
+        return e + (e >= c->hot_expert);
+    }
+    default: return (int)gsl_ran_discrete(rng, table);
+    }
+}
+
+/* The token's experts, in affinity order, into out[0..K-1]; returns how many (K unless degenerate). */
+static inline __attribute__((always_inline)) int choose_token(const routing_ctx *c, routing_scratch *x, int law, int32_t *out) {
+    pick_state p = {0, 0, 0};
+    const gsl_ran_discrete_t *table = c->tables ? c->tables[law] : NULL;
+    if (c->dist == ROUTE_HOT && gsl_rng_uniform(x->rng) < c->hot_share)
+        offer(c, x, &p, c->hot_expert, out);   /* the hot expert heads this token's ranking */
+    else if (c->dist == ROUTE_HOT)
+        x->seen_expert[c->hot_expert] = x->tok; /* ... or is absent from it */
+    int rejections = 0;
+    while (p.got < c->K) {
+        if (offer(c, x, &p, draw_expert(c, x->rng, table), out)) continue;
+        if (++rejections > REJECT_LIMIT(c->K)) {
+            pick_by_scan(c, x, &p, c->weights + (size_t)law * c->E, out);
+            break;
+        }
+    }
+    return p.got;
+}
+
+/* ---- accounting -------------------------------------------------------------------------------------- */
+/* Token of source rank i with experts e[0..m-1]: capacity, drops, dedup per destination rank and node.
+ * `rec` (may be NULL) receives the K slots as stored in routing_sample.choices. */
+static inline __attribute__((always_inline)) void account_token(const routing_ctx *c, routing_scratch *x, int i, const int32_t *e, int m,
+                                 int32_t *rec) {
+    uint32_t tok = x->tok;
+    int own = c->rank_node[i];
+    int32_t *pairs = x->pairs + (size_t)i * c->n;
+    int32_t *node_pairs = x->node_pairs + (size_t)i * c->n_nodes;
+    x->assignments += m;
+    x->empty += c->K - m;
+    for (int k = 0; k < m; k++) {
+        int ex = e[k];
+        if (c->capacity && x->load[ex] >= c->capacity) {
+            if (c->drop) {
+                x->dropped++;
+                if (rec) rec[k] = ROUTING_DROPPED(ex);
+                continue;
+            }
+            x->over++;
+        }
+        x->load[ex]++;
+        if (rec) rec[k] = ex;
+        int j = c->expert_rank[ex];
+        if (x->sent_rank[j] == tok) continue;    /* this token already goes to rank j: sent once */
+        x->sent_rank[j] = tok;
+        pairs[j]++;
+        int nd = c->rank_node[j];
+        if (nd != own && x->sent_node[nd] != tok) {  /* one RDMA copy per destination node */
+            x->sent_node[nd] = tok;
+            node_pairs[nd]++;
+        }
+    }
+    if (rec)
+        for (int k = m; k < c->K; k++) rec[k] = ROUTING_NONE;
+}
+
+static void finish(const routing_ctx *c, const routing_scratch *x, routing_sample *s) {
+    int n = c->n, nn = c->n_nodes;
+    double db = c->hidden * c->dispatch_dtype_bytes, cb = c->hidden * c->combine_dtype_bytes;
+    for (int i = 0; i < n; i++) s->rank_tokens[i] = 0.0;
+    for (int e = 0; e < c->E; e++) {
+        s->expert_tokens[e] = x->load[e];
+        s->rank_tokens[c->expert_rank[e]] += x->load[e];
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double t = x->pairs[(size_t)i * n + j];
+            s->dispatch_tokens[(size_t)i * n + j] = t;
+            s->dispatch_bytes[(size_t)i * n + j] = t * db;
+            s->combine_bytes[(size_t)j * n + i] = t * cb;
+        }
+    for (size_t a = 0; a < (size_t)n * nn; a++) {
+        double t = x->node_pairs[a];
+        s->node_tokens[a] = t;
+        s->dispatch_node_bytes[a] = t * db;
+        s->combine_node_bytes[a] = t * cb;
+    }
+    s->capacity = c->capacity;
+    s->assignments = x->assignments;
+    s->dropped = x->dropped;
+    s->over_capacity = x->over;
+    s->empty_slots = x->empty;
+    s->dropped_fraction = x->assignments > 0 ? (double)x->dropped / (double)x->assignments : 0.0;
+}
+
+int routing_draw(const routing_ctx *ctx, int layer, int micro_batch, int group, routing_sample *s) {
+    if (!shape_matches(ctx, s)) return -1;
+    /* A local copy of the context: the counters written through int32_t pointers in the token loop
+     * could alias the context's int fields, which would force a reload of every field per access. */
+    const routing_ctx local = *ctx;
+    const routing_ctx *c = &local;
+    routing_scratch *x = s->scratch;
+    begin(c, x);
+    gsl_rng_set(x->rng, routing_seed(c->seed, ROUTING_TAG_DRAW, layer, micro_batch, group));
+    int law = routing_ctx_layer_law(c, layer);
+    int32_t picked[c->K];
+    size_t T = (size_t)c->tokens_per_rank, K = (size_t)c->K;
+    for (size_t t = 0; t < T; t++)
+        for (int i = 0; i < c->n; i++) {
+            x->tok++;
+            int m = choose_token(c, x, law, picked);
+            account_token(c, x, i, picked, m, s->choices ? s->choices + ((size_t)i * T + t) * K : NULL);
+        }
+    s->layer = layer;
+    s->micro_batch = micro_batch;
+    s->group = group;
+    finish(c, x, s);
+    return 0;
+}
+
+int routing_assign(const routing_ctx *c, const int32_t *experts, routing_sample *s) {
+    if (!shape_matches(c, s)) return -1;
+    routing_scratch *x = s->scratch;
+    begin(c, x);
+    int32_t picked[c->K];
+    size_t T = (size_t)c->tokens_per_rank, K = (size_t)c->K;
+    for (size_t t = 0; t < T; t++)
+        for (int i = 0; i < c->n; i++) {
+            x->tok++;
+            const int32_t *row = experts + ((size_t)i * T + t) * K;
+            int m = 0;
+            for (size_t k = 0; k < K; k++) {
+                int e = row[k];
+                if (e == -1) continue;
+                if (e < 0 || e >= c->E || x->seen_expert[e] == x->tok) return -1;
+                x->seen_expert[e] = x->tok;
+                picked[m++] = e;
+            }
+            account_token(c, x, i, picked, m, s->choices ? s->choices + ((size_t)i * T + t) * K : NULL);
+        }
+    s->layer = s->micro_batch = s->group = -1;
+    finish(c, x, s);
+    return 0;
+}
+
+
+/* ---- pool ---------------------------------------------------------------------------------------------- */
+struct routing_pool {
+    const routing_ctx *ctx;
+    int n_laws;              /* min(max_laws, ctx laws) */
+    int per_law;
+    routing_sample *slots;   /* [n_laws * per_law] */
+    unsigned char *ready;
+    int draws;
+};
+
+routing_pool *routing_pool_create(const routing_ctx *c, int samples_per_layer, int max_laws,
+                                  moe_error *err) {
+    if (samples_per_layer < 1 || max_laws < 0) {
+        moe_error_set(err, EXIT_BADINPUT, "routing pool: samples_per_layer = %d, max_laws = %d; expected "
+                      "samples_per_layer >= 1 and max_laws >= 0", samples_per_layer, max_laws);
+        return NULL;
+    }
+    int laws = max_laws > 0 && max_laws < c->n_laws ? max_laws : c->n_laws;
+    routing_pool *p = calloc(1, sizeof *p);
+    size_t n = (size_t)laws * (size_t)samples_per_layer;
+    if (p) {
+        p->slots = calloc(n, sizeof *p->slots);
+        p->ready = calloc(n, 1);
+    }
+    if (!p || !p->slots || !p->ready) {
+        if (p) { free(p->slots); free(p->ready); free(p); }
+        moe_error_set(err, EXIT_RUNTIME, "routing pool: out of memory");
+        return NULL;
+    }
+    p->ctx = c;
+    p->n_laws = laws;
+    p->per_law = samples_per_layer;
+    return p;
+}
+
+const routing_sample *routing_pool_get(routing_pool *p, int layer, int micro_batch, int group) {
+    int law = routing_ctx_layer_law(p->ctx, layer) % p->n_laws;
+    int slot = (int)(routing_seed(0, 0, law, micro_batch, group) % (uint32_t)p->per_law);
+    size_t idx = (size_t)law * p->per_law + slot;
+    if (!p->ready[idx]) {
+        moe_error err;
+        if (routing_sample_init(p->ctx, &p->slots[idx], &err)) return NULL;
+        routing_draw(p->ctx, law, slot, 0, &p->slots[idx]);
+        p->ready[idx] = 1;
+        p->draws++;
+    }
+    return &p->slots[idx];
+}
+
+int routing_pool_draws(const routing_pool *p) { return p->draws; }
+
+void routing_pool_free(routing_pool *p) {
+    if (!p) return;
+    size_t n = (size_t)p->n_laws * (size_t)p->per_law;
+    for (size_t i = 0; i < n; i++)
+        if (p->ready[i]) routing_sample_free(&p->slots[i]);
+    free(p->slots);
+    free(p->ready);
+    free(p);
+}

@@ -1,0 +1,336 @@
+/* diagnose_trace.c — read and validate a step trace for the diagnoser (diagnose.h).
+ *
+ * Every rejection names the file, the JSON path, the value found and what was expected, because the
+ * trace may come from a live run on someone else's cluster: "otherData.rank_gpu[3]: got -1" tells
+ * them which writer to fix. */
+#include "sim/report/diagnose.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "sim/report/results.h"
+
+#define MAX_RANKS (1 << 20)
+#define MAX_EXPERTS (1 << 20)
+
+/* The value as the user wrote it (compact JSON, truncated) for "got ...". */
+static const char *shown(const cJSON *item, char *buf, size_t cap) {
+    if (!item) return "nothing (missing)";
+    char *s = cJSON_PrintUnformatted(item);
+    snprintf(buf, cap, "%s", s ? s : "?");
+    if (s && strlen(s) >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
+    free(s);
+    return buf;
+}
+
+static int bad(moe_error *err, const diag_trace *t, const char *path, const cJSON *item, const char *expected) {
+    char v[96];
+    return moe_error_input(err, t->file, path, shown(item, v, sizeof v), "%s", expected);
+}
+
+static int get_int(const cJSON *obj, const char *key, const char *path, int lo, int hi, int *out,
+                   const diag_trace *t, moe_error *err) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < lo ||
+        it->valuedouble > hi) {
+        char what[96];
+        snprintf(what, sizeof what, "an integer in [%d, %d]", lo, hi);
+        return bad(err, t, path, it, what);
+    }
+    *out = (int)it->valuedouble;
+    return 0;
+}
+
+static int get_string(const cJSON *obj, const char *key, const char *path, char *out, size_t cap,
+                      const diag_trace *t, moe_error *err) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsString(it) || strlen(it->valuestring) >= cap)
+        return bad(err, t, path, it, "a (short) string");
+    snprintf(out, cap, "%s", it->valuestring);
+    return 0;
+}
+
+/* An array of exactly `n` (n < 0: any length up to MAX_EXPERTS) finite numbers >= 0. */
+static int get_times(const cJSON *arr, const char *path, int n, double **out, int *out_n,
+                     const diag_trace *t, moe_error *err) {
+    char what[96], p[160];
+    if (n >= 0) snprintf(what, sizeof what, "an array of %d numbers >= 0 (one per rank)", n);
+    else snprintf(what, sizeof what, "an array of numbers >= 0");
+    if (!cJSON_IsArray(arr)) return bad(err, t, path, arr, what);
+    int len = cJSON_GetArraySize(arr);
+    if ((n >= 0 && len != n) || len > MAX_EXPERTS) {
+        char got[64];
+        snprintf(got, sizeof got, "%d elements", len);
+        return moe_error_input(err, t->file, path, got, "%s", what);
+    }
+    double *v = calloc((size_t)len + 1, sizeof *v);
+    if (!v) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    int i = 0;
+    for (const cJSON *e = arr->child; e; e = e->next, i++) {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0) {
+            snprintf(p, sizeof p, "%s[%d]", path, i);
+            free(v);
+            return bad(err, t, p, e, "a finite number >= 0");
+        }
+        v[i] = e->valuedouble;
+    }
+    *out = v;
+    if (out_n) *out_n = len;
+    return 0;
+}
+
+/* An array of rank ids in [0, ranks) (ranks == MAX_RANKS: GPU indices). */
+static int get_ranks(const cJSON *arr, const char *path, int ranks, int **out, int *out_n,
+                     const diag_trace *t, moe_error *err) {
+    char what[96], p[160];
+    if (ranks < MAX_RANKS) snprintf(what, sizeof what, "an array of ranks in [0, %d)", ranks);
+    else snprintf(what, sizeof what, "an array of GPU indices >= 0");
+    if (!cJSON_IsArray(arr)) return bad(err, t, path, arr, what);
+    int len = cJSON_GetArraySize(arr);
+    int *v = calloc((size_t)len + 1, sizeof *v);
+    if (!v) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    int i = 0;
+    for (const cJSON *e = arr->child; e; e = e->next, i++) {
+        if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+            e->valuedouble >= ranks) {
+            snprintf(p, sizeof p, "%s[%d]", path, i);
+            free(v);
+            return bad(err, t, p, e, what);
+        }
+        v[i] = (int)e->valuedouble;
+    }
+    *out = v;
+    *out_n = len;
+    return 0;
+}
+
+static int parse_hang(const cJSON *h, diag_trace *t, moe_error *err) {
+    if (!cJSON_IsObject(h)) return bad(err, t, "otherData.hang", h, "null or an object {\"op\", \"waiting\", \"missing\", ...}");
+    diag_hang *g = calloc(1, sizeof *g);
+    if (!g) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    t->hang = g;
+    int big = 1 << 30;
+    if (get_string(h, "op", "otherData.hang.op", g->op, sizeof g->op, t, err) ||
+        get_string(h, "group_kind", "otherData.hang.group_kind", g->group_kind, sizeof g->group_kind, t, err) ||
+        get_int(h, "group", "otherData.hang.group", -1, big, &g->group, t, err) ||
+        get_int(h, "layer", "otherData.hang.layer", -1, big, &g->layer, t, err) ||
+        get_int(h, "micro_batch", "otherData.hang.micro_batch", -1, big, &g->micro_batch, t, err) ||
+        get_ranks(cJSON_GetObjectItemCaseSensitive(h, "waiting"), "otherData.hang.waiting", t->ranks, &g->waiting,
+                  &g->n_waiting, t, err) ||
+        get_ranks(cJSON_GetObjectItemCaseSensitive(h, "missing"), "otherData.hang.missing", t->ranks, &g->missing,
+                  &g->n_missing, t, err))
+        return err->code;
+    const cJSON *be = cJSON_GetObjectItemCaseSensitive(h, "blocked_elsewhere");
+    if (be && get_int(h, "blocked_elsewhere", "otherData.hang.blocked_elsewhere", 0, t->ranks, &g->blocked_elsewhere, t, err))
+        return err->code;
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(h, "missing_last_op");
+    if (!lo || cJSON_IsNull(lo)) return 0;
+    if (!cJSON_IsArray(lo))
+        return bad(err, t, "otherData.hang.missing_last_op", lo, "an array of {\"rank\", \"op\", \"layer\", \"micro_batch\"}");
+    int n = cJSON_GetArraySize(lo), i = 0;
+    g->last = calloc((size_t)n + 1, sizeof *g->last);
+    if (!g->last) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    for (const cJSON *e = lo->child; e; e = e->next, i++) {
+        char p[128];
+        diag_last_op *l = &g->last[i];
+        snprintf(p, sizeof p, "otherData.hang.missing_last_op[%d]", i);
+        if (!cJSON_IsObject(e)) return bad(err, t, p, e, "an object {\"rank\", \"op\", \"layer\", \"micro_batch\"}");
+        snprintf(p, sizeof p, "otherData.hang.missing_last_op[%d].rank", i);
+        if (get_int(e, "rank", p, 0, t->ranks - 1, &l->rank, t, err)) return err->code;
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(e, "op");
+        if (op && !cJSON_IsNull(op)) {   /* null: the rank had not started an op */
+            snprintf(p, sizeof p, "otherData.hang.missing_last_op[%d].op", i);
+            if (get_string(e, "op", p, l->op, sizeof l->op, t, err)) return err->code;
+        }
+        l->layer = l->micro_batch = -1;
+        if (cJSON_GetObjectItemCaseSensitive(e, "layer")) {
+            snprintf(p, sizeof p, "otherData.hang.missing_last_op[%d].layer", i);
+            if (get_int(e, "layer", p, -1, big, &l->layer, t, err)) return err->code;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(e, "micro_batch")) {
+            snprintf(p, sizeof p, "otherData.hang.missing_last_op[%d].micro_batch", i);
+            if (get_int(e, "micro_batch", p, -1, big, &l->micro_batch, t, err)) return err->code;
+        }
+        g->n_last++;
+    }
+    return 0;
+}
+
+static int cmp_class(const void *a, const void *b) {
+    return strcmp(((const diag_op_class *)a)->name, ((const diag_op_class *)b)->name);
+}
+
+/* Aggregate the complete events by name. Metadata ("M") and other phases are not ops. */
+static int parse_events(const cJSON *ev, diag_trace *t, moe_error *err) {
+    if (!cJSON_IsArray(ev)) return bad(err, t, "traceEvents", ev, "an array of trace events");
+    int cap = 0, i = 0;
+    for (const cJSON *e = ev->child; e; e = e->next, i++) {
+        char p[96];
+        snprintf(p, sizeof p, "traceEvents[%d]", i);
+        if (!cJSON_IsObject(e)) return bad(err, t, p, e, "a trace event object");
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0) continue;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name"), *dur = cJSON_GetObjectItemCaseSensitive(e, "dur");
+        if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) >= DIAG_NAME_MAX) {
+            snprintf(p, sizeof p, "traceEvents[%d].name", i);
+            return bad(err, t, p, name, "an op class name (a non-empty string)");
+        }
+        if (!cJSON_IsNumber(dur) || !isfinite(dur->valuedouble) || dur->valuedouble < 0) {
+            snprintf(p, sizeof p, "traceEvents[%d].dur", i);
+            return bad(err, t, p, dur, "a duration in microseconds >= 0");
+        }
+        int k = 0;
+        while (k < t->n_classes && strcmp(t->classes[k].name, name->valuestring) != 0) k++;
+        if (k == t->n_classes) {
+            if (t->n_classes == cap) {
+                cap = cap ? 2 * cap : 32;
+                diag_op_class *c = realloc(t->classes, (size_t)cap * sizeof *c);
+                if (!c) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+                t->classes = c;
+            }
+            memset(&t->classes[k], 0, sizeof t->classes[k]);
+            snprintf(t->classes[k].name, DIAG_NAME_MAX, "%s", name->valuestring);
+            t->n_classes++;
+        }
+        t->classes[k].count++;
+        t->classes[k].total_us += dur->valuedouble;
+    }
+    if (t->n_classes > 1) qsort(t->classes, (size_t)t->n_classes, sizeof *t->classes, cmp_class);
+    return 0;
+}
+
+static int parse_layout(const cJSON *od, diag_trace *t, moe_error *err) {
+    if (get_int(od, "ranks", "otherData.ranks", 1, MAX_RANKS, &t->ranks, t, err) ||
+        get_int(od, "gpus_per_node", "otherData.gpus_per_node", 1, 1024, &t->gpus_per_node, t, err) ||
+        get_int(od, "tp", "otherData.tp", 1, MAX_RANKS, &t->tp, t, err) ||
+        get_int(od, "pp", "otherData.pp", 1, MAX_RANKS, &t->pp, t, err) ||
+        get_int(od, "ep", "otherData.ep", 1, MAX_RANKS, &t->ep, t, err) ||
+        get_int(od, "dp", "otherData.dp", 1, MAX_RANKS, &t->dp, t, err))
+        return err->code;
+    long prod = (long)t->tp * t->pp * t->ep * t->dp;
+    if (prod != t->ranks) {
+        char got[128];
+        snprintf(got, sizeof got, "tp %d x pp %d x ep %d x dp %d = %ld", t->tp, t->pp, t->ep, t->dp, prod);
+        return moe_error_input(err, t->file, "otherData", got, "tp*pp*ep*dp == ranks (%d)", t->ranks);
+    }
+    return 0;
+}
+
+static int parse_other(const cJSON *od, diag_trace *t, moe_error *err) {
+    char fmt[64];
+    if (get_string(od, "format", "otherData.format", fmt, sizeof fmt, t, err)) {
+        /* say what kind of file this is meant to be, not only that a string is missing */
+        return bad(err, t, "otherData.format", cJSON_GetObjectItemCaseSensitive(od, "format"),
+                   "\"" DIAG_TRACE_FORMAT "\" (a trace from simrun --levels step with output.trace, or simlive)");
+    }
+    if (strcmp(fmt, DIAG_TRACE_FORMAT) != 0)
+        return bad(err, t, "otherData.format", cJSON_GetObjectItemCaseSensitive(od, "format"), "\"" DIAG_TRACE_FORMAT "\"");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(od, "source");
+    if (src && (!cJSON_IsString(src) || (strcmp(src->valuestring, "simulated") && strcmp(src->valuestring, "live"))))
+        return bad(err, t, "otherData.source", src, "\"simulated\" or \"live\"");
+    snprintf(t->source, sizeof t->source, "%s", src ? src->valuestring : "unknown");
+    if (parse_layout(od, t, err)) return err->code;
+
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(od, "step_time_s");
+    if (st && !cJSON_IsNull(st)) {
+        if (!cJSON_IsNumber(st) || !isfinite(st->valuedouble) || st->valuedouble < 0)
+            return bad(err, t, "otherData.step_time_s", st, "a step time in seconds >= 0");
+        t->has_step_time = 1;
+        t->step_time_s = st->valuedouble;
+    }
+
+    int n;
+    const cJSON *rg = cJSON_GetObjectItemCaseSensitive(od, "rank_gpu");
+    if (get_ranks(rg, "otherData.rank_gpu", MAX_RANKS, &t->rank_gpu, &n, t, err)) return err->code;
+    if (n != t->ranks) {
+        char got[64];
+        snprintf(got, sizeof got, "%d elements", n);
+        return moe_error_input(err, t->file, "otherData.rank_gpu", got, "one GPU index per rank (%d)", t->ranks);
+    }
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(od, "rank_step_s"), *rc = cJSON_GetObjectItemCaseSensitive(od, "rank_compute_s");
+    if (rs && !cJSON_IsNull(rs) && get_times(rs, "otherData.rank_step_s", t->ranks, &t->rank_step_s, NULL, t, err))
+        return err->code;
+    if (rc && !cJSON_IsNull(rc) && get_times(rc, "otherData.rank_compute_s", t->ranks, &t->rank_compute_s, NULL, t, err))
+        return err->code;
+    const cJSON *rx = cJSON_GetObjectItemCaseSensitive(od, "rank_a2a_s");
+    if (rx && !cJSON_IsNull(rx) &&
+        get_times(rx, "otherData.rank_a2a_s", t->ranks, &t->rank_a2a_s, NULL, t, err))
+        return err->code;
+    if (!t->rank_step_s && !t->rank_compute_s)
+        return moe_error_input(err, t->file, "otherData.rank_compute_s", "nothing (missing)",
+                               "per-rank times: rank_compute_s and/or rank_step_s, %d numbers each", t->ranks);
+    const cJSON *et = cJSON_GetObjectItemCaseSensitive(od, "expert_tokens");
+    if (et && !cJSON_IsNull(et) && get_times(et, "otherData.expert_tokens", -1, &t->expert_tokens, &t->n_experts, t, err))
+        return err->code;
+    const cJSON *er = cJSON_GetObjectItemCaseSensitive(od, "expert_tokens_routed");
+    if (er && !cJSON_IsNull(er)) {
+        char what[96];
+        snprintf(what, sizeof what, "one count per expert, as expert_tokens (%d)", t->n_experts);
+        if (!t->expert_tokens || cJSON_GetArraySize(er) != t->n_experts)
+            return bad(err, t, "otherData.expert_tokens_routed", er, what);
+        if (get_times(er, "otherData.expert_tokens_routed", t->n_experts, &t->expert_routed, NULL, t, err))
+            return err->code;
+    }
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(od, "hang");
+    if (h && !cJSON_IsNull(h) && parse_hang(h, t, err)) return err->code;
+    return 0;
+}
+
+int diag_trace_parse(const char *text, const char *file, diag_trace *t, moe_error *err) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->file, sizeof t->file, "%s", file ? file : "");
+    cJSON *doc = cJSON_Parse(text);
+    if (!doc) {
+        const char *at = cJSON_GetErrorPtr();
+        int line = 1;
+        for (const char *c = text; at && c < at && *c; c++) line += *c == '\n';
+        char got[64];
+        snprintf(got, sizeof got, "invalid JSON near line %d", line);
+        return moe_error_input(err, t->file, NULL, got, "a trace.json document");
+    }
+    int rc = 0;
+    const cJSON *od = cJSON_GetObjectItemCaseSensitive(doc, "otherData");
+    if (!cJSON_IsObject(doc)) rc = bad(err, t, "(document)", doc, "a JSON object {\"traceEvents\", \"otherData\"}");
+    else if (!cJSON_IsObject(od)) rc = bad(err, t, "otherData", od, "an object with the step's per-rank data (sim/exec/trace.h)");
+    else if (!(rc = parse_other(od, t, err))) {
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
+        if (ev) rc = parse_events(ev, t, err);
+    }
+    cJSON_Delete(doc);
+    if (rc) diag_trace_free(t);
+    return rc;
+}
+
+int diag_trace_load(const char *path, diag_trace *t, moe_error *err) {
+    memset(t, 0, sizeof *t);
+    char *text = read_file_text(path, NULL, err);
+    if (!text) return err->code ? err->code : EXIT_BADINPUT;
+    int rc = diag_trace_parse(text, path, t, err);
+    free(text);
+    return rc;
+}
+
+void diag_trace_free(diag_trace *t) {
+    if (!t) return;
+    free(t->rank_gpu);
+    free(t->rank_step_s);
+    free(t->rank_compute_s);
+    free(t->rank_a2a_s);
+    free(t->expert_tokens);
+    free(t->expert_routed);
+    if (t->hang) {
+        free(t->hang->waiting);
+        free(t->hang->missing);
+        free(t->hang->last);
+        free(t->hang);
+    }
+    free(t->classes);
+    char file[sizeof t->file];
+    memcpy(file, t->file, sizeof file);
+    memset(t, 0, sizeof *t);
+    memcpy(t->file, file, sizeof file);
+}

@@ -1,0 +1,312 @@
+/* plots.c — figures from results with gnuplot. One small function per figure; they share the data
+ * extraction (series grouped by the sweep values other than the x axis) and the drawing (one script
+ * rendered twice: PNG and SVG). */
+#include "sim/report/plots.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/report/results.h"
+
+/* Dotted lookup of a number (NaN when absent). */
+static double num(const cJSON *obj, const char *path) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *cur = obj;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ".", &save); tok && cur; tok = strtok_r(NULL, ".", &save))
+        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    return cJSON_IsNumber(cur) ? cur->valuedouble : NAN;
+}
+
+static const cJSON *points_of(const cJSON *doc) { return cJSON_GetObjectItemCaseSensitive(doc, "points"); }
+
+/* Does the sweep vary this key (in any point)? */
+static int sweeps(const cJSON *doc, const char *key) {
+    for (const cJSON *p = points_of(doc)->child; p; p = p->next)
+        if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "sweep"), key)) return 1;
+    return 0;
+}
+
+/* The series label of a point: its sweep values other than `xkey` ("" when none). */
+static void series_label(const cJSON *p, const char *xkey, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(p, "sweep");
+    for (const cJSON *e = sw ? sw->child : NULL; e; e = e->next) {
+        if (strcmp(e->string, xkey) == 0 || len >= cap - 1) continue;
+        /* strings unquoted: labels go inside gnuplot's quotes */
+        char *v = cJSON_IsString(e) ? strdup(e->valuestring) : cJSON_PrintUnformatted(e);
+        const char *k = strrchr(e->string, '.') ? strrchr(e->string, '.') + 1 : e->string;
+        for (char *c = v; *c; c++)
+            if (*c == '"' || *c == '\'') *c = ' ';
+        len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", k, v);
+        free(v);
+    }
+}
+
+/* Write data blocks (gnuplot "index" blocks separated by two blank lines), one per series, rows
+ * sorted by x; columns: x then each of `cols`. Returns the number of series; labels in `labels`. */
+#define MAX_SERIES 12
+static int write_series(FILE *f, const cJSON *doc, const char *xkey, const char *xpath, const char *const *cols,
+                        int ncols, char labels[MAX_SERIES][128]) {
+    int ns = 0, xkey_all = 0;
+    for (const cJSON *p = points_of(doc)->child; p; p = p->next) {
+        char lab[128];
+        series_label(p, xkey, lab, sizeof lab);
+        int s;
+        for (s = 0; s < ns; s++)
+            if (strcmp(labels[s], lab) == 0) break;
+        if (s == ns && ns < MAX_SERIES) snprintf(labels[ns++], 128, "%s", lab);
+    }
+    /* keys zipped with the x axis make every point its own "series": then it is one series */
+    if (ns > 1 && ns == cJSON_GetArraySize(points_of(doc))) {
+        ns = 1;
+        labels[0][0] = '\0';
+        xkey_all = 1;
+    }
+    for (int s = 0; s < ns; s++) {
+        fprintf(f, "# series %d: %s\n", s, labels[s][0] ? labels[s] : "all");
+        /* selection sort by x over the series' points: sweeps are small */
+        double last = -INFINITY;
+        for (;;) {
+            const cJSON *best = NULL;
+            double bx = INFINITY;
+            for (const cJSON *p = points_of(doc)->child; p; p = p->next) {
+                char lab[128];
+                series_label(p, xkey, lab, sizeof lab);
+                double x = num(p, xpath);
+                if ((xkey_all || strcmp(lab, labels[s]) == 0) && x > last && x < bx) { bx = x; best = p; }
+            }
+            if (!best) break;
+            fprintf(f, "%.10g", bx);
+            for (int c = 0; c < ncols; c++) {
+                double v = num(best, cols[c]);
+                if (isnan(v)) fprintf(f, " NaN");
+                else fprintf(f, " %.10g", v);
+            }
+            fputc('\n', f);
+            last = bx;
+        }
+        fputs("\n\n", f);
+    }
+    return ns;
+}
+
+/* Render `body` (gnuplot commands that plot from FIG.dat) to FIG.png and FIG.svg atomically. */
+static int render(const char *dir, const char *fig, const char *body, moe_error *err) {
+    char gp[4096], png[4096], svg[4096];
+    snprintf(gp, sizeof gp, "%s/%s.gp", dir, fig);
+    snprintf(png, sizeof png, "%s/%s.png", dir, fig);
+    snprintf(svg, sizeof svg, "%s/%s.svg", dir, fig);
+    size_t cap = strlen(body) + 8192;
+    char *script = malloc(cap);
+    snprintf(script, cap,
+             "# %s — drawn by moesim from results.json; rerun: gnuplot %s.gp\n"
+             "datafile = '%s/%s.dat'\n"
+             "set terminal pngcairo size 1100,680 font 'sans,11' noenhanced\n"
+             "set output '%s.tmp'\n"
+             "%s\n"
+             "set terminal svg size 1100,680 font 'sans,11' noenhanced\n"
+             "set output '%s.tmp'\n"
+             "replot\n"
+             "unset output\n",
+             fig, fig, dir, fig, png, body, svg);
+    int rc = write_file_atomic(gp, script, err);
+    free(script);
+    if (rc) return rc;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
+    FILE *p = popen(cmd, "r");
+    if (!p) return moe_error_set(err, EXIT_RUNTIME, "plots: cannot run gnuplot (is gnuplot-nox installed?)");
+    char out[2048] = "";
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    char tmp[4200];
+    if (status != 0) {
+        snprintf(tmp, sizeof tmp, "%s.tmp", png);
+        unlink(tmp);
+        snprintf(tmp, sizeof tmp, "%s.tmp", svg);
+        unlink(tmp);
+        return moe_error_set(err, EXIT_RUNTIME, "plots: gnuplot failed on %s (is gnuplot-nox installed?): %.400s",
+                             gp, out);
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp", png);
+    if (rename(tmp, png)) return moe_error_set(err, EXIT_RUNTIME, "plots: cannot rename %s", tmp);
+    snprintf(tmp, sizeof tmp, "%s.tmp", svg);
+    if (rename(tmp, svg)) return moe_error_set(err, EXIT_RUNTIME, "plots: cannot rename %s", tmp);
+    return 0;
+}
+
+/* Write FIG.dat with the series, then render with a plot command built per series. */
+typedef struct {
+    const char *fig, *xkey, *xpath;
+    const char *const *cols;
+    int ncols;
+} figure_data;
+
+static int write_data(const char *dir, const cJSON *doc, const figure_data *fd, char labels[MAX_SERIES][128],
+                      int *ns, moe_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.dat", dir, fd->fig);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "# %s", fd->xpath);
+    for (int c = 0; c < fd->ncols; c++) fprintf(f, " %s", fd->cols[c]);
+    fputc('\n', f);
+    *ns = write_series(f, doc, fd->xkey, fd->xpath, fd->cols, fd->ncols, labels);
+    fclose(f);
+    int rc = write_file_atomic(path, buf, err);
+    free(buf);
+    return rc;
+}
+
+static const char *title_of(const char *label) { return label[0] ? label : "simulated"; }
+
+static int fig_ckpt_interval(const char *dir, const cJSON *doc, moe_error *err) {
+    static const char *const cols[] = {"run.days_p50", "run.days_p5", "run.days_p95"};
+    figure_data fd = {"ckpt_interval", "reliability.checkpoint.interval_min",
+                      "scenario.reliability.checkpoint.interval_min", cols, 3};
+    char labels[MAX_SERIES][128];
+    int ns;
+    if (write_data(dir, doc, &fd, labels, &ns, err)) return err->code;
+    const cJSON *p0 = points_of(doc)->child;
+    double young = num(p0, "plan.young_interval_min"), daly = num(p0, "plan.daly_interval_min");
+    char body[8192];
+    int n = snprintf(body, sizeof body,
+                     "set title 'Days to the token target vs checkpoint interval (median, p5-p95 bars)'\n"
+                     "set xlabel 'checkpoint interval (min)'\nset ylabel 'wall-clock days to target'\n"
+                     "set grid\nset key top right\nset logscale x 2\n");
+    if (!isnan(young))
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#1b9e77'\n"
+                      "set label 'Young %.0f min' at %g, graph 0.95 left offset 0.5,0 tc rgb '#1b9e77'\n",
+                      young, young, young, young);
+    if (!isnan(daly))
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "set arrow from %g, graph 0 to %g, graph 1 nohead dt 3 lc rgb '#d95f02'\n"
+                      "set label 'Daly %.0f min' at %g, graph 0.88 left offset 0.5,0 tc rgb '#d95f02'\n",
+                      daly, daly, daly, daly);
+    n += snprintf(body + n, sizeof body - (size_t)n, "plot ");
+    for (int s = 0; s < ns; s++)
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "%sdatafile index %d using 1:2:3:4 with yerrorlines lw 2 pt 7 title '%s'", s ? ", " : "", s,
+                      title_of(labels[s]));
+    return render(dir, fd.fig, body, err);
+}
+
+static int fig_hot_spares(const char *dir, const cJSON *doc, moe_error *err) {
+    static const char *const cols[] = {"run.ettr"};
+    figure_data fd = {"hot_spares", "reliability.recovery.hot_spare_fraction",
+                      "scenario.reliability.recovery.hot_spare_fraction", cols, 1};
+    char labels[MAX_SERIES][128];
+    int ns;
+    if (write_data(dir, doc, &fd, labels, &ns, err)) return err->code;
+    char body[8192];
+    int n = snprintf(body, sizeof body,
+                     "set title 'Effective training time ratio vs hot-spare pool'\n"
+                     "set xlabel 'hot spares (fraction of nodes)'\nset ylabel 'ETTR (useful / wall time)'\n"
+                     "set grid\nset key bottom right\nset yrange [*:1]\n"
+                     "set arrow from graph 0, first 0.95 to graph 1, first 0.95 nohead dt 2 lc rgb 'gray'\n"
+                     "set label 'seed 003 target 95%%' at graph 0.02, first 0.95 offset 0,0.7 tc rgb 'gray'\n"
+                     "plot ");
+    for (int s = 0; s < ns; s++)
+        n += snprintf(body + n, sizeof body - (size_t)n, "%sdatafile index %d using 1:2 with linespoints lw 2 pt 7 title '%s'",
+                      s ? ", " : "", s, title_of(labels[s]));
+    return render(dir, fd.fig, body, err);
+}
+
+static int fig_scaling(const char *dir, const cJSON *doc, moe_error *err) {
+    static const char *const cols[] = {"step.tokens_per_s_per_gpu", "plan.tokens_per_s_per_gpu"};
+    figure_data fd = {"scaling", "cluster.nodes", "scenario.cluster.nodes", cols, 2};
+    char labels[MAX_SERIES][128];
+    int ns;
+    if (write_data(dir, doc, &fd, labels, &ns, err)) return err->code;
+    const cJSON *p0 = points_of(doc)->child;
+    double gpn = num(p0, "scenario.cluster.gpus_per_node");
+    char body[8192];
+    int n = snprintf(body, sizeof body,
+                     "set title 'Throughput per GPU vs cluster size'\n"
+                     "set xlabel 'GPUs'\nset ylabel 'tokens / s / GPU'\nset grid\nset key bottom left\n"
+                     "set logscale x 2\nset yrange [0:*]\nplot ");
+    for (int s = 0; s < ns; s++)
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "%sdatafile index %d using ($1*%g):2 with linespoints lw 2 pt 7 title 'step %s', "
+                      "datafile index %d using ($1*%g):3 with linespoints dt 2 pt 6 title 'plan %s'",
+                      s ? ", " : "", s, gpn, labels[s], s, gpn, labels[s]);
+    return render(dir, fd.fig, body, err);
+}
+
+/* Stacked bars: one per point, labelled with its sweep values (or layout). */
+static int fig_step_breakdown(const char *dir, const cJSON *doc, moe_error *err) {
+    const char *lvl = cJSON_GetObjectItemCaseSensitive(points_of(doc)->child, "step") ? "step" : "plan";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/step_breakdown.dat", dir);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "# label %s.compute_s %s.exposed_comm_s %s.bubble_s %s.optimizer_s\n", lvl, lvl, lvl, lvl);
+    const char *parts[4] = {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"};
+    for (const cJSON *p = points_of(doc)->child; p; p = p->next) {
+        char lab[128];
+        series_label(p, "", lab, sizeof lab);
+        if (!lab[0])
+            snprintf(lab, sizeof lab, "%.0f.%.0f.%.0f.%.0f", num(p, "scenario.layout.tp"), num(p, "scenario.layout.pp"),
+                     num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
+        fprintf(f, "\"%s\"", lab);
+        for (int c = 0; c < 4; c++) {
+            char key[64];
+            snprintf(key, sizeof key, "%s.%s", lvl, parts[c]);
+            double v = num(p, key);
+            fprintf(f, " %.10g", isnan(v) ? 0.0 : v);
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    int rc = write_file_atomic(path, buf, err);
+    free(buf);
+    if (rc) return rc;
+    char body[4096];
+    snprintf(body, sizeof body,
+             "set title 'Step time breakdown per point (%s level)'\n"
+             "set ylabel 'seconds per step'\nset style data histograms\nset style histogram rowstacked\n"
+             "set style fill solid 0.85 border -1\nset boxwidth 0.7\nset grid ytics\nset key outside right top\n"
+             "set xtics rotate by -35 font ',9'\n"
+             "plot datafile using 2:xtic(1) title 'compute', '' using 3 title 'exposed comm', "
+             "'' using 4 title 'pipeline bubble', '' using 5 title 'optimizer'",
+             lvl);
+    return render(dir, "step_breakdown", body, err);
+}
+
+int plots_write(const char *dir, const cJSON *doc, int *n_written, moe_error *err) {
+    *n_written = 0;
+    const cJSON *pts = points_of(doc);
+    int n = cJSON_GetArraySize(pts);
+    if (n == 0) return 0;
+    const cJSON *p0 = pts->child;
+    int have_run = cJSON_GetObjectItemCaseSensitive(p0, "run") != NULL;
+    int rc;
+    if (have_run && sweeps(doc, "reliability.checkpoint.interval_min")) {
+        if ((rc = fig_ckpt_interval(dir, doc, err))) return rc;
+        ++*n_written;
+    }
+    if (have_run && sweeps(doc, "reliability.recovery.hot_spare_fraction")) {
+        if ((rc = fig_hot_spares(dir, doc, err))) return rc;
+        ++*n_written;
+    }
+    if (sweeps(doc, "cluster.nodes")) {
+        if ((rc = fig_scaling(dir, doc, err))) return rc;
+        ++*n_written;
+    }
+    if (n >= 2 && n <= 60 && cJSON_GetObjectItemCaseSensitive(p0, "plan")) {
+        if ((rc = fig_step_breakdown(dir, doc, err))) return rc;
+        ++*n_written;
+    }
+    return 0;
+}

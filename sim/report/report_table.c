@@ -1,0 +1,86 @@
+/* report_table.c — results as an aligned text table. */
+#include "sim/report/report_table.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double num(const cJSON *obj, const char *path) {
+    /* dotted lookup: "step.step_time_s" */
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *cur = obj;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
+        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    if (cJSON_IsNumber(cur)) return cur->valuedouble;
+    if (cJSON_IsBool(cur)) return cJSON_IsTrue(cur) ? 1 : 0;
+    return NAN;
+}
+
+typedef struct {
+    const cJSON *pt;
+    double key;   /* ranking key: step time, infinite when it does not fit */
+} row;
+
+static int by_key(const void *a, const void *b) {
+    const row *ra = a, *rb = b;
+    if (ra->key != rb->key) return ra->key < rb->key ? -1 : 1;
+    return (int)num(ra->pt, "id") - (int)num(rb->pt, "id");
+}
+
+static void fmt(char *out, size_t cap, const char *f, double v) {
+    if (isnan(v)) snprintf(out, cap, "-");
+    else snprintf(out, cap, f, v);
+}
+
+void print_results_table(FILE *out, const cJSON *doc) {
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    int n = cJSON_GetArraySize(points);
+    if (n == 0) { fprintf(out, "(no points)\n"); return; }
+    row *rows = calloc((size_t)n, sizeof *rows);
+    int i = 0, ranked = n > 1;
+    for (const cJSON *p = points->child; p; p = p->next, i++) {
+        double st = num(p, "step.step_time_s");
+        if (isnan(st)) st = num(p, "plan.step_time_s");
+        double fits = num(p, "plan.fits_memory");
+        rows[i].pt = p;
+        rows[i].key = (fits == 0 || isnan(st)) ? INFINITY : st;
+    }
+    if (ranked) qsort(rows, (size_t)n, sizeof *rows, by_key);
+
+    fprintf(out, "%4s %5s  %-28s %4s %9s %9s %6s %10s %8s %8s %6s\n", ranked ? "rank" : "", "point",
+            "sweep / layout tp.pp.ep.dp", "fits", "plan_s", "step_s", "mfu", "tok/s/gpu", "mem_GiB",
+            "days_p50", "ettr");
+    for (i = 0; i < n; i++) {
+        const cJSON *p = rows[i].pt;
+        char label[64] = "", c[8][24];
+        const cJSON *sw = cJSON_GetObjectItemCaseSensitive(p, "sweep");
+        size_t len = 0;
+        for (const cJSON *e = sw ? sw->child : NULL; e && len < sizeof label - 1; e = e->next) {
+            char *v = cJSON_PrintUnformatted(e);
+            const char *key = strrchr(e->string, '.') ? strrchr(e->string, '.') + 1 : e->string;
+            len += (size_t)snprintf(label + len, sizeof label - len, "%s%s=%s", len ? " " : "", key, v);
+            free(v);
+        }
+        if (!len)
+            snprintf(label, sizeof label, "%.0f.%.0f.%.0f.%.0f", num(p, "scenario.layout.tp"),
+                     num(p, "scenario.layout.pp"), num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
+        double mfu = num(p, "step.mfu"), tps = num(p, "step.tokens_per_s_per_gpu");
+        if (isnan(mfu)) mfu = num(p, "plan.mfu");
+        if (isnan(tps)) tps = num(p, "plan.tokens_per_s_per_gpu");
+        fmt(c[0], 24, "%.3f", num(p, "plan.step_time_s"));
+        fmt(c[1], 24, "%.3f", num(p, "step.step_time_s"));
+        fmt(c[2], 24, "%.3f", mfu);
+        fmt(c[3], 24, "%.0f", tps);
+        fmt(c[4], 24, "%.1f", num(p, "plan.memory_GiB.total"));
+        fmt(c[5], 24, "%.2f", num(p, "run.days_p50"));
+        fmt(c[6], 24, "%.3f", num(p, "run.ettr"));
+        double fits = num(p, "plan.fits_memory");
+        char rank[16] = "";
+        if (ranked) snprintf(rank, sizeof rank, "%d", i + 1);
+        fprintf(out, "%4s %5.0f  %-28.28s %4s %9s %9s %6s %10s %8s %8s %6s\n", rank, num(p, "id"), label,
+                isnan(fits) ? "-" : fits ? "yes" : "NO", c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+    }
+    free(rows);
+}

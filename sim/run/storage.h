@@ -1,0 +1,31 @@
+/* storage.h — how long a checkpoint takes: the GPU-to-host snapshot and the write to the parallel
+ * file system ("the storage path" of the run level).
+ *
+ * Model: every node writes its shard of the state at the same time. The shards share the file
+ * system's aggregate write bandwidth, and each node is further limited by its own storage NIC.
+ * This is a closed form, not a SimGrid run, and it is exact for what it models: n equal flows that
+ * start together and cross one shared bottleneck of capacity C, each behind a private link of
+ * capacity c. Max-min fairness (what SimGrid's flow models compute, and what a parallel file system
+ * approximates) gives every flow min(c, C/n); equal flows keep equal rates to the end, so all finish
+ * together at (B/n) / min(c, C/n) = max(B/(n c), B/C) for B bytes in total. A flow-level simulator
+ * would reproduce this number and add nothing but run time; the run level needs it once per trial
+ * set. (It stops being exact if shards differ in size or other traffic shares the links: neither is
+ * modelled here — the storage network is separate from the training rails in the seed's design.) */
+#ifndef MOESIM_STORAGE_H
+#define MOESIM_STORAGE_H
+
+#include "sim/scenario/scenario.h"
+
+/* Seconds for n_writers nodes to write total_bytes together (each total_bytes / n_writers), sharing
+ * fs_GBps, each limited by node_GBps (<= 0: no per-node limit). */
+double storage_write_s(double total_bytes, int n_writers, double fs_GBps, double node_GBps);
+
+/* Seconds to copy bytes_per_gpu from GPU to host memory at GBps (all GPUs in parallel, each over its
+ * own PCIe link): the training pause of an async checkpoint. */
+double storage_snapshot_s(double bytes_per_gpu, double GBps);
+
+/* A node's storage-network bandwidth in the scenario: one NIC of the cluster's kind (nic_gbps / 8
+ * bytes), capped by the host's PCIe bandwidth. */
+double storage_node_GBps(const cluster_cfg *c);
+
+#endif

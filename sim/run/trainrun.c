@@ -1,0 +1,851 @@
+/* trainrun.c — the run level: a discrete-event simulation of a whole training run, Monte Carlo
+ * over seeded trials, and a search for the best checkpoint interval.
+ *
+ * ---- What is simulated (the semantics every test relies on) ------------------------------------
+ * Time is wall-clock seconds from the start of the job. Training progress p is measured in steps of
+ * step_s (times the straggler slowdown while a slow node is in the job); between two events it grows
+ * linearly, so the simulation jumps from event to event in closed form and never visits a step.
+ * Events: failures, checkpoint boundaries, ends of pauses and recoveries, completions of background
+ * writes, straggler onsets and detections, loss spikes, the run.max_days cutoff.
+ * No general event queue (heap): the pending events are a fixed, typed set — the next failure (the
+ * failure process keeps one next time per class), the next straggler onset, the oldest undetected
+ * straggler (all share one detection delay, so detections come in onset order), at most one
+ * background write, the end of the current phase, the next spike, the cutoff. A minimum over these
+ * seven slots is cheaper than a heap and fixes the order of ties. Repairs need no events: a spare's
+ * return time only matters when a swap asks for one, so returns are applied then. Steady stretches
+ * of checkpoint cycles between those events are jumped over in closed form (fast_forward).
+ *
+ * Checkpoints. A boundary comes every k steps counted from the last snapshot (k from the policy:
+ *   fixed interval_min, young/daly with delta = write time and M = job MTBF, none = no checkpoints),
+ *   and one more at the last step: the run is done when its final state is durably written.
+ *   sync : training stops for the whole write (write_s); the checkpoint protects the boundary's
+ *          progress when the write ends.
+ *   async: training stops for the GPU-to-host snapshot only (snapshot_s); the write then proceeds in
+ *          the background for write_s and protects the snapshot's progress only when it completes.
+ *          A boundary reached while the previous write is still running is deferred: training goes
+ *          on and the snapshot is taken at the first step boundary after that write completes. This
+ *          keeps one host-memory buffer per node, never stalls training on storage, and makes the
+ *          effective interval max(k steps, write time) — a write slower than the interval cannot
+ *          be hidden, and queueing snapshots behind it would only let the backlog grow.
+ * Failures. A failure (of any class, at any time, also during pauses, writes and recoveries) rolls
+ *   the job back to the last complete checkpoint: the compute since then is lost, an in-flight
+ *   write is abandoned. Then the job recovers:
+ *   - the class needs a node swap and a hot spare is free: swap + in-memory restore, spare_swap_s;
+ *     the spare leaves the pool and the broken node returns to it repair_h later;
+ *   - otherwise (no spare free, or a class that restarts in place: software, switch/cable): a full
+ *     restart of full_restart_min R (reschedule, reload, warm-up). Without a spare, R includes the
+ *     scheduler draining the bad node and bringing in a replacement from outside the hot-spare pool;
+ *     the pool does not change.
+ *   A failure during a recovery restarts the recovery from scratch (the restore state is gone);
+ *   the new recovery is the heavier of the interrupted one and the one the new failure needs, so a
+ *   failure during a full restart costs a full R again — exactly Daly's model, whose e^(R/M) term
+ *   is this restart-on-failure under memoryless failures.
+ * Stragglers. round(fraction x nodes) nodes turn slow at uniform random times over the ideal run
+ *   length; while any is in the job, every step takes slowdown x longer (synchronous training runs
+ *   at its slowest node's pace). detect_min after its onset a straggler is taken out like a failed
+ *   node (rollback, spare swap or full restart), counted as a straggler, not a failure.
+ * Loss spikes. Poisson in training progress, per_day per day of ideal training. "rollback": back to
+ *   the last complete checkpoint and skip the batch; the state is reloaded in place (no
+ *   rescheduling) in reload_s = the snapshot time from host memory (async: the last checkpoint is
+ *   still cached there, seed 000 §3.3) or the write time read back from the file system (sync).
+ *   "skip": the spiking step is discarded and redone with the next batch (one step lost).
+ * Ties between events at the same instant resolve in the order: write completion, end of a pause,
+ *   recovery or training segment, spike, straggler detection, straggler onset, failure, cutoff.
+ *
+ * ---- Monte Carlo --------------------------------------------------------------------------------
+ * Trial i draws from three gsl_rng mt19937 streams (failures, stragglers, spikes) seeded with
+ *   splitmix64(splitmix64(splitmix64(seed) ^ i) ^ stream), folded to 32 bits (mt19937 takes 32-bit
+ *   seeds). Separate streams make every candidate interval of the search see the same failures,
+ *   stragglers and spikes in trial i (common random numbers).
+ * ETTR of a trial = ideal compute of the work kept (steps x step_s) / wall time.
+ * lost hours = compute rolled back (and discarded spike steps); restart hours = time in recovery.
+ *
+ * ---- Interval search ----------------------------------------------------------------------------
+ * The objective is the mean wall time over all trials (common random numbers, sync or async as the
+ * scenario says, max_days cutoff lifted to 4x). A grid of intervals Daly's x 2^(j/3), j = -3..3,
+ * is extended past either end until it brackets the minimum (async checkpoints pause only for the
+ * snapshot, so their optimum can lie far below Daly's, near the write time; async candidates never
+ * go below the write time, where boundaries are deferred anyway). Then a quadratic in ln(interval)
+ * is fitted by least squares (gsl_multifit_linear) around the best grid point, refined on 9 points
+ * within a factor 2^(1/4) of that fit's vertex, and fitted again over the points within a factor
+ * sqrt(2). Fitting, rather than golden-section search, averages the Monte Carlo noise over many
+ * points: near its minimum the wall time moves by only ~1e-4 for a 5% change of interval, far
+ * below the noise of any one point. (The wall time is close to a + b cosh(ln tau - ln tau*) around
+ * the optimum — Young's form — so a quadratic in ln tau fits it symmetrically.)
+ */
+#include "sim/run/trainrun.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "sim/run/failures.h"
+#include "sim/plan/reliability.h"
+#include "sim/run/storage.h"
+
+#define INF INFINITY
+
+typedef enum { REC_NONE = 0, REC_RELOAD, REC_SWAP, REC_RESTART } recovery_kind;
+typedef enum { PH_TRAIN = 0, PH_PAUSE, PH_DRAIN, PH_RECOVER, PH_DONE } phase_kind;
+enum { STREAM_FAILURES = 1, STREAM_STRAGGLERS = 2, STREAM_SPIKES = 3 };
+
+/* Everything a trial needs, resolved once from the scenario. */
+typedef struct {
+    double step_s, slowdown;
+    long n_steps;
+    int async;
+    double write_s, snapshot_s, reload_s, restart_s, swap_s, repair_s;
+    int spare_pool;
+    int needs_swap[FAIL_NCLASSES];
+    double max_s;
+    int n_stragglers;
+    double straggler_horizon_s, detect_s;
+    double spike_mean_steps;       /* INF: no spikes */
+    int spike_rollback;
+    uint64_t seed;
+    double mtbf_s;                 /* INF: no drawn failures */
+    int has_failures;              /* drawn or replayed */
+} run_params;
+
+/* One trial's totals. */
+typedef struct {
+    double wall_s, useful_s, lost_s, recover_s, ckpt_s;
+    int completed, failures, restarts, swaps, stragglers, spikes;
+} trial_totals;
+
+/* Memory reused across trials: RNG streams, the failure process, straggler onsets, repair slots. */
+typedef struct {
+    gsl_rng *rng_fail, *rng_slow, *rng_spike;
+    failure_process fp;
+    double *onsets;
+    double *repairs;               /* return times of spares out for repair */
+    int n_repairs;
+    trainrun_event_fn fn;
+    void *user;
+} trial_ctx;
+
+typedef struct {
+    double t;
+    double p, p_ckpt, p_next, p_snap;   /* progress (steps): now, protected, next boundary, snapshot */
+    double w_end;                       /* completion of the background write (INF: none) */
+    double phase_end;
+    double train_s, train_s_at_snap, train_s_at_ckpt;   /* cumulative compute time and its marks */
+    double pw, pw_spike;                /* steps processed incl. rework; next spike at */
+    phase_kind phase;
+    recovery_kind rec_kind;
+    int pending;                        /* a boundary was deferred behind a running write */
+    int slow_active, next_onset, next_detect;
+    long k;                             /* steps per interval; 0 = no checkpoints */
+} trial_state;
+
+/* ---- seeding ---------------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static unsigned long stream_seed(uint64_t seed, int trial, int stream) {
+    uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ (uint64_t)trial) ^ (uint64_t)stream);
+    return (unsigned long)((h >> 32) ^ (h & 0xffffffffull));
+}
+
+/* ---- one trial ---------------------------------------------------------------------------------- */
+
+static void emit(const trial_ctx *cx, double t, trainrun_event_kind kind, int cls, int rank,
+                 int rec, double value) {
+    if (!cx->fn) return;
+    trainrun_event ev = {t, kind, cls, rank, rec, value};
+    cx->fn(&ev, cx->user);
+}
+
+static double next_boundary(const run_params *pr, long k, double p) {
+    if (k <= 0) return (double)pr->n_steps;
+    double b = p + (double)k;
+    return b < (double)pr->n_steps ? b : (double)pr->n_steps;
+}
+
+static void trial_begin(trial_ctx *cx, const run_params *pr, int trial, long k, trial_state *st) {
+    gsl_rng_set(cx->rng_fail, stream_seed(pr->seed, trial, STREAM_FAILURES));
+    gsl_rng_set(cx->rng_slow, stream_seed(pr->seed, trial, STREAM_STRAGGLERS));
+    gsl_rng_set(cx->rng_spike, stream_seed(pr->seed, trial, STREAM_SPIKES));
+    failure_process_reset(&cx->fp, cx->rng_fail);
+    for (int i = 0; i < pr->n_stragglers; i++)
+        cx->onsets[i] = gsl_rng_uniform(cx->rng_slow) * pr->straggler_horizon_s;
+    gsl_sort(cx->onsets, 1, (size_t)pr->n_stragglers);
+    cx->n_repairs = 0;
+    memset(st, 0, sizeof *st);
+    st->k = k;
+    st->phase = PH_TRAIN;
+    st->w_end = INF;
+    st->p_next = next_boundary(pr, k, 0);
+    st->pw_spike = isfinite(pr->spike_mean_steps)
+                       ? gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps) : INF;
+}
+
+/* Let time run to t_next in the current phase. */
+static void advance(trial_state *st, trial_totals *tot, double t_next, double step_dur_s) {
+    double dt = t_next - st->t;
+    if (dt < 0) dt = 0;
+    switch (st->phase) {
+    case PH_TRAIN: {
+        double dp = dt / step_dur_s;
+        st->p += dp;
+        if (st->p > st->p_next) st->p = st->p_next;   /* rounding only */
+        st->pw += dp;
+        st->train_s += dt;
+        break;
+    }
+    case PH_PAUSE:
+    case PH_DRAIN: tot->ckpt_s += dt; break;
+    case PH_RECOVER: tot->recover_s += dt; break;
+    case PH_DONE: break;
+    }
+    st->t = t_next;
+}
+
+static void finish(trial_state *st, const run_params *pr, trial_totals *tot, int completed,
+                   const trial_ctx *cx) {
+    st->phase = PH_DONE;
+    tot->completed = completed;
+    tot->wall_s = st->t;
+    tot->useful_s = (completed ? (double)pr->n_steps : st->p_ckpt) * pr->step_s;
+    emit(cx, st->t, completed ? TR_EV_DONE : TR_EV_CUTOFF, -1, -1, 0, st->p_ckpt);
+}
+
+static void commit_checkpoint(trial_state *st, const trial_ctx *cx) {
+    st->p_ckpt = st->p_snap;
+    st->train_s_at_ckpt = st->train_s_at_snap;
+    emit(cx, st->t, TR_EV_CHECKPOINT_DONE, -1, -1, 0, st->p_ckpt);
+}
+
+/* Stop training for a sync write or an async snapshot of the progress at st->p. */
+static void start_checkpoint(trial_state *st, const run_params *pr, const trial_ctx *cx) {
+    st->phase = PH_PAUSE;
+    st->phase_end = st->t + (pr->async ? pr->snapshot_s : pr->write_s);
+    st->p_snap = st->p;
+    st->train_s_at_snap = st->train_s;
+    emit(cx, st->t, TR_EV_CHECKPOINT_START, -1, -1, 0, st->p);
+}
+
+static void on_boundary(trial_state *st, const run_params *pr, trial_totals *tot,
+                        const trial_ctx *cx) {
+    st->p = st->p_next;
+    if (st->k <= 0) {                       /* policy none: the boundary is the last step */
+        finish(st, pr, tot, 1, cx);
+        return;
+    }
+    if (pr->async && isfinite(st->w_end)) { /* previous write still running: defer */
+        st->pending = 1;
+        if (st->p >= (double)pr->n_steps) st->phase = PH_DRAIN;
+        else st->p_next = (double)pr->n_steps;
+        return;
+    }
+    start_checkpoint(st, pr, cx);
+}
+
+static void on_pause_end(trial_state *st, const run_params *pr, trial_totals *tot,
+                         const trial_ctx *cx) {
+    if (!pr->async) {
+        commit_checkpoint(st, cx);
+        if (st->p_ckpt >= (double)pr->n_steps) { finish(st, pr, tot, 1, cx); return; }
+    } else {
+        st->w_end = st->t + pr->write_s;
+        if (st->p >= (double)pr->n_steps) { st->phase = PH_DRAIN; return; }
+    }
+    st->p_next = next_boundary(pr, st->k, st->p);
+    st->phase = PH_TRAIN;
+}
+
+static void on_write_done(trial_state *st, const run_params *pr, trial_totals *tot,
+                          const trial_ctx *cx) {
+    st->w_end = INF;
+    commit_checkpoint(st, cx);
+    if (st->p_ckpt >= (double)pr->n_steps) { finish(st, pr, tot, 1, cx); return; }
+    if (!st->pending) return;
+    st->pending = 0;
+    if (st->phase == PH_DRAIN) { start_checkpoint(st, pr, cx); return; }
+    double b = ceil(st->p);                 /* the first step boundary from now */
+    st->p_next = b < (double)pr->n_steps ? b : (double)pr->n_steps;
+}
+
+static void rollback(trial_state *st, const run_params *pr, trial_totals *tot,
+                     const trial_ctx *cx) {
+    double lost = st->train_s - st->train_s_at_ckpt;
+    tot->lost_s += lost;
+    st->train_s_at_ckpt = st->train_s;
+    st->p = st->p_ckpt;
+    st->w_end = INF;
+    st->pending = 0;
+    st->p_next = next_boundary(pr, st->k, st->p);
+    emit(cx, st->t, TR_EV_ROLLBACK, -1, -1, 0, lost);
+}
+
+/* Take a hot spare if one is free (spares back from repair by now return to the pool first). */
+static int take_spare(trial_ctx *cx, const run_params *pr, double t) {
+    int n = 0;
+    for (int i = 0; i < cx->n_repairs; i++)
+        if (cx->repairs[i] > t) cx->repairs[n++] = cx->repairs[i];
+    cx->n_repairs = n;
+    if (cx->n_repairs >= pr->spare_pool) return 0;
+    cx->repairs[cx->n_repairs++] = t + pr->repair_s;
+    return 1;
+}
+
+static void begin_recovery(trial_state *st, const run_params *pr, trial_totals *tot,
+                           const trial_ctx *cx, recovery_kind kind) {
+    double dur = kind == REC_RESTART ? pr->restart_s : kind == REC_SWAP ? pr->swap_s : pr->reload_s;
+    if (kind == REC_RESTART) tot->restarts++;
+    if (kind == REC_SWAP) tot->swaps++;
+    st->phase = PH_RECOVER;
+    st->rec_kind = kind;
+    st->phase_end = st->t + dur;
+    emit(cx, st->t, TR_EV_RECOVERY_START, -1, -1, (int)kind, dur);
+}
+
+/* A failed (or slow) node: roll back, then swap it for a spare or restart the job. */
+static void interrupt(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
+                      int needs_swap) {
+    int recovering = st->phase == PH_RECOVER;
+    if (!recovering) rollback(st, pr, tot, cx);
+    recovery_kind want = needs_swap ? REC_SWAP : REC_RESTART;
+    if (recovering && st->rec_kind == REC_RESTART) want = REC_RESTART;
+    if (want == REC_SWAP && !take_spare(cx, pr, st->t)) want = REC_RESTART;
+    begin_recovery(st, pr, tot, cx, want);
+}
+
+static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
+                     double step_dur_s) {
+    st->pw = st->pw_spike;
+    st->pw_spike += gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps);
+    tot->spikes++;
+    emit(cx, st->t, TR_EV_LOSS_SPIKE, -1, -1, 0, st->p);
+    if (pr->spike_rollback) {
+        rollback(st, pr, tot, cx);
+        begin_recovery(st, pr, tot, cx, REC_RELOAD);
+        return;
+    }
+    /* skip: back to the start of the step in progress, never behind a taken snapshot */
+    double floor_p = st->p_ckpt;
+    if (isfinite(st->w_end) || st->pending) floor_p = st->p_snap > floor_p ? st->p_snap : floor_p;
+    double back = ceil(st->p) - 1.0;
+    if (back < floor_p) back = floor_p;
+    if (back >= st->p) return;
+    double wasted = (st->p - back) * step_dur_s;
+    st->p = back;
+    tot->lost_s += wasted;
+    /* the wasted compute lies after both marks: a later rollback must not count it again */
+    st->train_s_at_ckpt += wasted;
+    st->train_s_at_snap += wasted;
+}
+
+/* Steady state in closed form. Right after a checkpoint pause, with nothing but checkpoints ahead
+ * until the next failure, straggler event, spike or cutoff, the run repeats one cycle — k steps of
+ * training and one pause (sync: the write; async: the snapshot, its write hidden behind the next
+ * k steps) — and every cycle leaves the state shifted by (cycle time, k steps). Jump over all whole
+ * cycles at once: the same arithmetic the event loop would do, n times in one, so the simulation
+ * costs O(failures) per trial rather than O(checkpoints). Not used when events are being reported
+ * (each checkpoint is an event then) nor when an async write outlasts the interval (no steady
+ * cycle: boundaries are deferred). */
+static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
+    long k = st->k;
+    if (k <= 0 || st->pending || cx->fn) return;
+    double d = pr->step_s * (st->slow_active > 0 ? pr->slowdown : 1.0);
+    double kd = (double)k * d;
+    if (pr->async && !(pr->write_s <= kd)) return;
+    double pause = pr->async ? pr->snapshot_s : pr->write_s;
+    double cycle = kd + pause;
+    double te = failure_process_peek(&cx->fp);
+    if (st->next_onset < pr->n_stragglers && cx->onsets[st->next_onset] < te)
+        te = cx->onsets[st->next_onset];
+    if (st->next_detect < st->next_onset && cx->onsets[st->next_detect] + pr->detect_s < te)
+        te = cx->onsets[st->next_detect] + pr->detect_s;
+    if (pr->max_s < te) te = pr->max_s;
+    double n = floor((te - st->t) / cycle);
+    double n_end = floor(((double)pr->n_steps - 1.0 - st->p) / (double)k);   /* stay before the last boundary */
+    double n_spike = floor((st->pw_spike - st->pw) / (double)k);
+    if (n_end < n) n = n_end;
+    if (n_spike < n) n = n_spike;
+    if (!(n >= 1)) return;
+    while (n >= 1 && st->t + n * cycle > te) n -= 1;   /* rounding guard */
+    if (n < 1) return;
+    st->t += n * cycle;
+    st->p += n * (double)k;
+    st->pw += n * (double)k;
+    st->train_s += n * kd;
+    tot->ckpt_s += n * pause;
+    if (pr->async) {
+        /* the snapshot just taken is being written; the one before it is complete */
+        st->w_end = st->t + pr->write_s;
+        st->p_ckpt = st->p - (double)k;
+        st->train_s_at_ckpt = st->train_s - kd;
+    } else {
+        st->p_ckpt = st->p;
+        st->train_s_at_ckpt = st->train_s;
+    }
+    st->p_snap = st->p;
+    st->train_s_at_snap = st->train_s;
+    st->p_next = next_boundary(pr, k, st->p);
+}
+
+enum { E_WRITE = 0, E_PHASE, E_SPIKE, E_DETECT, E_ONSET, E_FAIL, E_CUTOFF, N_EVENT_KINDS };
+
+static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, trial_totals *tot) {
+    trial_state st;
+    trial_begin(cx, pr, trial, k, &st);
+    memset(tot, 0, sizeof *tot);
+    while (st.phase != PH_DONE) {
+        double d = pr->step_s * (st.slow_active > 0 ? pr->slowdown : 1.0);
+        double when[N_EVENT_KINDS];
+        when[E_WRITE] = st.w_end;
+        when[E_PHASE] = st.phase == PH_TRAIN ? st.t + (st.p_next - st.p) * d
+                        : st.phase == PH_DRAIN ? INF : st.phase_end;
+        when[E_SPIKE] = st.phase == PH_TRAIN ? st.t + (st.pw_spike - st.pw) * d : INF;
+        when[E_DETECT] = st.next_detect < st.next_onset ? cx->onsets[st.next_detect] + pr->detect_s
+                                                        : INF;
+        when[E_ONSET] = st.next_onset < pr->n_stragglers ? cx->onsets[st.next_onset] : INF;
+        when[E_FAIL] = failure_process_peek(&cx->fp);
+        when[E_CUTOFF] = pr->max_s;
+        int e = 0;
+        for (int i = 1; i < N_EVENT_KINDS; i++)
+            if (when[i] < when[e]) e = i;
+        advance(&st, tot, when[e], d);
+        switch (e) {
+        case E_WRITE: on_write_done(&st, pr, tot, cx); break;
+        case E_PHASE:
+            if (st.phase == PH_TRAIN) on_boundary(&st, pr, tot, cx);
+            else if (st.phase == PH_PAUSE) {
+                on_pause_end(&st, pr, tot, cx);
+                if (st.phase == PH_TRAIN) fast_forward(cx, pr, &st, tot);
+            }
+            else { st.phase = PH_TRAIN; st.rec_kind = REC_NONE; emit(cx, st.t, TR_EV_RESUME, -1, -1, 0, 0); }
+            break;
+        case E_SPIKE: on_spike(&st, pr, tot, cx, d); break;
+        case E_DETECT:
+            st.next_detect++;
+            st.slow_active--;
+            tot->stragglers++;
+            emit(cx, st.t, TR_EV_STRAGGLER_DETECTED, -1, -1, 0, 0);
+            interrupt(&st, pr, tot, cx, 1);
+            break;
+        case E_ONSET:
+            st.next_onset++;
+            st.slow_active++;
+            emit(cx, st.t, TR_EV_STRAGGLER_ONSET, -1, -1, 0, 0);
+            break;
+        case E_FAIL: {
+            failure_event fe = failure_process_pop(&cx->fp);
+            tot->failures++;
+            emit(cx, st.t, TR_EV_FAILURE, (int)fe.cls, fe.rank, 0, 0);
+            interrupt(&st, pr, tot, cx, pr->needs_swap[fe.cls]);
+            break;
+        }
+        default: finish(&st, pr, tot, 0, cx); break;
+        }
+    }
+}
+
+/* ---- set-up ------------------------------------------------------------------------------------- */
+
+static int trial_ctx_init(trial_ctx *cx, const run_params *pr, const scenario *s,
+                          const failure_trace *trace, moe_error *err) {
+    memset(cx, 0, sizeof *cx);
+    cx->rng_fail = gsl_rng_alloc(gsl_rng_mt19937);
+    cx->rng_slow = gsl_rng_alloc(gsl_rng_mt19937);
+    cx->rng_spike = gsl_rng_alloc(gsl_rng_mt19937);
+    cx->onsets = malloc(sizeof(double) * (size_t)(pr->n_stragglers + 1));
+    cx->repairs = malloc(sizeof(double) * (size_t)(pr->spare_pool + 1));
+    if (!cx->rng_fail || !cx->rng_slow || !cx->rng_spike || !cx->onsets || !cx->repairs)
+        return moe_error_set(err, EXIT_RUNTIME, "trainrun: out of memory");
+    const reliability_cfg *rc = &s->reliability;
+    failure_process_init(&cx->fp, rc->distribution, rc->weibull_shape, pr->mtbf_s, rc->classes,
+                         scn_gpus(s), trace);
+    return 0;
+}
+
+static void trial_ctx_free(trial_ctx *cx) {
+    if (cx->rng_fail) gsl_rng_free(cx->rng_fail);
+    if (cx->rng_slow) gsl_rng_free(cx->rng_slow);
+    if (cx->rng_spike) gsl_rng_free(cx->rng_spike);
+    free(cx->onsets);
+    free(cx->repairs);
+}
+
+static int bad(moe_error *err, const scenario *s, const char *path, double v, const char *what) {
+    char val[64];
+    snprintf(val, sizeof val, "%g", v);
+    return moe_error_input(err, s->file, path, val, "%s", what);
+}
+
+/* Open the failure log: as given, else relative to the scenario file's folder. */
+static int load_trace(const scenario *s, failure_trace *trace, moe_error *err) {
+    const char *path = s->reliability.failure_trace;
+    char alt[2 * SCN_PATH_MAX];
+    if (path[0] != '/' && access(path, R_OK) != 0 && s->file[0]) {
+        const char *slash = strrchr(s->file, '/');
+        if (slash) {
+            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - s->file), s->file, path);
+            if (access(alt, R_OK) == 0) path = alt;
+        }
+    }
+    return failure_trace_load(path, scn_gpus(s), trace, err);
+}
+
+static int resolve_params(const scenario *s, const plan_result *plan, double step_time_s,
+                          run_params *pr, moe_error *err) {
+    const reliability_cfg *rc = &s->reliability;
+    const checkpoint_cfg *ck = &rc->checkpoint;
+    memset(pr, 0, sizeof *pr);
+    if (!(step_time_s > 0) || !isfinite(step_time_s))
+        return bad(err, s, "step_time_s", step_time_s, "a step time > 0 s (step level or plan)");
+    if (!(s->run.tokens > 0)) return bad(err, s, "run.tokens", s->run.tokens, "> 0");
+    if (!(s->run.max_days > 0)) return bad(err, s, "run.max_days", s->run.max_days, "> 0");
+    if (s->run.trials < 1) return bad(err, s, "run.trials", s->run.trials, "an integer >= 1");
+    if (s->layout.global_batch < 1 || s->model.seq_len < 1)
+        return bad(err, s, "layout.global_batch", s->layout.global_batch,
+                   "global_batch and model.seq_len >= 1 (tokens per step)");
+    if (scn_gpus(s) < 1) return bad(err, s, "cluster.nodes", s->cluster.nodes, ">= 1 GPU");
+    if (rc->distribution == DIST_WEIBULL && !(rc->weibull_shape > 0))
+        return bad(err, s, "reliability.weibull_shape", rc->weibull_shape, "> 0");
+    if (!(rc->stragglers.slowdown >= 1.0) && rc->stragglers.fraction > 0)
+        return bad(err, s, "reliability.stragglers.slowdown", rc->stragglers.slowdown, ">= 1");
+
+    pr->step_s = step_time_s;
+    pr->slowdown = rc->stragglers.slowdown >= 1.0 ? rc->stragglers.slowdown : 1.0;
+    double tokens_per_step = (double)s->layout.global_batch * (double)s->model.seq_len;
+    pr->n_steps = (long)ceil(s->run.tokens / tokens_per_step);
+    pr->async = ck->mode == CKPT_ASYNC;
+
+    /* checkpoint size and times */
+    double state_bytes = ck->state_bytes;
+    if (state_bytes < 0) {
+        state_bytes = plan ? plan->checkpoint_state_bytes : 0;
+        if (!(state_bytes > 0) && ck->policy != CKPT_NONE && ck->write_min < 0)
+            return moe_error_input(err, s->file, "reliability.checkpoint.state_bytes", "\"auto\"",
+                                   "a plan with checkpoint_state_bytes > 0, or a number of bytes");
+    }
+    if (ck->write_min >= 0) {
+        pr->write_s = ck->write_min * 60.0;
+    } else {
+        if (!(s->cluster.storage_GBps > 0) && state_bytes > 0)
+            return bad(err, s, "cluster.storage_GBps", s->cluster.storage_GBps, "> 0");
+        pr->write_s = storage_write_s(state_bytes, s->cluster.nodes, s->cluster.storage_GBps,
+                                      storage_node_GBps(&s->cluster));
+    }
+    double snap_GBps = ck->snapshot_GBps > 0 ? ck->snapshot_GBps : s->cluster.pcie_GBps;
+    pr->snapshot_s = storage_snapshot_s(state_bytes / scn_gpus(s), snap_GBps);
+    if (pr->async && !isfinite(pr->snapshot_s))
+        return bad(err, s, "reliability.checkpoint.snapshot_GBps", ck->snapshot_GBps,
+                   "> 0 (or cluster.pcie_GBps > 0)");
+    pr->reload_s = pr->async ? pr->snapshot_s : pr->write_s;
+
+    /* recovery */
+    const recovery_cfg *rv = &rc->recovery;
+    pr->restart_s = rv->full_restart_min * 60.0;
+    pr->swap_s = rv->spare_swap_s;
+    pr->repair_s = rv->repair_h * 3600.0;
+    pr->spare_pool = rv->hot_spare_fraction > 0
+                         ? (int)floor(rv->hot_spare_fraction * s->cluster.nodes + 1e-9) : 0;
+    for (int c = 0; c < FAIL_NCLASSES; c++) pr->needs_swap[c] = rc->classes[c].needs_node_swap;
+
+    /* failures */
+    pr->mtbf_s = rc->gpu_mtbf_h > 0 && isfinite(rc->gpu_mtbf_h)
+                     ? mtbf_system(rc->gpu_mtbf_h, scn_gpus(s)) * 3600.0 : INF;
+    double share_total = 0;
+    for (int c = 0; c < FAIL_NCLASSES; c++) share_total += rc->classes[c].share > 0 ? rc->classes[c].share : 0;
+    pr->has_failures = rc->failure_trace[0] || (isfinite(pr->mtbf_s) && share_total > 0);
+
+    /* stragglers, spikes */
+    pr->n_stragglers = rc->stragglers.fraction > 0
+                           ? (int)lround(rc->stragglers.fraction * s->cluster.nodes) : 0;
+    pr->straggler_horizon_s = (double)pr->n_steps * pr->step_s;
+    pr->detect_s = rc->stragglers.detect_min * 60.0;
+    pr->spike_mean_steps = rc->loss_spikes.per_day > 0
+                               ? (86400.0 / pr->step_s) / rc->loss_spikes.per_day : INF;
+    pr->spike_rollback = rc->loss_spikes.action == SPIKE_ROLLBACK;
+
+    pr->max_s = s->run.max_days * 86400.0;
+    pr->seed = s->seed;
+    return 0;
+}
+
+/* Steps per checkpoint interval under the scenario's policy (0 = none). */
+static long policy_steps(const scenario *s, const run_params *pr, double *tau_s) {
+    const checkpoint_cfg *ck = &s->reliability.checkpoint;
+    double tau;
+    switch (ck->policy) {
+    case CKPT_FIXED: tau = ck->interval_min * 60.0; break;
+    case CKPT_YOUNG: tau = young_interval(pr->write_s, pr->mtbf_s); break;
+    case CKPT_DALY: tau = daly_interval(pr->write_s, pr->mtbf_s); break;
+    default: *tau_s = INF; return 0;
+    }
+    long k = pr->n_steps;
+    if (isfinite(tau)) {
+        double kk = floor(tau / pr->step_s + 0.5);
+        if (kk < (double)pr->n_steps) k = kk >= 1 ? (long)kk : 1;
+    }
+    *tau_s = (double)k * pr->step_s;
+    return k;
+}
+
+/* ---- Monte Carlo and the interval search --------------------------------------------------------- */
+
+typedef struct {
+    double wall_s, useful_s, ettr, lost_s, recover_s, ckpt_s;
+    double failures, restarts, swaps, stragglers, spikes, completed;
+} trial_sums;
+
+static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_trial, int trials,
+                       double *days, trial_sums *sum) {
+    memset(sum, 0, sizeof *sum);
+    for (int i = 0; i < trials; i++) {
+        trial_totals tt;
+        run_trial(cx, pr, k, first_trial + i, &tt);
+        if (days) days[i] = tt.wall_s / 86400.0;
+        sum->wall_s += tt.wall_s;
+        sum->ettr += tt.wall_s > 0 ? tt.useful_s / tt.wall_s : 0;
+        sum->lost_s += tt.lost_s;
+        sum->recover_s += tt.recover_s;
+        sum->ckpt_s += tt.ckpt_s;
+        sum->failures += tt.failures;
+        sum->restarts += tt.restarts;
+        sum->swaps += tt.swaps;
+        sum->stragglers += tt.stragglers;
+        sum->spikes += tt.spikes;
+        sum->completed += tt.completed;
+    }
+}
+
+typedef struct {
+    int n;
+    long k[64];
+    double f[64];
+} search_memo;
+
+static double objective(trial_ctx *cx, const run_params *pr, int trials, search_memo *m, long k) {
+    for (int i = 0; i < m->n; i++)
+        if (m->k[i] == k) return m->f[i];
+    trial_sums sum;
+    run_trials(cx, pr, k, 0, trials, NULL, &sum);
+    double f = sum.wall_s / trials;
+    if (m->n < 64) { m->k[m->n] = k; m->f[m->n] = f; m->n++; }
+    return f;
+}
+
+/* Candidate intervals in whole steps. Async: never shorter than the write — a shorter interval is
+ * deferred to the write's end anyway (trainrun.c header), so it only adds events. */
+static long min_search_steps(const run_params *pr) {
+    double k = pr->async ? ceil(pr->write_s / pr->step_s - 1e-9) : 1;
+    if (k < 1) k = 1;
+    return k < (double)pr->n_steps ? (long)k : pr->n_steps;
+}
+
+static long steps_of(double x_ln_steps, const run_params *pr) {
+    double kk = floor(exp(x_ln_steps) + 0.5);
+    double k_min = (double)min_search_steps(pr);
+    if (kk < k_min) kk = k_min;
+    if (kk > (double)pr->n_steps) kk = (double)pr->n_steps;
+    return (long)kk;
+}
+
+/* Least-squares quadratic in x = ln(k) over the memo points with |x - center| <= half_width.
+ * Returns the vertex when the fit is convex and its vertex lies inside the points' span. */
+static int fit_vertex(const search_memo *m, double center, double half_width, double *vertex) {
+    int idx[64], n = 0;
+    double lo = INF, hi = -INF;
+    for (int i = 0; i < m->n; i++) {
+        double x = log((double)m->k[i]);
+        if (fabs(x - center) <= half_width + 1e-12) {
+            idx[n++] = i;
+            if (x < lo) lo = x;
+            if (x > hi) hi = x;
+        }
+    }
+    if (n < 4) return 0;
+    gsl_matrix *X = gsl_matrix_alloc((size_t)n, 3);
+    gsl_vector *y = gsl_vector_alloc((size_t)n), *c = gsl_vector_alloc(3);
+    gsl_matrix *cov = gsl_matrix_alloc(3, 3);
+    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc((size_t)n, 3);
+    for (int j = 0; j < n; j++) {
+        double x = log((double)m->k[idx[j]]) - center;   /* centred: better conditioned */
+        gsl_matrix_set(X, (size_t)j, 0, 1.0);
+        gsl_matrix_set(X, (size_t)j, 1, x);
+        gsl_matrix_set(X, (size_t)j, 2, x * x);
+        gsl_vector_set(y, (size_t)j, m->f[idx[j]]);
+    }
+    double chisq;
+    int ok = gsl_multifit_linear(X, y, c, cov, &chisq, w) == 0;
+    double c1 = gsl_vector_get(c, 1), c2 = gsl_vector_get(c, 2);
+    gsl_multifit_linear_free(w);
+    gsl_matrix_free(cov);
+    gsl_vector_free(c);
+    gsl_vector_free(y);
+    gsl_matrix_free(X);
+    if (!ok || !(c2 > 0)) return 0;
+    double v = center - c1 / (2.0 * c2);
+    if (v < lo || v > hi) return 0;
+    *vertex = v;
+    return 1;
+}
+
+static double search_interval_s(trial_ctx *cx, const run_params *pr_in, int trials, double tau_daly_s) {
+    run_params pr = *pr_in;
+    pr.max_s = 4.0 * pr_in->max_s;
+    search_memo m = {0};
+    double x_daly = log(tau_daly_s / pr.step_s), dx = M_LN2 / 3;
+    /* 1. grid: Daly x 2^(j/3), j = -3..3, extended a point at a time past whichever end holds the
+     *    minimum (async checkpoints, whose pause is not the write, can put it far from Daly's) */
+    int lo = -3, hi = 3;
+    for (int j = lo; j <= hi; j++) objective(cx, &pr, trials, &m, steps_of(x_daly + j * dx, &pr));
+    for (int guard = 0; guard < 24; guard++) {
+        int best = 0;
+        for (int i = 1; i < m.n; i++)
+            if (m.f[i] < m.f[best]) best = i;
+        long k_lo = steps_of(x_daly + lo * dx, &pr), k_hi = steps_of(x_daly + hi * dx, &pr);
+        int j;
+        if (m.k[best] == k_lo && k_lo > min_search_steps(&pr)) j = --lo;
+        else if (m.k[best] == k_hi && k_hi < pr.n_steps) j = ++hi;
+        else break;
+        objective(cx, &pr, trials, &m, steps_of(x_daly + j * dx, &pr));
+    }
+    int best = 0;
+    for (int i = 1; i < m.n; i++)
+        if (m.f[i] < m.f[best]) best = i;
+    double x1 = log((double)m.k[best]);
+    double v;
+    if (fit_vertex(&m, x1, M_LN2 + 1e-9, &v)) x1 = v;
+    /* 2. refine: 9 points within a factor 2^(1/4) of the first estimate, then fit again over
+     *    every point within a factor sqrt(2) */
+    for (int i = -4; i <= 4; i++) objective(cx, &pr, trials, &m, steps_of(x1 + i * M_LN2 / 16, &pr));
+    double x2;
+    if (!fit_vertex(&m, x1, M_LN2 / 2, &x2)) {
+        best = 0;
+        for (int i = 1; i < m.n; i++)
+            if (m.f[i] < m.f[best]) best = i;
+        x2 = log((double)m.k[best]);
+    }
+    return exp(x2) * pr.step_s;
+}
+
+static void fill_result(trainrun_result *out, const run_params *pr, const trial_sums *sum,
+                        double *days, int trials, double tau_s) {
+    memset(out, 0, sizeof *out);
+    double n = trials;
+    gsl_sort(days, 1, (size_t)trials);
+    out->trials = trials;
+    out->ettr = sum->ettr / n;
+    out->days_p5 = gsl_stats_quantile_from_sorted_data(days, 1, (size_t)trials, 0.05);
+    out->days_p50 = gsl_stats_quantile_from_sorted_data(days, 1, (size_t)trials, 0.50);
+    out->days_p95 = gsl_stats_quantile_from_sorted_data(days, 1, (size_t)trials, 0.95);
+    out->days_mean = sum->wall_s / n / 86400.0;
+    out->days_sd = trials > 1 ? gsl_stats_sd(days, 1, (size_t)trials) : 0;
+    out->failures_mean = sum->failures / n;
+    out->restarts_mean = sum->restarts / n;
+    out->spare_swaps_mean = sum->swaps / n;
+    out->lost_hours_mean = sum->lost_s / n / 3600.0;
+    out->restart_hours_mean = sum->recover_s / n / 3600.0;
+    out->checkpoint_hours_mean = sum->ckpt_s / n / 3600.0;
+    out->stragglers_mean = sum->stragglers / n;
+    out->loss_spikes_mean = sum->spikes / n;
+    out->completed_fraction_pct = (int)lround(100.0 * sum->completed / n);
+    out->checkpoint_interval_min = isfinite(tau_s) ? tau_s / 60.0 : NAN;
+    out->checkpoint_write_s = pr->write_s;
+    out->checkpoint_pause_s = pr->async ? pr->snapshot_s : pr->write_s;
+    out->mtbf_cluster_h = pr->mtbf_s / 3600.0;
+    out->spare_nodes = pr->spare_pool;
+    out->steps = pr->n_steps;
+    out->daly_interval_min = isfinite(pr->mtbf_s) ? daly_interval(pr->write_s, pr->mtbf_s) / 60.0 : NAN;
+    out->best_interval_min = NAN;
+}
+
+static int simulate(const scenario *s, const plan_result *plan, double step_time_s, int first_trial,
+                    int trials, int search, trainrun_event_fn fn, void *user, trainrun_result *out,
+                    moe_error *err) {
+    run_params pr;
+    int rc = resolve_params(s, plan, step_time_s, &pr, err);
+    if (rc) return rc;
+    failure_trace trace = {0, NULL};
+    if (s->reliability.failure_trace[0] && (rc = load_trace(s, &trace, err)) != 0) return rc;
+    trial_ctx cx;
+    double *days = malloc(sizeof(double) * (size_t)trials);
+    rc = trial_ctx_init(&cx, &pr, s, trace.n || s->reliability.failure_trace[0] ? &trace : NULL, err);
+    if (rc == 0 && !days) rc = moe_error_set(err, EXIT_RUNTIME, "trainrun: out of memory");
+    if (rc == 0) {
+        cx.fn = fn;
+        cx.user = user;
+        double tau_s;
+        long k = policy_steps(s, &pr, &tau_s);
+        trial_sums sum;
+        run_trials(&cx, &pr, k, first_trial, trials, days, &sum);
+        fill_result(out, &pr, &sum, days, trials, tau_s);
+        if (search && pr.has_failures && isfinite(pr.mtbf_s)) {
+            cx.fn = NULL;
+            double tau_d = daly_interval(pr.write_s, pr.mtbf_s);
+            if (!(tau_d > pr.step_s)) tau_d = pr.step_s;
+            out->best_interval_min = search_interval_s(&cx, &pr, trials, tau_d) / 60.0;
+        }
+    }
+    free(days);
+    trial_ctx_free(&cx);
+    failure_trace_free(&trace);
+    return rc;
+}
+
+int trainrun_simulate(const scenario *s, const plan_result *plan, double step_time_s,
+                      trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, step_time_s, 0, s->run.trials, 1, NULL, NULL, out, err);
+}
+
+int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, double step_time_s,
+                                trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, step_time_s, 0, s->run.trials, 0, NULL, NULL, out, err);
+}
+
+int trainrun_trial_events(const scenario *s, const plan_result *plan, double step_time_s, int trial,
+                          trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, step_time_s, trial, 1, 0, fn, user, out, err);
+}
+
+static void add_number(cJSON *obj, const char *key, double v) {
+    if (isfinite(v)) cJSON_AddNumberToObject(obj, key, v);
+    else cJSON_AddNullToObject(obj, key);
+}
+
+void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
+    add_number(obj, "trials", r->trials);
+    add_number(obj, "ettr", r->ettr);
+    add_number(obj, "days_p5", r->days_p5);
+    add_number(obj, "days_p50", r->days_p50);
+    add_number(obj, "days_p95", r->days_p95);
+    add_number(obj, "days_mean", r->days_mean);
+    add_number(obj, "days_sd", r->days_sd);
+    add_number(obj, "failures_mean", r->failures_mean);
+    add_number(obj, "restarts_mean", r->restarts_mean);
+    add_number(obj, "spare_swaps_mean", r->spare_swaps_mean);
+    add_number(obj, "lost_hours_mean", r->lost_hours_mean);
+    add_number(obj, "checkpoint_interval_min", r->checkpoint_interval_min);
+    add_number(obj, "best_interval_min", r->best_interval_min);
+    add_number(obj, "daly_interval_min", r->daly_interval_min);
+    add_number(obj, "completed_fraction_pct", r->completed_fraction_pct);
+    add_number(obj, "restart_hours_mean", r->restart_hours_mean);
+    add_number(obj, "checkpoint_hours_mean", r->checkpoint_hours_mean);
+    add_number(obj, "stragglers_mean", r->stragglers_mean);
+    add_number(obj, "loss_spikes_mean", r->loss_spikes_mean);
+    add_number(obj, "checkpoint_write_s", r->checkpoint_write_s);
+    add_number(obj, "checkpoint_pause_s", r->checkpoint_pause_s);
+    add_number(obj, "mtbf_cluster_h", r->mtbf_cluster_h);
+    add_number(obj, "spare_nodes", r->spare_nodes);
+    add_number(obj, "steps", (double)r->steps);
+}

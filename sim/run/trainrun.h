@@ -1,0 +1,73 @@
+/* trainrun.h — the `run` level: weeks of training replayed as a discrete-event simulation with
+ * failures, checkpoints, hot spares, stragglers and loss spikes; Monte Carlo over seeded trials.
+ *
+ * The semantics (what a checkpoint protects, what a failure costs, what happens to a failure that
+ * strikes during a recovery, ...) are written out at the top of sim/run/trainrun.c. */
+#ifndef MOESIM_TRAINRUN_H
+#define MOESIM_TRAINRUN_H
+
+#include "sim/scenario/scenario.h"
+#include "sim/plan/plan.h"
+
+struct cJSON;
+
+typedef struct {
+    int trials;
+    double ettr;                       /* effective training time ratio (mean over trials):
+                                          ideal compute time of the work kept / wall time */
+    double days_p5, days_p50, days_p95, days_mean;
+    double days_sd;                    /* standard deviation over trials */
+    double failures_mean, restarts_mean, spare_swaps_mean, lost_hours_mean;
+    double checkpoint_interval_min;    /* the interval the policy chose (rounded to whole steps) */
+    double best_interval_min;          /* found by search over the interval (NAN: no failures) */
+    double daly_interval_min;          /* for comparison (NAN: no failures) */
+    int completed_fraction_pct;        /* trials that reached run.tokens before run.max_days */
+    /* breakdowns (means over trials) and the inputs the run level derived */
+    double restart_hours_mean;         /* in recovery: full restarts, spare swaps, spike reloads */
+    double checkpoint_hours_mean;      /* training stopped for checkpoints (sync write / snapshot) */
+    double stragglers_mean, loss_spikes_mean;
+    double checkpoint_write_s;         /* delta: one checkpoint's write to the file system */
+    double checkpoint_pause_s;         /* training pause per checkpoint (sync: write; async: snapshot) */
+    double mtbf_cluster_h;             /* M used by the young/daly policies */
+    int spare_nodes;                   /* hot-spare pool size */
+    long steps;                        /* steps to run.tokens */
+} trainrun_result;
+
+/* step_time_s: from the step level when computed, else the plan's. `plan` is read only for
+ * checkpoint_state_bytes when reliability.checkpoint.state_bytes is "auto" (may be NULL otherwise). */
+int trainrun_simulate(const scenario *s, const plan_result *plan, double step_time_s,
+                      trainrun_result *out, moe_error *err);
+void trainrun_result_to_json(const trainrun_result *r, struct cJSON *obj);
+
+/* The same with the interval search switched off (best_interval_min = NAN): the Monte Carlo alone,
+ * for sweeps that only need the policy's result, and for timing it. */
+int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, double step_time_s,
+                                trainrun_result *out, moe_error *err);
+
+/* ---- one trial, event by event (tests, timelines) ---------------------------------------------- */
+typedef enum {
+    TR_EV_FAILURE = 0,     /* cls, rank */
+    TR_EV_STRAGGLER_ONSET, TR_EV_STRAGGLER_DETECTED,
+    TR_EV_LOSS_SPIKE,
+    TR_EV_ROLLBACK,        /* value: compute seconds rolled back */
+    TR_EV_RECOVERY_START,  /* value: recovery seconds; kind: 1 reload, 2 spare swap, 3 full restart */
+    TR_EV_RESUME,
+    TR_EV_CHECKPOINT_START, TR_EV_CHECKPOINT_DONE,   /* value: steps the checkpoint protects */
+    TR_EV_DONE, TR_EV_CUTOFF                          /* run.tokens reached / run.max_days hit */
+} trainrun_event_kind;
+
+typedef struct {
+    double time_s;
+    trainrun_event_kind kind;
+    int cls, rank, recovery_kind;
+    double value;
+} trainrun_event;
+
+typedef void (*trainrun_event_fn)(const trainrun_event *ev, void *user);
+
+/* Run trial `trial` (the same trial trainrun_simulate runs as its trial `trial`) and report every
+ * event to `fn`. `out` receives the run's summary over this one trial. */
+int trainrun_trial_events(const scenario *s, const plan_result *plan, double step_time_s, int trial,
+                          trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err);
+
+#endif

@@ -1,0 +1,439 @@
+/* scenario.c — defaults, parsing, cross-field validation and JSON output of a scenario
+ * (SCENARIO.md, "moesim-scenario/1"). Per-field work (types, ranges, names) is table-driven in
+ * scenario_fields.c; this file holds what involves several fields at once. */
+#include "sim/scenario/scenario.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/scenario/presets.h"
+#include "sim/scenario/failure_classes.h"
+#include "sim/scenario/scenario_defaults.h"
+#include "sim/scenario/scenario_fields.h"
+#include "sim/scenario/sweep.h"
+
+#define MAX_SCENARIO_BYTES (16u << 20)
+
+/* ---- defaults ----------------------------------------------------------------------------------- */
+
+void scenario_defaults(scenario *s) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "scenario");
+    s->seed = 42;
+    preset_model("deepseek-v3", &s->model);
+    preset_cluster("h800-8rail", &s->cluster);
+    /* seed 003: PP16 x EP64 x DP4 on 4096 GPUs; 15360 sequences of 4096 tokens = 62.9M tokens/step */
+    s->layout = (layout_cfg){.tp = 1, .pp = 16, .ep = 64, .dp = 4, .zero = 1, .micro_batch = 1,
+                             .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
+                             .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER};
+    s->routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .zipf_s = 1.2, .hot_expert = 3,
+                               .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1};
+    s->precision = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16,
+                                   .master = DT_FP32};
+    snprintf(s->calibration, sizeof s->calibration, "%s", preset_cluster_calibration(s->cluster.preset));
+
+    reliability_cfg *r = &s->reliability;
+    r->gpu_mtbf_h = 26000; /* seed 003: 26,000 h per GPU -> 6.35 h for 4096 GPUs */
+    r->distribution = DIST_EXPONENTIAL;
+    r->weibull_shape = 0.8;
+    failures_default_classes(r->classes);
+    r->checkpoint = (checkpoint_cfg){.policy = CKPT_DALY, .interval_min = 60, .mode = CKPT_ASYNC,
+                                     .state_bytes = -1, .snapshot_GBps = 64, .write_min = -1};
+    r->recovery = (recovery_cfg){.hot_spare_fraction = 0.02, .spare_swap_s = 90, .full_restart_min = 30,
+                                 .repair_h = 24};
+    r->stragglers = (stragglers_cfg){.fraction = 0, .slowdown = 1.4, .detect_min = 10};
+    r->loss_spikes = (loss_spikes_cfg){.per_day = 0, .action = SPIKE_ROLLBACK};
+
+    s->step.fidelity = FIDELITY_FAST;
+    s->run = (run_cfg){.tokens = 15e12, .max_days = 60, .trials = 200, .assumed_mfu = 0};
+    snprintf(s->output.dir, sizeof s->output.dir, "results/%s", s->name);
+    s->output.trace = 1;
+    s->output.plots = 1;
+    s->output.levels = LEVEL_PLAN | LEVEL_STEP | LEVEL_RUN;
+}
+
+/* ---- parsing -------------------------------------------------------------------------------------- */
+
+/* cJSON reports where it stopped; users want a line and a column. */
+static int syntax_error(const char *file, const char *text, const char *at, moe_error *err) {
+    size_t len = strlen(text);
+    size_t off = (at && at >= text && at <= text + len) ? (size_t)(at - text) : len;
+    int line = 1, col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (text[i] == '\n') { line++; col = 1; }
+        else col++;
+    }
+    char near[64], where[64];
+    if (off >= len) {
+        snprintf(near, sizeof near, "the end of the file");
+    } else {
+        size_t n = strcspn(text + off, "\r\n");
+        if (n > 24) n = 24;
+        snprintf(near, sizeof near, "'%.*s'", (int)n, text + off);
+    }
+    snprintf(where, sizeof where, "line %d, column %d", line, col);
+    return moe_error_input(err, file, where, near,
+                           "valid JSON: malformed here (a missing or extra comma, quote or bracket, or "
+                           "a truncated file?)");
+}
+
+/* A name from the file name when the scenario has none: "scenarios/seed-4096.json" -> "seed-4096". */
+static void derive_name(scenario *s) {
+    const char *base = strrchr(s->file, '/');
+    base = base ? base + 1 : s->file;
+    size_t n = strlen(base);
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base) n = (size_t)(dot - base);
+    if (n >= sizeof s->name) n = sizeof s->name - 1;
+    for (size_t i = 0; i < n; i++) {
+        char c = base[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                 c == '_' || c == '+' || c == '-';
+        s->name[i] = ok ? c : '-';
+    }
+    s->name[n] = '\0';
+    if (n == 0) snprintf(s->name, sizeof s->name, "scenario");
+}
+
+static int parse_root(scenario *s, const cJSON *root, sweep **sw, moe_error *err) {
+    if (!cJSON_IsObject(root)) {
+        char val[128];
+        scn_format_value(root, val, sizeof val);
+        return moe_error_input(err, s->file, NULL, val, "a JSON object (the scenario) at the top level");
+    }
+    if (scn_apply_object(s, "", root, 0, err)) return EXIT_BADINPUT;
+    if (!cJSON_GetObjectItemCaseSensitive(root, "name")) derive_name(s);
+    const cJSON *output = cJSON_GetObjectItemCaseSensitive(root, "output");
+    if (!cJSON_GetObjectItemCaseSensitive(output, "dir"))
+        snprintf(s->output.dir, sizeof s->output.dir, "results/%s", s->name);
+
+    const cJSON *sweep_obj = cJSON_GetObjectItemCaseSensitive(root, "sweep");
+    if (sweep_obj && !sw)
+        return moe_error_input(err, s->file, "sweep", "a sweep", "a single scenario here (no \"sweep\")");
+    if (sw && sweep_build(root, s, sw, err)) return EXIT_BADINPUT;
+    /* With a sweep, each point is validated as it is made (a base that only its sweep makes
+     * consistent is fine); without one, the scenario itself must be valid. */
+    if ((!sw || sweep_n_keys(*sw) == 0) && scenario_validate(s, err)) {
+        if (sw) { sweep_free(*sw); *sw = NULL; }
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
+int scenario_parse(const char *file_label, const char *json_text, scenario *out, sweep **sw,
+                   moe_error *err) {
+    if (sw) *sw = NULL;
+    scenario_defaults(out);
+    const char *label = file_label ? file_label : "";
+    if (strlen(label) >= sizeof out->file)
+        return moe_error_input(err, NULL, NULL, NULL, "a scenario path shorter than %zu characters",
+                               sizeof out->file);
+    snprintf(out->file, sizeof out->file, "%s", label);
+    if (!json_text) return moe_error_input(err, label, NULL, NULL, "scenario text");
+    size_t len = strlen(json_text);
+    if (strspn(json_text, " \t\r\n") == len)
+        return moe_error_input(err, label, NULL, "an empty file", "a JSON object (the scenario)");
+    const char *end = NULL;
+    /* length + 1: cJSON's require_null_terminated looks for the NUL inside the buffer, which also
+     * rejects trailing garbage after the object */
+    cJSON *root = cJSON_ParseWithLengthOpts(json_text, len + 1, &end, 1);
+    if (!root) return syntax_error(label, json_text, end, err);
+    int rc = parse_root(out, root, sw, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int scenario_load(const char *path, scenario *out, sweep **sw, moe_error *err) {
+    if (sw) *sw = NULL;
+    scenario_defaults(out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return moe_error_input(err, path, NULL, NULL, "a readable scenario file (%s)", strerror(errno));
+    char *buf = malloc(MAX_SCENARIO_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", path);
+    }
+    size_t n = fread(buf, 1, MAX_SCENARIO_BYTES + 1, f);
+    int read_err = ferror(f);
+    int saved_errno = errno;
+    fclose(f);
+    int rc;
+    if (read_err) {
+        rc = moe_error_input(err, path, NULL, NULL, "a readable scenario file (%s)", strerror(saved_errno));
+    } else if (n > MAX_SCENARIO_BYTES) {
+        rc = moe_error_input(err, path, NULL, "a file over 16 MiB", "a scenario file of at most 16 MiB");
+    } else if (memchr(buf, '\0', n)) {
+        char val[64];
+        snprintf(val, sizeof val, "a NUL byte at offset %zu", (size_t)((char *)memchr(buf, '\0', n) - buf));
+        rc = moe_error_input(err, path, NULL, val, "a JSON text file");
+    } else {
+        buf[n] = '\0';
+        rc = scenario_parse(path, buf, out, sw, err);
+    }
+    free(buf);
+    return rc;
+}
+
+int scenario_set_path(scenario *s, const char *path, const cJSON *value, moe_error *err) {
+    const char *p = path ? path : "";
+    const scn_field *f = scn_field_find(p);
+    if (f && f->type != SF_SWEEP) return scn_field_set(s, f, value, p, err);
+    if (!f && *p && scn_path_is_section(p)) {
+        if (!cJSON_IsObject(value)) {
+            char val[128];
+            scn_format_value(value, val, sizeof val);
+            return moe_error_input(err, s->file, p, val, "an object (the \"%s\" section)", p);
+        }
+        return scn_apply_object(s, p, value, 0, err);
+    }
+    const char *dym = *p ? scn_path_suggest(p) : NULL;
+    char val[160];
+    snprintf(val, sizeof val, "unknown field \"%.120s\"", p);
+    if (dym) return moe_error_input(err, s->file, p, val, "a dotted field path (did you mean \"%s\"?)", dym);
+    return moe_error_input(err, s->file, p, val, "a dotted field path such as \"layout.pp\"");
+}
+
+/* ---- cross-field validation -------------------------------------------------------------------------- */
+
+static int bad_int(const scenario *s, moe_error *err, const char *path, long long value, const char *expected) {
+    char val[32];
+    snprintf(val, sizeof val, "%lld", value);
+    return moe_error_input(err, s->file, path, val, "%s", expected);
+}
+
+static int check_model(const scenario *s, moe_error *err) {
+    const model_cfg *m = &s->model;
+    char exp[256];
+    if (m->dense_layers > m->layers) {
+        snprintf(exp, sizeof exp, "at most model.layers = %d", m->layers);
+        return bad_int(s, err, "model.dense_layers", m->dense_layers, exp);
+    }
+    if (m->dense_layers > 0 && m->ffn_hidden < 1)
+        return bad_int(s, err, "model.ffn_hidden", m->ffn_hidden, ">= 1 when model.dense_layers > 0");
+    if (m->attention == ATTN_MHA && m->kv_heads != m->heads) {
+        snprintf(exp, sizeof exp, "equal to model.heads = %d for \"mha\" attention (use \"gqa\" for fewer)",
+                 m->heads);
+        return bad_int(s, err, "model.kv_heads", m->kv_heads, exp);
+    }
+    if (m->attention == ATTN_GQA && m->heads % m->kv_heads != 0) {
+        snprintf(exp, sizeof exp, "a divisor of model.heads = %d (each key/value head serves a group of query heads)",
+                 m->heads);
+        return bad_int(s, err, "model.kv_heads", m->kv_heads, exp);
+    }
+    if (m->attention == ATTN_MLA && m->kv_lora_rank < 1)
+        return bad_int(s, err, "model.kv_lora_rank", m->kv_lora_rank, ">= 1 for \"mla\" attention");
+    if (m->attention == ATTN_MLA && m->rope_head_dim < 1)
+        return bad_int(s, err, "model.rope_head_dim", m->rope_head_dim, ">= 1 for \"mla\" attention");
+    if (m->experts == 0) return 0; /* dense model: the MoE fields are unused */
+
+    if (m->top_k < 1) {
+        snprintf(exp, sizeof exp, ">= 1 for an MoE model (model.experts = %d)", m->experts);
+        return bad_int(s, err, "model.top_k", m->top_k, exp);
+    }
+    if (m->top_k > m->experts) {
+        snprintf(exp, sizeof exp, "at most model.experts = %d", m->experts);
+        return bad_int(s, err, "model.top_k", m->top_k, exp);
+    }
+    if (m->expert_hidden < 1)
+        return bad_int(s, err, "model.expert_hidden", m->expert_hidden, ">= 1 for an MoE model");
+    if (m->expert_groups > 0 && m->experts % m->expert_groups != 0) {
+        snprintf(exp, sizeof exp, "a divisor of model.experts = %d (or 0: no group-limited routing)", m->experts);
+        return bad_int(s, err, "model.expert_groups", m->expert_groups, exp);
+    }
+    if (m->topk_groups > m->expert_groups) {
+        snprintf(exp, sizeof exp, "at most model.expert_groups = %d", m->expert_groups);
+        return bad_int(s, err, "model.topk_groups", m->topk_groups, exp);
+    }
+    if (m->topk_groups > 0 && (long long)m->topk_groups * (m->experts / m->expert_groups) < m->top_k) {
+        snprintf(exp, sizeof exp, "enough groups for model.top_k = %d experts (%d experts per group)", m->top_k,
+                 m->experts / m->expert_groups);
+        return bad_int(s, err, "model.topk_groups", m->topk_groups, exp);
+    }
+    return 0;
+}
+
+static int check_cluster(const scenario *s, moe_error *err) {
+    if (s->cluster.rails != s->cluster.gpus_per_node) {
+        char exp[128];
+        snprintf(exp, sizeof exp, "cluster.gpus_per_node = %d (one NIC and rail per GPU)", s->cluster.gpus_per_node);
+        return bad_int(s, err, "cluster.rails", s->cluster.rails, exp);
+    }
+    return 0;
+}
+
+static int check_layout(const scenario *s, moe_error *err) {
+    const layout_cfg *L = &s->layout;
+    const model_cfg *m = &s->model;
+    char val[128], exp[256];
+    long long gpus = (long long)s->cluster.nodes * s->cluster.gpus_per_node;
+    /* each factor <= 2^20: the product in double is exact whenever it could equal the GPU count */
+    double product = (double)L->tp * L->pp * L->ep * L->dp;
+    if (product != (double)gpus) {
+        snprintf(val, sizeof val, "tp*pp*ep*dp = %d*%d*%d*%d = %.0f", L->tp, L->pp, L->ep, L->dp, product);
+        return moe_error_input(err, s->file, "layout", val,
+                               "the GPU count cluster.nodes*cluster.gpus_per_node = %d*%d = %lld",
+                               s->cluster.nodes, s->cluster.gpus_per_node, gpus);
+    }
+    if (m->experts == 0 && L->ep != 1)
+        return bad_int(s, err, "layout.ep", L->ep, "1 for a dense model (model.experts = 0)");
+    if (m->experts > 0 && m->experts % L->ep != 0) {
+        snprintf(exp, sizeof exp, "a divisor of model.experts = %d (each EP rank holds the same number of experts)",
+                 m->experts);
+        return bad_int(s, err, "layout.ep", L->ep, exp);
+    }
+    if (L->pp > m->layers) {
+        snprintf(exp, sizeof exp, "at most model.layers = %d (every pipeline stage holds a layer)", m->layers);
+        return bad_int(s, err, "layout.pp", L->pp, exp);
+    }
+    if (m->heads % L->tp != 0) {
+        snprintf(exp, sizeof exp, "a divisor of model.heads = %d (tensor parallelism splits the heads)", m->heads);
+        return bad_int(s, err, "layout.tp", L->tp, exp);
+    }
+    if (L->vpp > 1 && L->schedule != SCHED_INTERLEAVED)
+        return bad_int(s, err, "layout.vpp", L->vpp, "1 unless layout.schedule is \"interleaved\"");
+    if (L->vpp > 1 && m->layers % ((long long)L->pp * L->vpp) != 0) {
+        snprintf(exp, sizeof exp, "a value with model.layers = %d divisible by layout.pp*layout.vpp = %d*%d",
+                 m->layers, L->pp, L->vpp);
+        return bad_int(s, err, "layout.vpp", L->vpp, exp);
+    }
+    /* tp*pp == gpus/(ep*dp) <= gpus now, so these products fit */
+    long long attn_dp = gpus / ((long long)L->tp * L->pp);
+    long long per_round = (long long)L->micro_batch * attn_dp;
+    if (L->global_batch % per_round != 0) {
+        snprintf(exp, sizeof exp,
+                 "a multiple of layout.micro_batch*attention_dp = %d*%lld = %lld (attention_dp = GPUs/(tp*pp))",
+                 L->micro_batch, attn_dp, per_round);
+        return bad_int(s, err, "layout.global_batch", L->global_batch, exp);
+    }
+    /* DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe asserts it) feeds the batch from both ends
+     * of the pipeline: an even number of stages, an even number of micro-batches split between the two
+     * directions. (The reference code also wants >= 2*pp micro-batches; fewer only lengthens the
+     * bubble, which the plan and step levels model, so it is not rejected here.) One stage has no
+     * pipeline at all. */
+    long long micro_batches = L->global_batch / per_round;
+    if (L->schedule == SCHED_DUALPIPE && L->pp > 1) {
+        if (L->pp % 2 != 0)
+            return bad_int(s, err, "layout.pp", L->pp, "an even number of stages for the \"dualpipe\" schedule");
+        if (micro_batches % 2 != 0) {
+            snprintf(val, sizeof val, "%d (%lld micro-batches per pipeline)", L->global_batch, micro_batches);
+            return moe_error_input(err, s->file, "layout.global_batch", val,
+                                   "an even number of micro-batches for the \"dualpipe\" schedule (half "
+                                   "enter at each end of the pipeline)");
+        }
+    }
+    return 0;
+}
+
+static int check_routing(const scenario *s, moe_error *err) {
+    const routing_cfg *r = &s->routing;
+    char exp[256];
+    if (s->model.experts == 0) return 0; /* nothing is routed in a dense model */
+    if (r->distribution == ROUTE_TRACE && r->trace[0] == '\0')
+        return moe_error_input(err, s->file, "routing.trace", "null",
+                               "a file of per-expert token counts when routing.distribution is \"trace\"");
+    if (r->distribution == ROUTE_HOT && r->hot_expert >= s->model.experts) {
+        snprintf(exp, sizeof exp, "an expert index below model.experts = %d", s->model.experts);
+        return bad_int(s, err, "routing.hot_expert", r->hot_expert, exp);
+    }
+    if (r->node_limit > s->cluster.nodes) {
+        snprintf(exp, sizeof exp, "0 (no limit) to cluster.nodes = %d", s->cluster.nodes);
+        return bad_int(s, err, "routing.node_limit", r->node_limit, exp);
+    }
+    return 0;
+}
+
+static int check_reliability(const scenario *s, moe_error *err) {
+    double sum = 0;
+    for (int i = 0; i < FAIL_NCLASSES; i++) sum += s->reliability.classes[i].share;
+    if (fabs(sum - 1.0) > 1e-6) {
+        char val[96];
+        snprintf(val, sizeof val, "shares summing to %.9g", sum);
+        return moe_error_input(err, s->file, "reliability.classes", val,
+                               "class shares (gpu, hbm, nic, nvlink, switch, host, software) summing to 1 "
+                               "(+-1e-6)");
+    }
+    return 0;
+}
+
+static int check_gpu_id(const scenario *s, moe_error *err, const char *label, int gpu) {
+    int gpus = scn_gpus(s);
+    if (gpu >= 0 && gpu < gpus) return 0;
+    char exp[96];
+    snprintf(exp, sizeof exp, "a GPU id in 0..%d (cluster.nodes*cluster.gpus_per_node - 1)", gpus - 1);
+    return bad_int(s, err, label, gpu, exp);
+}
+
+static int check_ids(const scenario *s, moe_error *err) {
+    char label[96];
+    for (int i = 0; i < s->faults.n_slow_gpus; i++) {
+        snprintf(label, sizeof label, "faults.slow_gpus[%d].gpu", i);
+        if (check_gpu_id(s, err, label, s->faults.slow_gpus[i].gpu)) return EXIT_BADINPUT;
+    }
+    for (int i = 0; i < s->faults.n_links; i++) {
+        snprintf(label, sizeof label, "faults.links[%d].gpu", i);
+        if (check_gpu_id(s, err, label, s->faults.links[i].gpu)) return EXIT_BADINPUT;
+    }
+    for (int i = 0; i < s->faults.n_stalls; i++) {
+        const stall_fault *st = &s->faults.stalls[i];
+        snprintf(label, sizeof label, "faults.stalls[%d].gpu", i);
+        if (check_gpu_id(s, err, label, st->gpu)) return EXIT_BADINPUT;
+        char val[32];
+        if (st->layer >= s->model.layers) {
+            snprintf(label, sizeof label, "faults.stalls[%d].layer", i);
+            snprintf(val, sizeof val, "%d", st->layer);
+            return moe_error_input(err, s->file, label, val, "a block index below model.layers = %d",
+                                   s->model.layers);
+        }
+        if (st->micro_batch >= scn_micro_batches(s)) {
+            snprintf(label, sizeof label, "faults.stalls[%d].micro_batch", i);
+            snprintf(val, sizeof val, "%d", st->micro_batch);
+            return moe_error_input(err, s->file, label, val, "a micro-batch index below %d (micro-batches per step)",
+                                   scn_micro_batches(s));
+        }
+    }
+    for (int i = 0; i < s->output.n_trace_ranks; i++) {
+        snprintf(label, sizeof label, "output.trace_ranks[%d]", i);
+        if (check_gpu_id(s, err, label, s->output.trace_ranks[i])) return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
+int scenario_validate(const scenario *s, moe_error *err) {
+    /* every field in its own range first (structs edited in code included), so that the cross-field
+     * rules below can rely on positive sizes and bounded counts */
+    for (int i = 0; i < scn_n_fields; i++)
+        if (scn_field_check(s, &scn_fields[i], err)) return EXIT_BADINPUT;
+    if (check_model(s, err) || check_cluster(s, err) || check_layout(s, err) || check_routing(s, err) ||
+        check_reliability(s, err) || check_ids(s, err))
+        return EXIT_BADINPUT;
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------------------------------ */
+
+static void put_path(cJSON *root, const char *path, cJSON *v) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    cJSON *cur = root;
+    char *p = buf;
+    for (char *dot; (dot = strchr(p, '.')); p = dot + 1) {
+        *dot = '\0';
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(cur, p);
+        if (!next) next = cJSON_AddObjectToObject(cur, p);
+        cur = next;
+    }
+    cJSON_AddItemToObject(cur, p, v);
+}
+
+cJSON *scenario_to_json(const scenario *s) {
+    cJSON *root = cJSON_CreateObject();
+    for (int i = 0; i < scn_n_fields; i++) {
+        cJSON *v = scn_field_get(s, &scn_fields[i]);
+        if (v) put_path(root, scn_fields[i].path, v);
+    }
+    return root;
+}

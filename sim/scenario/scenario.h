@@ -1,0 +1,293 @@
+/* scenario.h — the resolved scenario (SCENARIO.md, format "moesim-scenario/1").
+ *
+ * A scenario file is parsed into one `scenario` value: presets are applied first, then the fields
+ * the file gives override them. A sweep expands one parsed scenario into points, each of them again a
+ * complete `scenario`. Every consumer (plan, step, run, live) reads only this struct, never JSON.
+ *
+ * Units are in the field names (SI inside the code: seconds and bytes unless the name says otherwise,
+ * and the names mirror the JSON keys so that a dotted path like "cluster.nic_gbps" reads the same here).
+ */
+#ifndef MOESIM_SCENARIO_H
+#define MOESIM_SCENARIO_H
+
+#include <stdint.h>
+#include "sim/base/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SCN_NAME_MAX 64
+#define SCN_PATH_MAX 512
+#define SCN_MAX_FAULTS 16
+#define SCN_MAX_TRACE_RANKS 64
+#define SCN_MAX_SWEEP_DIMS 16
+
+/* ---- model ------------------------------------------------------------------------------------ */
+typedef enum { ATTN_MHA = 0, ATTN_GQA, ATTN_MLA } attention_kind;
+typedef enum { FFN_SWIGLU = 0, FFN_GELU } ffn_kind;   /* SwiGLU has 3 matrices, GeLU 2 */
+
+typedef struct {
+    char preset[SCN_NAME_MAX];
+    int layers;          /* transformer blocks (not counting embedding/head) */
+    int dense_layers;    /* the first `dense_layers` blocks have a dense FFN; the rest are MoE */
+    int hidden;
+    int heads;
+    int head_dim;        /* per-head dim of q/k (MHA/GQA), of the no-rope part for MLA */
+    int kv_heads;        /* GQA: key/value heads (MHA: == heads); unused for MLA */
+    /* MLA (DeepSeek-V2/V3): low-rank q and kv compression, decoupled rope dims */
+    int q_lora_rank;     /* 0 = no q compression */
+    int kv_lora_rank;
+    int rope_head_dim;
+    int v_head_dim;
+    int ffn_hidden;      /* dense FFN intermediate size */
+    ffn_kind ffn_act;
+    int experts;         /* routed experts per MoE layer; 0 = dense model */
+    int shared_experts;
+    int expert_hidden;   /* intermediate size of one routed (and shared) expert */
+    int top_k;
+    int expert_groups;   /* group-limited routing: experts split into groups (DeepSeek-V3: 8) */
+    int topk_groups;     /* groups selected per token (DeepSeek-V3: 4); 0 = off */
+    int vocab;
+    int seq_len;
+    attention_kind attention;
+    int tie_embeddings;  /* bool */
+    double published_active_params; /* model card's headline active count (6N estimate); 0 = none */
+} model_cfg;
+
+/* ---- cluster ---------------------------------------------------------------------------------- */
+typedef struct {
+    char name[SCN_NAME_MAX];
+    double bf16_tflops;  /* dense peak */
+    double fp8_tflops;
+    double hbm_GBps;
+    double mem_GiB;
+} gpu_cfg;
+
+typedef struct {
+    double nvlink;       /* one NVLink/NVSwitch hop */
+    double same_leaf;    /* GPU -> NIC -> leaf -> NIC -> GPU, same rail and leaf */
+    double cross_leaf;   /* through a spine */
+} latency_us_cfg;
+
+typedef struct {
+    char preset[SCN_NAME_MAX];
+    int nodes;
+    int gpus_per_node;
+    gpu_cfg gpu;
+    double nvlink_GBps;      /* achievable per GPU per direction */
+    double nic_gbps;         /* per NIC, one NIC per GPU (line rate, Gbit/s) */
+    int rails;               /* == gpus_per_node for a rail-optimized fabric */
+    int leaf_down_ports;     /* nodes (NICs) under one leaf switch per rail */
+    double oversubscription; /* leaf downlink : uplink bandwidth ratio (1.0 = non-blocking) */
+    latency_us_cfg latency_us;
+    double storage_GBps;     /* aggregate parallel-file-system write bandwidth */
+    double host_mem_GiB;
+    double pcie_GBps;        /* GPU <-> host, per GPU per direction */
+} cluster_cfg;
+
+/* ---- layout ----------------------------------------------------------------------------------- */
+typedef enum { SCHED_1F1B = 0, SCHED_INTERLEAVED, SCHED_DUALPIPE } schedule_kind;
+typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_kind;
+typedef enum { PLACE_EP_INNER = 0, PLACE_DP_INNER } placement_kind;
+
+typedef struct {
+    int tp, pp, ep, dp;   /* tp*pp*ep*dp == GPU count; attention DP per stage = gpus/(tp*pp) */
+    int zero;             /* 0..3 */
+    int micro_batch;      /* sequences per micro-batch per attention-DP rank */
+    int global_batch;     /* sequences per optimizer step */
+    schedule_kind schedule;
+    int vpp;              /* virtual pipeline chunks per rank (interleaved) */
+    recompute_kind recompute;
+    placement_kind placement;
+} layout_cfg;
+
+/* ---- routing ---------------------------------------------------------------------------------- */
+typedef enum { ROUTE_UNIFORM = 0, ROUTE_ZIPF, ROUTE_HOT, ROUTE_TRACE } route_kind;
+
+typedef struct {
+    route_kind distribution;
+    double zipf_s;
+    int hot_expert;
+    double hot_share;
+    int node_limit;          /* max nodes a token's top-k may span; 0 = unlimited */
+    double capacity_factor;  /* <= 0: no cap */
+    int drop;                /* bool: drop tokens over capacity (else dropless) */
+    char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
+} routing_cfg;
+
+/* ---- precision -------------------------------------------------------------------------------- */
+typedef enum { DT_FP8 = 0, DT_BF16, DT_FP16, DT_FP32 } dtype_kind;
+typedef struct {
+    dtype_kind compute, dispatch, combine, master;
+} precision_cfg;
+
+/* ---- reliability ------------------------------------------------------------------------------ */
+typedef enum { DIST_EXPONENTIAL = 0, DIST_WEIBULL } failure_dist_kind;
+typedef enum { CKPT_FIXED = 0, CKPT_YOUNG, CKPT_DALY, CKPT_NONE } ckpt_policy_kind;
+typedef enum { CKPT_SYNC = 0, CKPT_ASYNC } ckpt_mode_kind;
+typedef enum { SPIKE_ROLLBACK = 0, SPIKE_SKIP } spike_action_kind;
+
+/* Failure classes: rates split the GPU MTBF total unless the scenario sets them (SCENARIO.md). */
+typedef enum {
+    FAIL_GPU = 0, FAIL_HBM, FAIL_NIC, FAIL_NVLINK, FAIL_SWITCH, FAIL_HOST, FAIL_SOFTWARE,
+    FAIL_NCLASSES
+} failure_class;
+
+typedef struct {
+    double share;            /* fraction of all failures of this class (classes sum to 1) */
+    int needs_node_swap;     /* bool: the node must be replaced (else: restart in place) */
+} failure_class_cfg;
+
+typedef struct {
+    ckpt_policy_kind policy;
+    double interval_min;     /* used by "fixed" */
+    ckpt_mode_kind mode;
+    double state_bytes;      /* < 0: "auto" (from the plan's ledgers) */
+    double snapshot_GBps;    /* GPU -> host snapshot bandwidth per GPU (async pause) */
+    double write_min;        /* < 0: "auto" = state_bytes / storage bandwidth; else the write time */
+} checkpoint_cfg;
+
+typedef struct {
+    double hot_spare_fraction;
+    double spare_swap_s;
+    double full_restart_min;
+    double repair_h;
+} recovery_cfg;
+
+typedef struct {
+    double fraction;         /* fraction of nodes that turn slow at some time during the run */
+    double slowdown;         /* step-time factor while a straggler is in the job */
+    double detect_min;       /* time to detect and replace a straggler */
+} stragglers_cfg;
+
+typedef struct {
+    double per_day;
+    spike_action_kind action;
+} loss_spikes_cfg;
+
+typedef struct {
+    double gpu_mtbf_h;
+    failure_dist_kind distribution;
+    double weibull_shape;
+    char failure_trace[SCN_PATH_MAX];   /* "" = draw failures; relative path, see scenario.file */
+    failure_class_cfg classes[FAIL_NCLASSES];
+    checkpoint_cfg checkpoint;
+    recovery_cfg recovery;
+    stragglers_cfg stragglers;
+    loss_spikes_cfg loss_spikes;
+} reliability_cfg;
+
+/* ---- in-step faults (step level) ---------------------------------------------------------------- */
+typedef enum { LINK_NIC = 0, LINK_NVLINK } link_kind;
+typedef struct { int gpu; double factor; } slow_gpu_fault;           /* compute takes factor x longer */
+typedef struct { int gpu; link_kind kind; double factor; } link_fault; /* bandwidth x factor (0<f<=1) */
+
+/* A stalled rank (seed 000 §3.1 NCCL hang): the rank on `gpu` stops before the forward of MoE/attention
+ * block `layer` for `micro_batch` and never arrives at its next collective; everyone else waits. */
+typedef struct { int gpu; int layer; int micro_batch; } stall_fault;
+
+typedef struct {
+    int n_slow_gpus;
+    slow_gpu_fault slow_gpus[SCN_MAX_FAULTS];
+    int n_links;
+    link_fault links[SCN_MAX_FAULTS];
+    int n_stalls;
+    stall_fault stalls[SCN_MAX_FAULTS];
+} faults_cfg;
+
+/* ---- run, output -------------------------------------------------------------------------------- */
+typedef struct {
+    double tokens;
+    double max_days;
+    int trials;
+    double assumed_mfu;  /* > 0: the plan's pure_compute_days uses this MFU (seed 003: 0.52) */
+} run_cfg;
+
+enum { LEVEL_PLAN = 1, LEVEL_STEP = 2, LEVEL_RUN = 4 };
+typedef enum { FIDELITY_FAST = 0, FIDELITY_FULL } fidelity_kind;
+
+typedef struct {
+    char dir[SCN_PATH_MAX];
+    int trace;           /* bool: write trace.json (Perfetto) for step */
+    int plots;           /* bool */
+    int levels;          /* LEVEL_* bitmask */
+    int n_trace_ranks;   /* which ranks get tracks in trace.json (0 = a default subset) */
+    int trace_ranks[SCN_MAX_TRACE_RANKS];
+} output_cfg;
+
+typedef struct {
+    fidelity_kind fidelity;
+} step_cfg;
+
+/* ---- the whole scenario --------------------------------------------------------------------------- */
+typedef struct scenario {
+    /* Where it came from, for error messages and relative paths. The paths a scenario names
+     * (calibration, routing.trace, reliability.failure_trace) are kept exactly as written; consumers
+     * resolve them relative to the current directory first, then to the directory of `file`, with
+     * scenario_resolve_path() (sim/scenario/scenario_paths.h). */
+    char file[SCN_PATH_MAX];
+    char name[SCN_NAME_MAX];
+    uint64_t seed;
+    model_cfg model;
+    cluster_cfg cluster;
+    layout_cfg layout;
+    routing_cfg routing;
+    precision_cfg precision;
+    char calibration[SCN_PATH_MAX];   /* cost-model JSON ("" = none); relative path, see `file` */
+    reliability_cfg reliability;
+    faults_cfg faults;
+    step_cfg step;
+    run_cfg run;
+    output_cfg output;
+} scenario;
+
+static inline int scn_gpus(const scenario *s) { return s->cluster.nodes * s->cluster.gpus_per_node; }
+/* attention data-parallel ranks per pipeline stage */
+static inline int scn_attn_dp(const scenario *s) { return scn_gpus(s) / (s->layout.tp * s->layout.pp); }
+static inline int scn_moe_layers(const scenario *s) {
+    return s->model.experts > 0 ? s->model.layers - s->model.dense_layers : 0;
+}
+/* micro-batches per pipeline per step: global batch spread over attention-DP ranks */
+static inline int scn_micro_batches(const scenario *s) {
+    return s->layout.global_batch / (s->layout.micro_batch * scn_attn_dp(s));
+}
+static inline double dtype_bytes(dtype_kind d) {
+    return d == DT_FP8 ? 1.0 : d == DT_FP32 ? 4.0 : 2.0;
+}
+
+/* ---- API (sim/scenario/scenario.c, sim/scenario/sweep.c) --------------------------------------------------------- */
+/* Related headers: sim/scenario/scenario_defaults.h (scenario_defaults: the built-in defaults),
+ * sim/scenario/scenario_fields.h (the one table of fields: JSON paths, types, ranges), sim/scenario/scenario_paths.h
+ * (scenario_resolve_path), sim/scenario/sweep.h (sweep keys, for result columns). */
+struct cJSON;
+typedef struct sweep sweep;   /* opaque: the parsed "sweep" section */
+
+/* Parse and validate a scenario file: presets, then the file's fields, then validation. `*sw`
+ * receives the sweep (a single point when the file has none); pass NULL to forbid a sweep.
+ * With a sweep, cross-field validation happens per point in sweep_point (a base that only its
+ * sweep makes consistent is accepted); types and ranges of every value are checked here. */
+int scenario_load(const char *path, scenario *out, sweep **sw, moe_error *err);
+/* Same from text; `file_label` names the source in error messages. */
+int scenario_parse(const char *file_label, const char *json_text, scenario *out, sweep **sw,
+                   moe_error *err);
+/* Set one field by dotted path ("layout.pp", "cluster.gpu.mem_GiB") from a JSON value; type- and
+ * range-checked. Presets ("model.preset") reset that section to the preset first. */
+int scenario_set_path(scenario *s, const char *path, const struct cJSON *value, moe_error *err);
+/* Cross-field checks (layout product == GPUs, EP divides experts, top_k <= experts, batches...). */
+int scenario_validate(const scenario *s, moe_error *err);
+/* The fully resolved scenario as JSON (every field, presets expanded). Caller frees. */
+struct cJSON *scenario_to_json(const scenario *s);
+
+int sweep_count(const sweep *sw);
+/* Point i (0-based, deterministic order): base with the sweep values applied and validated.
+ * `*values` (may be NULL) receives {"layout.pp": 16, ...} for the results; caller frees. */
+int sweep_point(const sweep *sw, const scenario *base, int i, scenario *out, struct cJSON **values,
+                moe_error *err);
+void sweep_free(sweep *sw);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

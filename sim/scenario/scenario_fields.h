@@ -1,0 +1,101 @@
+/* scenario_fields.h — the one table of scenario fields (SCENARIO.md, format "moesim-scenario/1").
+ *
+ * Every JSON field of a scenario is one row: its dotted path, its type, where it lives in `scenario`
+ * (offsetof) and its valid range. The same rows drive parsing (scn_apply_object), setting one field
+ * by path (scenario_set_path, used by sweeps), writing the resolved scenario (scenario_to_json),
+ * per-field validation of a struct (scn_field_check) and unknown-field detection with did-you-mean.
+ * Adding a field to the format is adding one row; nothing else may handle a field by name (the
+ * cross-field rules in scenario.c read the struct, not JSON).
+ */
+#ifndef MOESIM_SCENARIO_FIELDS_H
+#define MOESIM_SCENARIO_FIELDS_H
+
+#include <stddef.h>
+#include "sim/scenario/scenario.h"
+
+struct cJSON;
+
+#define SCN_FORMAT "moesim-scenario/1"
+
+typedef enum {
+    SF_INT,        /* JSON integer (integral number) -> int, range [min, max] */
+    SF_U64,        /* JSON integer >= 0, exactly representable (<= 2^53) -> uint64_t */
+    SF_DOUBLE,     /* finite JSON number -> double, range per flags */
+    SF_BOOL,       /* true/false -> int 0/1 */
+    SF_STRING,     /* JSON string -> char[size] */
+    SF_NSTRING,    /* JSON string or null (null <-> "") -> char[size] */
+    SF_ENUM,       /* JSON string among `names` -> enum (int) = index in names */
+    SF_AUTO,       /* "auto" (stored as -1) or a number in range -> double */
+    SF_LEVELS,     /* non-empty list of "plan" | "step" | "run" -> LEVEL_* bitmask (int) */
+    SF_INT_LIST,   /* list of integers in range -> int[max_count], count at count_offset */
+    SF_OBJ_LIST,   /* list of objects described by `items` -> element[max_count], count at count_offset */
+    SF_PRESET,     /* preset name (or null): resets its section (model or cluster) to the preset */
+    SF_FORMAT,     /* "format": must equal SCN_FORMAT; not stored */
+    SF_SWEEP,      /* "sweep": parsed by sweep.c; not stored in the scenario */
+} scn_field_type;
+
+/* range flags */
+enum {
+    SCN_MIN_OPEN = 1,   /* value > min (else >= min) */
+    SCN_MAX_OPEN = 2,   /* value < max (else <= max) */
+    SCN_NONEMPTY = 4,   /* strings: "" is not allowed */
+    SCN_REQUIRED = 8,   /* list items: the key must be present */
+    SCN_IDENT = 16,     /* strings: letters, digits, '.', '_', '+', '-' only (used in file names) */
+};
+
+typedef struct scn_field {
+    const char *path;             /* dotted JSON path; for list items: the key inside the item */
+    scn_field_type type;
+    size_t offset;                /* offsetof in scenario (list items: in the element) */
+    size_t size;                  /* strings: buffer size; lists: element size */
+    double min, max;              /* numeric range (see flags); lists: item range for SF_INT_LIST */
+    unsigned flags;
+    const char *const *names;     /* SF_ENUM: NULL-terminated, index = enum value */
+    /* lists */
+    size_t count_offset;          /* int holding the number of elements */
+    int max_count;
+    const struct scn_field *items;/* SF_OBJ_LIST: fields of one element (offsets into the element) */
+    int n_items;
+} scn_field;
+
+/* The table, in the order scenario_to_json writes it (SCENARIO.md's order, then the extensions). */
+extern const scn_field scn_fields[];
+extern const int scn_n_fields;
+
+/* Enum names (NULL-terminated, index = enum value), shared with reports that print enums. */
+extern const char *const scn_attention_names[], *const scn_ffn_act_names[], *const scn_schedule_names[],
+    *const scn_recompute_names[], *const scn_placement_names[], *const scn_route_names[],
+    *const scn_dtype_names[], *const scn_failure_dist_names[], *const scn_ckpt_policy_names[],
+    *const scn_ckpt_mode_names[], *const scn_spike_action_names[], *const scn_link_kind_names[],
+    *const scn_fidelity_names[], *const scn_level_names[], *const scn_failure_class_names[];
+
+/* The leaf field with this exact dotted path, or NULL. */
+const scn_field *scn_field_find(const char *path);
+/* Non-zero when `path` names a section (an object holding fields), e.g. "cluster.gpu". "" is the root. */
+int scn_path_is_section(const char *path);
+/* Closest known field for an unknown `key` met inside section `prefix` ("" = top level): the full
+ * path of a field of exactly that name elsewhere (the nearest one), else a close sibling key. NULL if
+ * nothing is close. The result points into a static buffer (valid until the next call). */
+const char *scn_field_suggest(const char *prefix, const char *key);
+/* Closest full dotted path (for sweep keys), or NULL. */
+const char *scn_path_suggest(const char *path);
+
+/* Set field `f` of `s` from JSON `v`, type- and range-checked. `label` is the path shown in errors
+ * (normally f->path; sweeps pass "sweep.layout.pp[1]"). Presets reset their section. */
+int scn_field_set(scenario *s, const scn_field *f, const struct cJSON *v, const char *label,
+                  moe_error *err);
+/* Range-check the value stored in `s` (for structs built or edited in code). */
+int scn_field_check(const scenario *s, const scn_field *f, moe_error *err);
+/* The stored value as JSON (caller owns it); NULL for SF_FORMAT/SF_SWEEP. */
+struct cJSON *scn_field_get(const scenario *s, const scn_field *f);
+
+/* Apply every member of JSON object `obj`, the section at `prefix` ("" = the whole scenario):
+ * the section's preset first (unless `skip_preset`), then the other members in file order, recursing
+ * into sub-sections. Rejects unknown keys (with a hint), duplicate keys and wrong types. */
+int scn_apply_object(scenario *s, const char *prefix, const struct cJSON *obj, int skip_preset,
+                     moe_error *err);
+
+/* Print a JSON value for an error message ("16.5", "\"abc\"", "[1,2]"), truncated to fit `cap`. */
+void scn_format_value(const struct cJSON *v, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,260 @@
+/* comm_simgrid.c — comm.h on SimGrid: flow-level runs of each distinct pattern, memoized. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime: wall time of the SimGrid runs (statistics only) */
+#include "sim/simgrid/comm_simgrid.h"
+#include "sim/exec/comm_flows.h"
+#include "platforms/fabric_geometry.h"
+#include "sim/simgrid/rail_fabric.h"
+#include "sim/simgrid/rail_flows.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- memo: open addressing, 64-bit signature -> seconds ------------------------------------------ */
+typedef struct {
+    uint64_t *key;   /* 0 = empty (signatures are forced non-zero) */
+    double *val;
+    size_t cap, n;
+} memo;
+
+static int memo_find(const memo *m, uint64_t k, double *out) {
+    if (!m->cap) return 0;
+    for (size_t i = k & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->key[i] == 0) return 0;
+        if (m->key[i] == k) {
+            *out = m->val[i];
+            return 1;
+        }
+    }
+}
+
+static void memo_put(memo *m, uint64_t k, double v) {
+    if (2 * (m->n + 1) > m->cap) {
+        memo old = *m;
+        size_t cap = old.cap ? 2 * old.cap : 1024;
+        m->key = calloc(cap, sizeof *m->key);
+        m->val = calloc(cap, sizeof *m->val);
+        if (!m->key || !m->val) { /* keep working without memoization */
+            free(m->key);
+            free(m->val);
+            *m = old;
+            return;
+        }
+        m->cap = cap;
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.key[i]) memo_put(m, old.key[i], old.val[i]);
+        free(old.key);
+        free(old.val);
+    }
+    size_t i = k & (m->cap - 1);
+    while (m->key[i] != 0 && m->key[i] != k) i = (i + 1) & (m->cap - 1);
+    if (m->key[i] == 0) m->n++;
+    m->key[i] = k;
+    m->val[i] = v;
+}
+
+/* ---- signature: FNV-1a over 64-bit words ----------------------------------------------------------- */
+typedef struct { uint64_t h; } sig;
+static void sig_word(sig *s, uint64_t w) {
+    for (int b = 0; b < 8; b++) {
+        s->h ^= (w >> (8 * b)) & 0xff;
+        s->h *= 1099511628211ULL;
+    }
+}
+/* ~0.1% relative quantisation: the step of log(bytes) is 1e-3. */
+static void sig_bytes(sig *s, double b) { sig_word(s, b > 0 ? (uint64_t)llround(log(b) * 1000.0) + 1 : 0); }
+static uint64_t sig_done(sig *s) { return s->h ? s->h : 1; }
+
+typedef struct {
+    cluster_cfg c;
+    faults_cfg f;
+    memo memo;
+    rail_flow *flows;
+    double *finish;
+    size_t cap;
+    sg_comm_stats st;
+    comm_model closed;   /* the hand-computed model, for patterns too large to simulate */
+    long max_flows;      /* larger patterns go to `closed` */
+} sg_ctx;
+
+/* Where a group's GPU ids are measured from in its signature. A group inside one leaf has the same
+ * timing wherever it sits in any leaf (its flows use only its own NVLink and NIC links): ids relative
+ * to its first node. A group that crosses leaves is the same only under a shift by whole leaves: ids
+ * relative to the first node of its first leaf. Faults make absolute positions matter. */
+static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
+    if (x->f.n_links > 0) return 0;
+    int lo = gpus[0], hi = gpus[0];
+    for (int i = 1; i < n; i++) {
+        if (gpus[i] < lo) lo = gpus[i];
+        if (gpus[i] > hi) hi = gpus[i];
+    }
+    int nlo = fabric_node_of(&x->c, lo), nhi = fabric_node_of(&x->c, hi);
+    int llo = fabric_leaf_of_node(&x->c, nlo);
+    if (llo == fabric_leaf_of_node(&x->c, nhi)) return fabric_gpu(&x->c, nlo, 0);
+    return fabric_gpu(&x->c, llo * x->c.leaf_down_ports, 0);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Simulate flows together; returns the latest finish among flows with copy == 0. */
+static double run_flows(sg_ctx *x, const gpu_flow_list *fl) {
+    if (fl->n == 0) return 0.0;
+    if (fl->n > x->cap) {
+        size_t cap = fl->n;
+        rail_flow *f = realloc(x->flows, cap * sizeof *f);
+        if (!f) return -1;
+        x->flows = f;
+        double *fin = realloc(x->finish, cap * sizeof *fin);
+        if (!fin) return -1;
+        x->finish = fin;
+        x->cap = cap;
+    }
+    for (size_t i = 0; i < fl->n; i++)
+        x->flows[i] = (rail_flow){rail_fabric_gpu_host(fl->v[i].src_gpu), rail_fabric_gpu_host(fl->v[i].dst_gpu),
+                                  fl->v[i].bytes};
+    double t0 = now_s();
+    rail_flows_run(x->flows, fl->n, x->finish);
+    x->st.sim_wall_s += now_s() - t0;
+    x->st.simulated++;
+    x->st.flows += (long)fl->n;
+    double t = 0;
+    for (size_t i = 0; i < fl->n; i++)
+        if (fl->v[i].copy == 0 && x->finish[i] > t) t = x->finish[i];
+    return t;
+}
+
+static double run_flow_list(void *ctx, const gpu_flow_list *fl) { return run_flows(ctx, fl); }
+
+static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
+    sg_ctx *x = ctx;
+    x->st.queries++;
+    if (p->n < 1 || !p->gpus) return -1;
+    sig s = {1469598103934665603ULL};
+    sig_word(&s, 0xA2A);
+    sig_word(&s, (uint64_t)p->n);
+    sig_word(&s, (uint64_t)a2a_copies(&x->c, p));
+    const int base = sig_base_gpu(x, p->gpus, p->n);
+    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - base));
+    for (size_t k = 0; k < (size_t)p->n * (size_t)p->n; k++) sig_bytes(&s, p->bytes[k]);
+    if (p->node_bytes) {
+        sig_word(&s, (uint64_t)p->n_nodes);
+        for (size_t k = 0; k < (size_t)p->n * (size_t)p->n_nodes; k++) sig_bytes(&s, p->node_bytes[k]);
+    }
+    uint64_t key = sig_done(&s);
+    double t;
+    if (memo_find(&x->memo, key, &t)) {
+        x->st.hits++;
+        return t;
+    }
+    gpu_flow_list fl = {0};
+    if (a2a_flows_build(&x->c, p, &fl)) {
+        gpu_flow_list_free(&fl);
+        return -1;
+    }
+    if ((long)fl.n > x->max_flows) {
+        t = x->closed.a2a_s(x->closed.ctx, p);
+        x->st.closed_form++;
+    } else {
+        t = run_flows(x, &fl);
+    }
+    gpu_flow_list_free(&fl);
+    if (t >= 0) memo_put(&x->memo, key, t);
+    return t;
+}
+
+static double sg_p2p_s(void *ctx, int src, int dst, double bytes) {
+    sg_ctx *x = ctx;
+    x->st.queries++;
+    if (src == dst || bytes <= 0) return 0.0;
+    sig s = {1469598103934665603ULL};
+    sig_word(&s, 0x929);
+    const int pair[2] = {src, dst}, base = sig_base_gpu(x, pair, 2);
+    sig_word(&s, (uint64_t)(src - base));
+    sig_word(&s, (uint64_t)(dst - base));
+    sig_bytes(&s, bytes);
+    uint64_t key = sig_done(&s);
+    double t;
+    if (memo_find(&x->memo, key, &t)) {
+        x->st.hits++;
+        return t;
+    }
+    gpu_flow f = {src, dst, bytes, 0, FLOW_RDMA};
+    gpu_flow_list fl = {&f, 1, 1};
+    t = run_flows(x, &fl);
+    if (t >= 0) memo_put(&x->memo, key, t);
+    return t;
+}
+
+/* A ring step is the same every step (every GPU forwards one chunk to its successor): simulate one
+ * step of each phase on the fabric, with all the ring's edges at once, and multiply by the steps. */
+static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
+    sg_ctx *x = ctx;
+    x->st.queries++;
+    if (n < 2 || bytes <= 0) return 0.0;
+    sig s = {1469598103934665603ULL};
+    sig_word(&s, 0xC011);
+    sig_word(&s, (uint64_t)kind);
+    sig_word(&s, (uint64_t)n);
+    const int base = sig_base_gpu(x, gpus, n);
+    for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - base));
+    sig_bytes(&s, bytes);
+    uint64_t key = sig_done(&s);
+    double t;
+    if (memo_find(&x->memo, key, &t)) {
+        x->st.hits++;
+        return t;
+    }
+    double total = ring_collective_s(&x->c, kind, gpus, n, bytes, run_flow_list, x);
+    if (total < 0) return -1;
+    memo_put(&x->memo, key, total);
+    return total;
+}
+
+static void sg_destroy(void *ctx) {
+    sg_ctx *x = ctx;
+    if (!x) return;
+    free(x->memo.key);
+    free(x->memo.val);
+    free(x->flows);
+    free(x->finish);
+    if (x->closed.destroy) x->closed.destroy(x->closed.ctx);
+    free(x);
+}
+
+comm_model sg_comm_create(const scenario *s, moe_error *err) {
+    comm_model m = {0};
+    if (rail_fabric_init(s, err)) return m;
+    sg_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        moe_error_set(err, EXIT_RUNTIME, "out of memory creating the SimGrid communication model");
+        return m;
+    }
+    x->c = s->cluster;
+    x->f = s->faults;
+    x->closed = comm_analytic_create(s);
+    x->max_flows = SG_MAX_PATTERN_FLOWS;
+    m.ctx = x;
+    m.name = "simgrid";
+    m.a2a_s = sg_a2a_s;
+    m.p2p_s = sg_p2p_s;
+    m.collective_s = sg_collective_s;
+    m.destroy = sg_destroy;
+    return m;
+}
+
+void sg_comm_set_max_flows(comm_model *m, long max_flows) {
+    if (m && m->ctx && m->a2a_s == sg_a2a_s) ((sg_ctx *)m->ctx)->max_flows = max_flows;
+}
+
+sg_comm_stats sg_comm_get_stats(const comm_model *m) {
+    sg_comm_stats z = {0};
+    if (!m || !m->ctx || m->a2a_s != sg_a2a_s) return z;
+    return ((const sg_ctx *)m->ctx)->st;
+}

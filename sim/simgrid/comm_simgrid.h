@@ -1,0 +1,44 @@
+/* comm_simgrid.h — the SimGrid communication model (comm.h implemented by flow-level simulation).
+ *
+ * Every distinct pattern is decomposed into the flows the libraries really move (sim/exec/comm_flows.h:
+ * DeepEP two-level aggregation, NCCL rings), simulated max-min on the rail fabric
+ * (sim/simgrid/rail_fabric.h) with the concurrent groups that share leaf uplinks and spines, and its
+ * duration memoized by a signature: the byte matrix quantised to ~0.1% (log scale), the group's shape
+ * and its placement relative to its leaf (absolute when link faults exist). Patterns run one after
+ * another in one SimGrid engine; the simulated clock continues and durations are differences.
+ *
+ * SimGrid keeps one engine and one platform per process: sg_comm_create() may be called once per
+ * process (again only for the same cluster and faults). Not thread-safe.
+ */
+#ifndef MOESIM_SG_COMM_H
+#define MOESIM_SG_COMM_H
+
+#include "sim/exec/comm.h"
+
+/* On failure returns a model with ctx == NULL and fills err. */
+comm_model sg_comm_create(const scenario *s, moe_error *err);
+
+/* A pattern with more flows than this (a leaf-crossing EP group with all its concurrent copies, e.g.
+ * EP256 x TP2 on 4096 GPUs: ~250K flows, minutes of SimGrid; SimGrid's max-min solver costs ~0.1 ms
+ * per flow and a step has hundreds of distinct patterns) is priced in closed form instead, unless
+ * raised with sg_comm_set_max_flows (benchmarks and tests that hold SimGrid to the closed form). */
+#define SG_MAX_PATTERN_FLOWS 8000
+
+typedef struct {
+    long queries;          /* a2a + p2p + collective calls */
+    long hits;             /* answered from the memo */
+    long simulated;        /* distinct patterns simulated */
+    long flows;            /* flows simulated in total */
+    long closed_form;      /* distinct patterns too large for a flow-level run (> SG_MAX_PATTERN_FLOWS
+                              flows): priced by the closed form, which matches SimGrid within 1% on
+                              bottleneck-limited patterns (tests/test_comm.c) */
+    double sim_wall_s;     /* wall time spent inside SimGrid runs */
+} sg_comm_stats;
+
+/* Flow-level runs for patterns of up to `max_flows` flows (default SG_MAX_PATTERN_FLOWS). */
+void sg_comm_set_max_flows(comm_model *m, long max_flows);
+
+/* Statistics of a model made by sg_comm_create (zeros for another model). */
+sg_comm_stats sg_comm_get_stats(const comm_model *m);
+
+#endif

@@ -1,0 +1,243 @@
+#define _POSIX_C_SOURCE 200809L
+/* step_sim.c — step_simulate(): one training step at op level (the `step` level of SCENARIO.md).
+ *
+ * Builds the step program (program.h, with the routing samples of sim/program/routing.h), picks the
+ * executor — step.fidelity "fast": the fast executor (step_exec.h, with the replica shortcut) whose
+ * all-to-alls and collectives are priced by the SimGrid pattern model (comm_simgrid.h: one flow-level run
+ * per distinct pattern, memoized); "full": the SimGrid executor (exec_full.h) that runs every op
+ * of every rank with every transfer as flows, for <= 256 GPUs — prices compute with the scenario's
+ * cost model (costmodel.h), and fills step_result (with
+ * breakdown.routing and breakdown.comm_patterns: SimGrid patterns simulated, memo hits); writes
+ * trace.json (trace.h) when asked. A stalled rank (faults.stalls) makes the step hang: EXIT_RUNTIME
+ * with the culprit named in err, and trace.json still written with otherData.hang. */
+#include "sim/simgrid/step_sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "sim/exec/comm.h"
+#include "sim/plan/costmodel.h"
+#include "sim/plan/model.h"
+#include "sim/program/program.h"
+#include "sim/simgrid/comm_simgrid.h"
+#include "sim/simgrid/exec_full.h"
+#include "sim/exec/step_exec.h"
+#include "sim/exec/trace.h"
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static cJSON *stage_breakdown(const program *p, const step_exec_result *x) {
+    cJSON *arr = cJSON_CreateArray();
+    int per_stage = p->ep * p->tp;
+    for (int s = 0; s < p->pp; s++) {
+        double sum[3] = {0}, mx[3] = {0};
+        int n = 0;
+        for (int d = 0; d < p->dp; d++)
+            for (int k = 0; k < per_stage; k++) {
+                int r = (d * p->pp + s) * per_stage + k;
+                double v[3] = {x->compute_s[r] + x->optimizer_s[r], x->exposed_comm_s[r], x->bubble_s[r]};
+                for (int j = 0; j < 3; j++) { sum[j] += v[j]; if (v[j] > mx[j]) mx[j] = v[j]; }
+                n++;
+            }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "stage", s);
+        cJSON_AddNumberToObject(o, "compute_s_mean", sum[0] / n);
+        cJSON_AddNumberToObject(o, "compute_s_max", mx[0]);
+        cJSON_AddNumberToObject(o, "exposed_comm_s_mean", sum[1] / n);
+        cJSON_AddNumberToObject(o, "exposed_comm_s_max", mx[1]);
+        cJSON_AddNumberToObject(o, "bubble_s_mean", sum[2] / n);
+        cJSON_AddNumberToObject(o, "bubble_s_max", mx[2]);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static cJSON *rank_entry(const program *p, const step_exec_result *x, int r) {
+    int d, s, e, t, gpu = program_gpu_of_rank(p, r);
+    program_coords(p, r, &d, &s, &e, &t);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", r);
+    cJSON_AddNumberToObject(o, "gpu", gpu);
+    cJSON_AddNumberToObject(o, "node", gpu / p->scn->cluster.gpus_per_node);
+    cJSON_AddNumberToObject(o, "stage", s);
+    cJSON_AddNumberToObject(o, "ep_index", e);
+    cJSON_AddNumberToObject(o, "replica", d);
+    cJSON_AddNumberToObject(o, "compute_s", x->compute_s[r]);
+    cJSON_AddNumberToObject(o, "optimizer_s", x->optimizer_s[r]);
+    cJSON_AddNumberToObject(o, "exposed_comm_s", x->exposed_comm_s[r]);
+    cJSON_AddNumberToObject(o, "bubble_s", x->bubble_s[r]);
+    return o;
+}
+
+#define TOP_N 8
+static cJSON *slowest_ranks(const program *p, const step_exec_result *x) {
+    int top[TOP_N], n = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        double b = x->compute_s[r] + x->optimizer_s[r];
+        int pos = n;
+        while (pos > 0 && b > x->compute_s[top[pos - 1]] + x->optimizer_s[top[pos - 1]]) pos--;
+        if (pos >= TOP_N) continue;
+        if (n < TOP_N) n++;
+        memmove(top + pos + 1, top + pos, (size_t)(n - 1 - pos) * sizeof(int));
+        top[pos] = r;
+    }
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, rank_entry(p, x, top[i]));
+    return arr;
+}
+
+/* Who waits for whom: per simulated EP group, the member that most often arrived last at its
+ * all-to-alls; and the all-to-all with the largest arrival spread. */
+static cJSON *a2a_waits(const program *p, const step_exec_result *x) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *groups = cJSON_AddArrayToObject(o, "last_arrival_per_ep_group");
+    for (int g = 0; g < p->n_groups; g++) {
+        const program_group *G = &p->groups[g];
+        if (G->kind != GROUP_EP || G->n < 2 || x->sim_rank[G->ranks[0]] != G->ranks[0]) continue;
+        int best = G->ranks[0];
+        long total = 0;
+        for (int m = 0; m < G->n; m++) {
+            total += x->a2a_last_count[G->ranks[m]];
+            if (x->a2a_last_count[G->ranks[m]] > x->a2a_last_count[best]) best = G->ranks[m];
+        }
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "group", g);
+        cJSON_AddNumberToObject(e, "last_rank", best);
+        cJSON_AddNumberToObject(e, "last_count", x->a2a_last_count[best]);
+        cJSON_AddNumberToObject(e, "a2a_count", (double)total);
+        cJSON_AddItemToArray(groups, e);
+    }
+    if (x->worst_a2a.group >= 0) {
+        cJSON *w = cJSON_AddObjectToObject(o, "slowest_a2a");
+        cJSON_AddNumberToObject(w, "group", x->worst_a2a.group);
+        cJSON_AddNumberToObject(w, "layer", x->worst_a2a.layer);
+        cJSON_AddNumberToObject(w, "mb", x->worst_a2a.mb);
+        cJSON_AddNumberToObject(w, "last_rank", x->worst_a2a.last_rank);
+        cJSON_AddNumberToObject(w, "wait_spread_s", x->worst_a2a.spread_s);
+        cJSON_AddNumberToObject(w, "start_s", x->worst_a2a.start_s);
+    }
+    return o;
+}
+
+/* step.fidelity picks the executor: "fast" = the op-level DES with SimGrid-memoized patterns
+ * (step_exec.h), "full" = every transfer of every rank as SimGrid flows (exec_full.h, <= 256 GPUs). */
+static int run_executor(const scenario *s, const program *p, const step_exec_opts *eo, step_exec_result *xr,
+                        moe_error *err) {
+    if (s->step.fidelity == FIDELITY_FULL) return sg_exec_full_run(p, eo, xr, err);
+    return step_exec_run(p, eo, xr, err);
+}
+
+int step_simulate(const scenario *s, const step_options *opt, step_result *out, moe_error *err) {
+    memset(out, 0, sizeof *out);
+    double t_start = wall_now();
+    program *p = NULL;
+    if (program_build(s, &p, err)) return err->code;
+    costmodel cm;
+    if (costmodel_for_scenario(s, &cm, err)) { program_free(p); return err->code; }
+    comm_model comm = sg_comm_create(s, err);
+    if (!comm.a2a_s) { program_free(p); return err->code ? err->code : EXIT_RUNTIME; }
+
+    int trace_ranks[SCN_MAX_TRACE_RANKS + 8], n_trace = 0;
+    if (opt && opt->trace_path) {
+        for (int i = 0; i < s->output.n_trace_ranks; i++) trace_ranks[n_trace++] = s->output.trace_ranks[i];
+    }
+    /* one price table per program (plan_compute.h: the same one the plan level sums) */
+    step_pricing pricing;
+    step_pricing_init(&pricing, p, &cm);
+    step_exec_opts eo = {.comm = &comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
+    step_exec_result xr;
+    /* first run without traces tells the slowest rank (or the hang) for the default trace subset; the
+     * executor is deterministic, so a traced rerun reproduces it exactly (only when a trace is asked
+     * for). A hang (a stalled rank) returns EXIT_RUNTIME naming the culprit, and its trace is still
+     * written so that simdiag can read it. */
+    int rc = run_executor(s, p, &eo, &xr, err);
+    if ((rc == 0 || xr.hang.found) && opt && opt->trace_path) {
+        if (n_trace == 0) n_trace = step_trace_default_ranks(p, &xr, trace_ranks, SCN_MAX_TRACE_RANKS);
+        step_exec_result_free(&xr);
+        eo.n_trace_ranks = n_trace; eo.trace_ranks = trace_ranks;
+        rc = run_executor(s, p, &eo, &xr, err);
+        if (rc == 0 || xr.hang.found) {
+            moe_error werr = {0};
+            if (step_trace_write(opt->trace_path, p, &xr, &werr)) { *err = werr; rc = werr.code; }
+        }
+    }
+    if (rc == 0) {
+        int G = p->n_ranks;
+        double c = 0, e = 0, b = 0, o = 0;
+        for (int r = 0; r < G; r++) { c += xr.compute_s[r]; e += xr.exposed_comm_s[r]; b += xr.bubble_s[r]; o += xr.optimizer_s[r]; }
+        out->step_time_s = xr.step_time_s;
+        out->compute_s = c / G; out->exposed_comm_s = e / G; out->bubble_s = b / G; out->optimizer_s = o / G;
+        double tokens = (double)s->layout.global_batch * s->model.seq_len;
+        out->tokens_per_s_per_gpu = tokens / xr.step_time_s / G;
+        /* MFU counts the model's FLOPs (model.h's exact per-token count x tokens), not the work the
+         * ranks executed: replicated TP work and recomputation are real time but not model FLOPs */
+        model_counts mc;
+        model_count(&s->model, &mc);
+        out->tflops_per_gpu = mc.flops_per_token * tokens / xr.step_time_s / G / 1e12;
+        out->mfu = out->tflops_per_gpu / s->cluster.gpu.bf16_tflops;
+        out->dropped_token_fraction = p->dropped_token_fraction;
+        out->expert_load_cv = p->expert_load_cv;
+        out->expert_load_max_min = p->expert_load_max_min;
+        out->expert_load_gini = p->expert_load_gini;
+        out->slowest_rank = xr.slowest_rank;
+        cJSON *bd = cJSON_CreateObject();
+        cJSON_AddStringToObject(bd, "comm_model", comm.name ? comm.name : "?");
+        cJSON_AddStringToObject(bd, "fidelity", s->step.fidelity == FIDELITY_FULL ? "full" : "fast");
+        cJSON_AddNumberToObject(bd, "simulated_replicas", xr.n_simulated_replicas);
+        cJSON_AddNumberToObject(bd, "simulated_ranks", xr.n_simulated_ranks);
+        cJSON_AddNumberToObject(bd, "ops_executed", (double)xr.n_ops_executed);
+        cJSON_AddNumberToObject(bd, "model_flops_per_step", p->model_flops_per_step);
+        cJSON_AddItemToObject(bd, "stages", stage_breakdown(p, &xr));
+        cJSON_AddItemToObject(bd, "slowest_ranks", slowest_ranks(p, &xr));
+        cJSON_AddItemToObject(bd, "a2a_waits", a2a_waits(p, &xr));
+        cJSON *rt = cJSON_AddObjectToObject(bd, "routing");
+        cJSON_AddNumberToObject(rt, "samples", p->n_draws);
+        cJSON_AddNumberToObject(rt, "routed_pairs", (double)p->routed_pairs);
+        cJSON_AddNumberToObject(rt, "dropped_pairs", (double)p->dropped_pairs);
+        sg_comm_stats cs = sg_comm_get_stats(&comm);
+        /* counts only (deterministic): wall times would break byte-identical results.json */
+        cJSON *ct = cJSON_AddObjectToObject(bd, "comm_patterns");
+        cJSON_AddNumberToObject(ct, "queries", (double)cs.queries);
+        cJSON_AddNumberToObject(ct, "memo_hits", (double)cs.hits);
+        cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
+        cJSON_AddNumberToObject(ct, "closed_form", (double)cs.closed_form);
+        cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
+        out->breakdown = bd;
+    }
+    step_exec_result_free(&xr);
+    if (comm.destroy) comm.destroy(comm.ctx);
+    program_free(p);
+    out->sim_wall_s = wall_now() - t_start;
+    return rc;
+}
+
+void step_result_to_json(const step_result *r, cJSON *obj) {
+    cJSON_AddNumberToObject(obj, "step_time_s", r->step_time_s);
+    cJSON_AddNumberToObject(obj, "tokens_per_s_per_gpu", r->tokens_per_s_per_gpu);
+    cJSON_AddNumberToObject(obj, "mfu", r->mfu);
+    cJSON_AddNumberToObject(obj, "tflops_per_gpu", r->tflops_per_gpu);
+    cJSON_AddNumberToObject(obj, "compute_s", r->compute_s);
+    cJSON_AddNumberToObject(obj, "exposed_comm_s", r->exposed_comm_s);
+    cJSON_AddNumberToObject(obj, "bubble_s", r->bubble_s);
+    cJSON_AddNumberToObject(obj, "optimizer_s", r->optimizer_s);
+    cJSON_AddNumberToObject(obj, "dropped_token_fraction", r->dropped_token_fraction);
+    cJSON_AddNumberToObject(obj, "expert_load_cv", r->expert_load_cv);
+    cJSON_AddNumberToObject(obj, "expert_load_max_min", r->expert_load_max_min);
+    cJSON_AddNumberToObject(obj, "expert_load_gini", r->expert_load_gini);
+    cJSON_AddNumberToObject(obj, "slowest_rank", r->slowest_rank);
+    cJSON_AddNumberToObject(obj, "sim_wall_s", r->sim_wall_s);
+    if (r->breakdown) cJSON_AddItemToObject(obj, "breakdown", cJSON_Duplicate(r->breakdown, 1));
+}
+
+void step_result_free(step_result *r) {
+    if (r->breakdown) cJSON_Delete(r->breakdown);
+    r->breakdown = NULL;
+}
