@@ -5,7 +5,7 @@
  * pp <= 61 layers, attention-DP divides the 15360-sequence global batch), evaluated over and over
  * for about two seconds. Compute and links are priced through the cost model (plan_compute.h): the
  * scenario names no calibration here, so plan_evaluate builds the built-in roofline once and reuses
- * it from its cache. Goal (issue 2): >= 1 million layouts per minute on one core. */
+ * it from its cache. Goal: >= 1 million layouts per minute on one core. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <string.h>

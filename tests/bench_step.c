@@ -3,7 +3,7 @@
  * micro-batches per pipeline), with everything step_simulate does in fast mode: the program with
  * sampled routing (sim/program/routing.h), the SimGrid pattern model (sg_comm_create: one flow-level run per
  * distinct pattern, memoized), the cost model, the op-level executor with the replica shortcut.
- * Goal (issue 3): <= 2 s and <= 2 GB on one core of this machine.
+ * Goal: <= 2 s and <= 2 GB on one core of this machine.
  *
  * Prints wall and CPU time (the CPU time is what one core spends; the wall time includes whatever
  * else runs on the machine), peak RSS, the step breakdown, how many distinct communication patterns

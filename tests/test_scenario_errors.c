@@ -139,7 +139,7 @@ static void test_bad_files(void **state) {
     }
 }
 
-/* Every file in the folder is a case, and there are at least 30 distinct ones (issue 2). */
+/* Every file in the folder is a case, and there are at least 30 distinct ones. */
 static void test_every_bad_file_is_a_case(void **state) {
     (void)state;
     DIR *d = opendir(BAD_DIR);

@@ -15,7 +15,7 @@
 
 #include "sim/program/schedule.h"
 #include "sim/exec/step_exec.h"
-#include "tests/h4_fixtures.h"
+#include "tests/step_fixtures.h"
 
 static void run_bubble(schedule_kind sk, int p, int m, int v) {
     scenario s;

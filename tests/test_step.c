@@ -20,7 +20,7 @@
 #include "sim/report/results.h"
 #include "sim/exec/step_exec.h"
 #include "sim/exec/trace.h"
-#include "tests/h4_fixtures.h"
+#include "tests/step_fixtures.h"
 
 static int run(const scenario *s, int shortcut, int materialize, step_exec_result *r, program **pp) {
     moe_error err = {0};

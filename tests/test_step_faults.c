@@ -20,7 +20,7 @@
 #include "sim/simgrid/step_sim.h"
 #include "sim/exec/step_exec.h"
 #include "sim/exec/trace.h"
-#include "tests/h4_fixtures.h"
+#include "tests/step_fixtures.h"
 
 /* pp 2, ep 4, dp `dp`, 4 MoE layers (2 per stage), 16 experts, 8 micro-batches, 8 GPUs per node */
 static void stalled_scenario(scenario *s, schedule_kind sk, int dp, int gpu, int layer, int mb) {

@@ -1,5 +1,5 @@
 /* trace.h — the step trace: Chrome/Perfetto trace.json of one step, simulated (this file writes it)
- * or live (the live executor writes the same format, issue 6). `simdiag` reads it (issue 7).
+ * or live (the live executor writes the same format). `simdiag` reads it.
  *
  * Document: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}; ui.perfetto.dev
  * and chrome://tracing open it. Written atomically (temporary name, then rename). Times in

@@ -19,7 +19,7 @@
  *     layer changes the data the next one sees.
  * Live mode needs layout.tp == 1 (no tensor-parallel split of the stand-ins).
  *
- * Correctness (issue 6): every MoE layer instance (layer, micro-batch) keeps its input x and output;
+ * Correctness: every MoE layer instance (layer, micro-batch) keeps its input x and output;
  * live_cpu_check_moe() recomputes moe_layer_ref_cpu(x) — the kernels' dense single-process
  * reference: no permutation, no all-to-all, every expert's weights — and compares BITWISE. The
  * capacity rule is per source rank in both (moe_dispatch_layout_cpu drops per rank in token order;

@@ -8,7 +8,7 @@
  * takes everything.
  *
  * A small API over a plain double array so that the routing model (sim/program/routing.c), the step results
- * (expert_load_cv) and the diagnoser (issue 7) all compute the same numbers. No state, no allocation
+ * (expert_load_cv) and the diagnoser all compute the same numbers. No state, no allocation
  * except the sorted copy Gini needs.
  */
 #ifndef MOESIM_EXPERT_LOAD_H

@@ -185,7 +185,7 @@ typedef struct program {
      * use): dropped pairs / routed pairs; per-all-to-all expert-load CV, max/min and Gini (the mean
      * over uses of each sample's per-expert metrics) */
     double dropped_token_fraction, expert_load_cv, expert_load_max_min, expert_load_gini;
-    /* added by H4b: */
+    /* where MoE layers start and which routing sample each (MoE layer, micro-batch) uses */
     int moe_first_layer;      /* first MoE transformer block (model.dense_layers) */
     int n_moe_layers;
     int *draw_of;             /* n_moe_layers * micro_batches: sample index of (MoE layer, mb) */

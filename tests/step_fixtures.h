@@ -1,6 +1,6 @@
-/* h4_fixtures.h — small scenarios and pluggable cost models for the step tests (header-only). */
-#ifndef MOESIM_TESTS_H4_FIXTURES_H
-#define MOESIM_TESTS_H4_FIXTURES_H
+/* step_fixtures.h — small scenarios and pluggable cost models for the step tests (header-only). */
+#ifndef MOESIM_TESTS_STEP_FIXTURES_H
+#define MOESIM_TESTS_STEP_FIXTURES_H
 
 #include <string.h>
 #include "sim/exec/comm.h"
