@@ -4,13 +4,14 @@
  *     T = max over links (bytes crossing the link / link bandwidth) + the longest route latency.
  * This is exact for one flow (bytes / bottleneck bandwidth + latency), for symmetric patterns, and for
  * patterns whose bottleneck link stays busy until the end (a hot receiver); it is a lower bound
- * otherwise. The flows are the ones the libraries really move (sim/exec/comm_flows.h: DeepEP aggregation,
- * NCCL rings); links and routes come from platforms/fabric_geometry.h, the same definitions the
+ * otherwise. The flows are the ones the libraries really move (sim/exec/deepep_flows.h: DeepEP
+ * aggregation; sim/exec/ring_flows.h: NCCL rings); links and routes come from platforms/fabric_geometry.h, the same definitions the
  * SimGrid platform is built from. Ring collectives: steps x (chunk / bottleneck + latency), i.e.
  * 2(n-1)/n x bytes / bw + 2(n-1) x latency for an all-reduce (REFERENCE.md §5).
  */
 #include "sim/exec/comm.h"
-#include "sim/exec/comm_flows.h"
+#include "sim/exec/deepep_flows.h"
+#include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
 
 #include <stdlib.h>

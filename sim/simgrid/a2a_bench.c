@@ -8,7 +8,8 @@
  * per (token, node) (DeepEP), the NVLink fan-out one copy per (token, rank).
  */
 #include "sim/simgrid/a2a_bench.h"
-#include "sim/exec/comm_flows.h"
+#include "sim/exec/deepep_flows.h"
+#include "sim/exec/ring_flows.h"
 #include "sim/simgrid/comm_simgrid.h"
 
 #include <gsl/gsl_sf_gamma.h>

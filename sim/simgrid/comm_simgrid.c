@@ -1,7 +1,8 @@
 /* comm_simgrid.c — comm.h on SimGrid: flow-level runs of each distinct pattern, memoized. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime: wall time of the SimGrid runs (statistics only) */
 #include "sim/simgrid/comm_simgrid.h"
-#include "sim/exec/comm_flows.h"
+#include "sim/exec/deepep_flows.h"
+#include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
 #include "sim/simgrid/rail_fabric.h"
 #include "sim/simgrid/rail_flows.h"

@@ -1,7 +1,7 @@
 /* comm_simgrid.h — the SimGrid communication model (comm.h implemented by flow-level simulation).
  *
- * Every distinct pattern is decomposed into the flows the libraries really move (sim/exec/comm_flows.h:
- * DeepEP two-level aggregation, NCCL rings), simulated max-min on the rail fabric
+ * Every distinct pattern is decomposed into the flows the libraries really move (DeepEP two-level
+ * aggregation: sim/exec/deepep_flows.h; NCCL rings: sim/exec/ring_flows.h), simulated max-min on the rail fabric
  * (sim/simgrid/rail_fabric.h) with the concurrent groups that share leaf uplinks and spines, and its
  * duration memoized by a signature: the byte matrix quantised to ~0.1% (log scale), the group's shape
  * and its placement relative to its leaf (absolute when link faults exist). Patterns run one after

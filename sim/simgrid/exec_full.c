@@ -1,6 +1,7 @@
 /* exec_full.c — the step program executed by SimGrid actors, every transfer a flow (see the header). */
 #include "sim/simgrid/exec_full.h"
-#include "sim/exec/comm_flows.h"
+#include "sim/exec/deepep_flows.h"
+#include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
 #include "sim/simgrid/rail_fabric.h"
 #include "sim/simgrid/rail_flows.h"
