@@ -1,5 +1,5 @@
 /* moe_common_cpu.c — small shared pieces of the kernel API: status strings, gating configs and
- * their validation, capacity, exclusive scan, kernel names. Host code, used by CPU and GPU sides. */
+ * their validation, exclusive scan, kernel names. Host code, used by CPU and GPU sides. */
 #include "kernels/moe_kernels.h"
 
 #include <math.h>
@@ -73,11 +73,6 @@ int moe_gate_cfg_check(const moe_gate_cfg *c, char *why, size_t n) {
         return fail(why, n, "use group-limited OR node-limited routing, not both "
                             "(DeepSeek-V3's groups are its nodes)");
     return MOE_OK;
-}
-
-int moe_capacity(double capacity_factor, int T, int K, int E) {
-    if (capacity_factor <= 0.0 || E <= 0) return -1;
-    return (int)floor(capacity_factor * (double)T * (double)K / (double)E);
 }
 
 int64_t moe_exclusive_scan_i32(const int32_t *counts, int n, int32_t *offsets) {

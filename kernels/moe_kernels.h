@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "kernels/bf16.h"
+#include "kernels/moe_capacity.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,8 +129,8 @@ double moe_aux_loss(const int32_t *expert_counts, const float *prob_sum, int T, 
  * ranks own contiguous expert ranges -- and within an expert by token index ascending (stable).
  * Capacity: an expert keeps at most `capacity` assignments FROM THIS RANK (earliest tokens first);
  * capacity < 0 = dropless. A dropped assignment has slot = -1 and contributes nothing to combine
- * (the caller's residual connection carries the token).  moe_capacity() gives the usual value
- * floor(C * T * K / E)  (REFERENCE.md §3). */
+ * (the caller's residual connection carries the token).  moe_capacity() (moe_capacity.h, the rule
+ * the simulator's routing uses too) gives the value: ceil(C * T * K / E) for this rank's T tokens. */
 typedef struct {
     int32_t *expert_counts;  /* [E]   kept rows per expert                                        */
     int32_t *expert_offsets; /* [E]   exclusive scan of expert_counts = first row of each expert  */
@@ -139,8 +140,6 @@ typedef struct {
     int32_t *row_token;      /* [T*K] token of each row; first n_rows entries valid (rest -1)     */
     int32_t *totals;         /* [2]   {n_rows, n_dropped}                                         */
 } moe_dispatch_layout;
-
-int moe_capacity(double capacity_factor, int T, int K, int E);
 
 int moe_dispatch_layout_cpu(const int32_t *topk_idx, int T, int K, int E, int R, int capacity,
                             const moe_dispatch_layout *out);

@@ -252,7 +252,7 @@ static void layout_free(layout_buf *b) {
     free(b->row_token);
 }
 
-/* T = 8, E = 4, K = 1, capacity = floor(1.0 * 8 * 1 / 4) = 2.
+/* T = 8, E = 4, K = 1, capacity = ceil(1.0 * 8 * 1 / 4) = 2.
  * routes 0 0 0 1 0 2 1 0: expert 0 wants tokens 0 1 2 4 7 -> keeps 0 1, drops 2 4 7. */
 static void test_capacity_drop_keeps_earliest(void **state) {
     (void)state;
@@ -261,6 +261,8 @@ static void test_capacity_drop_keeps_earliest(void **state) {
     assert_int_equal(cap, 2);
     assert_int_equal(moe_capacity(1.25, 8, 2, 4), 5);
     assert_int_equal(moe_capacity(0.0, 8, 2, 4), -1);
+    assert_int_equal(moe_capacity(1.5, 4, 1, 4), 2);     /* ceil(1.5): rounds up */
+    assert_int_equal(moe_capacity(1.1, 100, 1, 10), 11); /* 11.000000000000002 in binary is 11 */
     const int32_t idx[8] = {0, 0, 0, 1, 0, 2, 1, 0};
     layout_buf b;
     layout_alloc(&b, T, K, E, R);

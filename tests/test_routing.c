@@ -183,40 +183,42 @@ static void test_seed_top2_dedup(void **state) {
     routing_ctx_free(c);
 }
 
-/* Capacity factor 1.0 with drop: 4 experts, T = 8 tokens (2 ranks x 4), top-1, expert 0 gets 5.
- * capacity = ceil(1.0 * 8 * 1 / 4) = 2, so exactly 3 of the 8 assignments are dropped: 0.375.
- * Arrival order is token-major across ranks: (t0,r0) (t0,r1) keep E0's 2 slots; (t1,r0) (t1,r1)
- * (t2,r0) are dropped. */
+/* Capacity factor 1.5 with drop: 4 experts (2 per rank), 2 ranks x 4 tokens, top-1. Each source rank
+ * applies the capacity to its own tokens: ceil(1.5 * 4 * 1 / 4) = 2 pairs per (rank, expert).
+ *   rank 0 routes 0 0 0 1: expert 0 keeps t0 t1 and drops t2;   rank 1 routes 1 2 3 2: nothing over 2.
+ * One drop of 8 pairs. (A group-wide ceil(1.5 * 8 / 4) = 3 would drop nothing; floor(1.5) = 1 per rank
+ * would drop three: r0 t1, r0 t2, r1 t3.) */
 static void test_capacity_drop_by_hand(void **state) {
     (void)state;
     scenario s = make_scn(2, 1, 4, 1, 4);
-    s.routing.capacity_factor = 1.0;
+    s.routing.capacity_factor = 1.5;
     s.routing.drop = 1;
     routing_ctx *c = ctx_or_fail(&s, 1);
     routing_sample r;
     sample_or_fail(c, &r);
     const int32_t ex[8] = {0, 0, 0, 1,   /* rank 0 */
-                           0, 0, 2, 3};  /* rank 1 */
+                           1, 2, 3, 2};  /* rank 1 */
     assert_int_equal(routing_assign(c, ex, &r), 0);
     assert_int_equal(r.capacity, 2);
-    assert_int_equal(r.dropped, 3);
-    assert_float_equal(r.dropped_fraction, 3.0 / 8.0, 1e-15);
-    assert_float_equal(r.expert_tokens[0], 2.0, 0.0);
-    assert_float_equal(r.rank_tokens[0], 3.0, 0.0);    /* E0: 2 + E1: 1 */
-    assert_float_equal(r.dispatch_tokens[1 * 2 + 0], 1.0, 0.0);   /* only (t0, r1) reached rank 0 */
-    assert_float_equal(r.dispatch_tokens[0 * 2 + 0], 2.0, 0.0);   /* (t0,r0) and (t3,r0) -> E1 */
-    /* which ones: r0 t1, r0 t2 and r1 t1 */
-    assert_int_equal(r.choices[0], 0);
-    assert_int_equal(r.choices[1], ROUTING_DROPPED(0));
-    assert_int_equal(r.choices[2], ROUTING_DROPPED(0));
-    assert_int_equal(r.choices[4], 0);
-    assert_int_equal(r.choices[5], ROUTING_DROPPED(0));
+    assert_int_equal(r.dropped, 1);
+    assert_float_equal(r.dropped_fraction, 1.0 / 8.0, 1e-15);
+    const double kept[4] = {2, 2, 2, 1};   /* E1: r0 t3 + r1 t0; E2: r1 t1 t3 */
+    for (int e = 0; e < 4; e++) assert_float_equal(r.expert_tokens[e], kept[e], 0.0);
+    assert_float_equal(r.rank_tokens[0], 4.0, 0.0);                /* E0 + E1 */
+    assert_float_equal(r.rank_tokens[1], 3.0, 0.0);                /* E2 + E3 */
+    assert_float_equal(r.dispatch_tokens[0 * 2 + 0], 3.0, 0.0);   /* r0: t0 t1 t3 stay, t2 dropped */
+    assert_float_equal(r.dispatch_tokens[0 * 2 + 1], 0.0, 0.0);
+    assert_float_equal(r.dispatch_tokens[1 * 2 + 0], 1.0, 0.0);   /* r1 t0 -> E1 on rank 0 */
+    assert_float_equal(r.dispatch_tokens[1 * 2 + 1], 3.0, 0.0);
+    for (int a = 0; a < 8; a++)
+        assert_int_equal(r.choices[a], a == 2 ? ROUTING_DROPPED(0) : ex[a]);
     routing_sample_free(&r);
     routing_ctx_free(c);
 }
 
 /* The same through the drawing path, with the routing forced: hot_share 1.0, top-1 sends all 8 tokens
- * to expert 0; capacity 2 keeps 2 and drops 6 (0.75). Dropless keeps all 8 on rank 0. */
+ * to expert 0; capacity ceil(1.0 * 4 / 4) = 1 per source rank keeps 2 and drops 6 (0.75). Dropless
+ * keeps all 8 on rank 0. */
 static void test_capacity_forced_draw_and_dropless(void **state) {
     (void)state;
     scenario s = make_scn(2, 1, 4, 1, 4);

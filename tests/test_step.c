@@ -316,6 +316,7 @@ static void test_program_flops_equal_model_count(void **st) {
         scenario_defaults(&s);
         s.cluster.nodes = 4;
         s.routing.node_limit = 2;
+        s.routing.drop = 0;   /* dropless: the program computes every routed pair, as model.h counts */
         s.model.layers = 6;
         s.model.dense_layers = 2;
         s.layout = (layout_cfg){.tp = tp, .pp = 2, .ep = 16 / tp, .dp = 1, .zero = 1, .micro_batch = 1,

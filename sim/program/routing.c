@@ -8,6 +8,7 @@
 /* GSL's inline gsl_rng_get/uniform/uniform_int (gsl_rng.h): the draw loop calls them ~3M times. */
 #define HAVE_INLINE 1
 #include "sim/program/routing.h"
+#include "kernels/moe_capacity.h"
 
 #include <errno.h>
 #include <math.h>
@@ -50,15 +51,15 @@ struct routing_ctx {
     int n_laws;
     gsl_ran_discrete_t **tables;  /* [n_laws] zipf/trace; NULL entries for uniform/hot */
     double *weights;              /* [n_laws * E], for the exact fallback scan */
-    /* capacity */
-    int64_t capacity;             /* 0 = uncapped */
+    /* capacity: per (source rank, expert), moe_capacity.h */
+    int64_t capacity;             /* -1 = uncapped */
     int drop;
     uint64_t seed;
 };
 
 struct routing_scratch {
     gsl_rng *rng;
-    int32_t *load;         /* [E] pairs accepted per expert */
+    int32_t *load;         /* [n*E] pairs expert e accepted from source rank i, at [i*E + e] */
     int32_t *pairs;        /* [n*n] distinct (token, dest rank) */
     int32_t *node_pairs;   /* [n*n_nodes] distinct (token, dest node), other nodes only */
     uint32_t *seen_expert, *seen_group, *seen_node;  /* selection stamps, [E], [groups], [n_nodes] */
@@ -383,10 +384,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     c->hot_share = s->routing.hot_share;
     c->drop = s->routing.drop;
     c->seed = s->seed;
-    double T = (double)c->n * tpr;
-    c->capacity = s->routing.capacity_factor > 0.0
-                      ? (int64_t)ceil(s->routing.capacity_factor * T * c->K / c->E - 1e-9)
-                      : 0;
+    c->capacity = moe_capacity(s->routing.capacity_factor, tpr, c->K, c->E);
     if (build_placement(c, group_gpus, s->cluster.gpus_per_node, err)) goto fail;
     c->node_limit = s->routing.node_limit;
     c->nodes_on = c->node_limit > 0 && c->node_limit < c->n_nodes;
@@ -463,7 +461,7 @@ static routing_scratch *scratch_alloc(const routing_ctx *c) {
     if (!x) return NULL;
     size_t n = (size_t)c->n, nn = (size_t)c->n_nodes, E = (size_t)c->E;
     x->rng = gsl_rng_alloc(gsl_rng_mt19937);
-    x->load = malloc(E * sizeof *x->load);
+    x->load = malloc(n * E * sizeof *x->load);
     x->pairs = malloc(n * n * sizeof *x->pairs);
     x->node_pairs = malloc(n * nn * sizeof *x->node_pairs);
     x->seen_expert = malloc(E * sizeof *x->seen_expert);
@@ -532,7 +530,7 @@ static int shape_matches(const routing_ctx *c, const routing_sample *s) {
 
 static void begin(const routing_ctx *c, routing_scratch *x) {
     size_t n = (size_t)c->n, nn = (size_t)c->n_nodes, E = (size_t)c->E;
-    memset(x->load, 0, E * sizeof *x->load);
+    memset(x->load, 0, n * E * sizeof *x->load);
     memset(x->pairs, 0, n * n * sizeof *x->pairs);
     memset(x->node_pairs, 0, n * nn * sizeof *x->node_pairs);
     memset(x->seen_expert, 0, E * sizeof *x->seen_expert);
@@ -642,11 +640,12 @@ static inline __attribute__((always_inline)) void account_token(const routing_ct
     int own = c->rank_node[i];
     int32_t *pairs = x->pairs + (size_t)i * c->n;
     int32_t *node_pairs = x->node_pairs + (size_t)i * c->n_nodes;
+    int32_t *load = x->load + (size_t)i * c->E;   /* the capacity counts this source rank's pairs */
     x->assignments += m;
     x->empty += c->K - m;
     for (int k = 0; k < m; k++) {
         int ex = e[k];
-        if (c->capacity && x->load[ex] >= c->capacity) {
+        if (c->capacity >= 0 && load[ex] >= c->capacity) {
             if (c->drop) {
                 x->dropped++;
                 if (rec) rec[k] = ROUTING_DROPPED(ex);
@@ -654,7 +653,7 @@ static inline __attribute__((always_inline)) void account_token(const routing_ct
             }
             x->over++;
         }
-        x->load[ex]++;
+        load[ex]++;
         if (rec) rec[k] = ex;
         int j = c->expert_rank[ex];
         if (x->sent_rank[j] == tok) continue;    /* this token already goes to rank j: sent once */
@@ -675,8 +674,10 @@ static void finish(const routing_ctx *c, const routing_scratch *x, routing_sampl
     double db = c->hidden * c->dispatch_dtype_bytes, cb = c->hidden * c->combine_dtype_bytes;
     for (int i = 0; i < n; i++) s->rank_tokens[i] = 0.0;
     for (int e = 0; e < c->E; e++) {
-        s->expert_tokens[e] = x->load[e];
-        s->rank_tokens[c->expert_rank[e]] += x->load[e];
+        int64_t kept = 0;
+        for (int i = 0; i < n; i++) kept += x->load[(size_t)i * c->E + e];
+        s->expert_tokens[e] = (double)kept;
+        s->rank_tokens[c->expert_rank[e]] += (double)kept;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {

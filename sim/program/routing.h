@@ -48,14 +48,16 @@
  * Placement: experts map to EP ranks contiguously (E/ep per rank: rank = e / (E/ep)); EP rank i is
  * global GPU group_gpus[i], on node group_gpus[i] / gpus_per_node.
  *
- * Capacity (routing.capacity_factor C > 0): an expert accepts at most
- *   capacity = ceil(C * T * K / E) token-expert pairs,  T = tokens of the micro-batch in the EP group
- * (ep * tokens_per_rank). Pairs arrive in token order, interleaved across source ranks (token 0 of
- * every rank, then token 1, ...; a token's experts in its affinity order), and the expert keeps the
- * first `capacity` of them: GShard/Switch's drop-by-arrival-position, made fair across ranks that
- * dispatch concurrently. drop=true: later pairs are dropped (the token skips that expert through the
- * residual; it is not dispatched). drop=false (dropless): nothing is dropped, the hot rank receives
- * and computes more; `over_capacity` counts what a capped run would have dropped.
+ * Capacity (routing.capacity_factor C > 0): the rule of kernels/moe_capacity.h, shared with the
+ * kernels' dispatch layout and live mode. Every source rank applies it to its own tokens: expert e
+ * accepts from EP rank i at most
+ *   capacity = moe_capacity(C, tokens_per_rank, K, E) = ceil(C * tokens_per_rank * K / E) pairs,
+ * the first ones in rank i's token order (a token's experts in affinity order); the later ones are
+ * over capacity (Megatron's drop_policy "position"). Draws walk tokens interleaved across source
+ * ranks (token 0 of every rank, then token 1, ...); the drops do not depend on that order because each
+ * rank counts only its own pairs. drop=true: pairs over capacity are dropped, not dispatched (the token
+ * skips that expert through the residual). drop=false (dropless): nothing is dropped, the hot rank receives and
+ * computes more; `over_capacity` counts what a capped run would have dropped.
  *
  * ---- Outputs (one routing_sample = one layer, micro-batch, EP group) ------------------------------
  * All matrices are row-major doubles (integer-valued token counts are exact up to 2^53):
@@ -141,7 +143,7 @@ typedef struct {
     double *dispatch_node_bytes;  /* [n_ranks * n_nodes] */
     double *combine_node_bytes;   /* [n_ranks * n_nodes] */
 
-    int64_t capacity;             /* pairs per expert; 0 = uncapped */
+    int64_t capacity;             /* pairs an expert accepts per source rank; -1 = uncapped */
     int64_t assignments;          /* token-expert pairs routed (tokens * K minus empty slots) */
     int64_t dropped;              /* pairs dropped by capacity (drop = true) */
     int64_t over_capacity;        /* pairs above capacity (drop = false: kept anyway) */
