@@ -20,30 +20,57 @@
 #include "calibration/trace.h"
 #include "kernels/moe_kernels.h"
 #include "sim/plan/costmodel.h"
+#include "sim/base/cli_args.h"
 #include "sim/base/errors.h"
 
-static int usage(FILE *f, int code) {
-    fprintf(f,
-            "usage: simcal bench [--out FILE] [--grid small|full] [--cpu]\n"
-            "       simcal import-nccl-tests LOG... [--out FILE] [--link nvlink|rdma|pcie]\n"
-            "       simcal fit TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]\n"
-            "       simcal check [--models DIR] [--traces DIR] [--tol REL]\n"
-            "\n"
-            "bench   time every kernel of kernels/ over a shape grid (CUDA events on a GPU, the CPU references\n"
-            "        otherwise, labelled \"cpu\"); nccl-tests-style tables; a trace JSON with provenance\n"
-            "import-nccl-tests  turn all_reduce_perf / alltoall_perf / sendrecv_perf logs into a trace\n"
-            "fit     fit cost models (GSL nonlinear least squares) and write a model JSON for the simulator\n"
-            "check   refit every committed model from its traces; exit 1 when a parameter or a trace drifted\n"
-            "\n"
-            "exit codes: 0 ok, 1 runtime failure or drift, 2 bad input or usage\n"
-            "\n"
-            "examples:\n"
-            "  simcal bench --grid small --out calibration/traces/cpu-mine.json\n"
-            "  simcal import-nccl-tests alltoall_perf.log --link rdma --out calibration/traces/a2a.json\n"
-            "  simcal fit calibration/traces/a2a.json --base calibration/models/h800-published.json --out m.json\n"
-            "  simcal check\n");
-    return code;
+static const char ABOUT[] =
+    "The calibration pipeline (calibration/README.md): time the kernels, import nccl-tests logs, fit cost\n"
+    "models (GSL nonlinear least squares) and check in CI that every committed model still refits.";
+
+static const char EPILOG[] =
+    "exit codes: 0 ok, 1 runtime failure or drift, 2 bad input or usage\n"
+    "\n"
+    "examples:\n"
+    "  simcal bench --grid small --out calibration/traces/cpu-mine.json\n"
+    "  simcal import-nccl-tests alltoall_perf.log --link rdma --out calibration/traces/a2a.json\n"
+    "  simcal fit calibration/traces/a2a.json --base calibration/models/h800-published.json --out m.json\n"
+    "  simcal check\n";
+
+static const char BENCH_OPTIONS[] =
+    "  -o, --out FILE       the trace to write (default trace.json)\n"
+    "      --grid G         small or full shape grid (default small)\n"
+    "      --cpu            time the CPU references even when a GPU exists\n"
+    "  -j, --jobs N         accepted; kernels are timed one at a time\n"
+    "  -q, --quiet          no nccl-tests-style tables on stdout\n";
+
+static const char IMPORT_OPTIONS[] =
+    "  -o, --out FILE       the trace to write (default nccl-trace.json)\n"
+    "      --link L         the link class the logs measured: nvlink, rdma or pcie\n"
+    "  -j, --jobs N         accepted; logs are read in one process\n"
+    "  -q, --quiet          no tables on stdout\n";
+
+static const char FIT_OPTIONS[] =
+    "  -o, --out MODEL      the model JSON to write (required)\n"
+    "      --base MODEL     start from this model (parameters the traces do not cover are kept)\n"
+    "      --source NAME    provenance: where the traces came from\n"
+    "      --device NAME    provenance: the device measured\n"
+    "  -j, --jobs N         accepted; fits run in one process\n"
+    "  -q, --quiet          no fit log on stdout\n";
+
+static const char CHECK_OPTIONS[] =
+    "      --models DIR     the models to refit (default calibration/models)\n"
+    "      --traces DIR     where their traces are (default: beside the models, ../traces)\n"
+    "      --tol REL        relative tolerance of a refitted parameter, in (0, 1)\n"
+    "  -o, --out PATH       accepted; check writes nothing\n"
+    "  -j, --jobs N         accepted; models are refitted one at a time\n"
+    "  -q, --quiet          no per-model log on stdout\n";
+
+/* Where a command's tables go: stdout, or nowhere with --quiet. */
+static FILE *log_stream(const cli_parser *p) {
+    FILE *f = p->common.quiet ? fopen("/dev/null", "w") : NULL;
+    return f ? f : stdout;
 }
+static void log_close(FILE *f) { if (f && f != stdout) fclose(f); }
 
 static int die(const moe_error *err) {
     fprintf(stderr, "simcal: %s\n", err->msg);
@@ -98,18 +125,19 @@ static int gpu_provenance(trace_provenance *pv, bench_backend *be) {
 
 /* ---- commands ------------------------------------------------------------------------------------- */
 
-static int cmd_bench(int argc, char **argv) {
-    const char *out = "trace.json", *grid = "small";
+static int cmd_bench(cli_parser *p, int argc, char **argv) {
+    enum { O_GRID = 256, O_CPU };
+    static const struct option opts[] = {{"grid", required_argument, NULL, O_GRID}, {"cpu", no_argument, NULL, O_CPU},
+                                         CLI_COMMON_OPTIONS};
+    const char *grid = "small";
     int force_cpu = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--grid") && i + 1 < argc) grid = argv[++i];
-        else if (!strcmp(argv[i], "--cpu")) force_cpu = 1;
-        else {
-            fprintf(stderr, "simcal bench: unknown argument '%s'\n", argv[i]);
-            return usage(stderr, EXIT_BADINPUT);
-        }
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_GRID) grid = optarg;
+        if (c == O_CPU) force_cpu = 1;
     }
+    if (cli_positionals(p, argc, argv, 0, 0, "no arguments besides options")) return p->rc;
+    const char *out = p->common.out ? p->common.out : "trace.json";
     moe_error err = { 0, "" };
     trace t;
     trace_init(&t);
@@ -133,7 +161,9 @@ static int cmd_bench(int argc, char **argv) {
     bench_grid g;
     if (bench_grid_make(grid, gpus > 0, &g, &err)) return die(&err);
     snprintf(t.prov.source, sizeof t.prov.source, "simcal bench --grid %s (%s)", grid, be.name);
-    int rc = bench_run(&g, &be, &t, stdout, &err);
+    FILE *log = log_stream(p);
+    int rc = bench_run(&g, &be, &t, log, &err);
+    log_close(log);
     if (!rc) rc = trace_write(out, &t, &err);
     trace_free(&t);
     if (rc) return die(&err);
@@ -141,19 +171,18 @@ static int cmd_bench(int argc, char **argv) {
     return 0;
 }
 
-static int cmd_import(int argc, char **argv) {
-    const char *out = "nccl-trace.json", *link = NULL;
-    const char *logs[64];
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--link") && i + 1 < argc) link = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "simcal import-nccl-tests: unknown option '%s'\n", argv[i]);
-            return usage(stderr, EXIT_BADINPUT);
-        } else if (n < 64) logs[n++] = argv[i];
+static int cmd_import(cli_parser *p, int argc, char **argv) {
+    static const struct option opts[] = {{"link", required_argument, NULL, 256}, CLI_COMMON_OPTIONS};
+    const char *link = NULL;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        link = optarg;
     }
-    if (n == 0) return usage(stderr, EXIT_BADINPUT);
+    if (cli_positionals(p, argc, argv, 1, 64, "LOG... (1 to 64 nccl-tests logs)")) return p->rc;
+    const char *out = p->common.out ? p->common.out : "nccl-trace.json";
+    char **logs = argv + optind;
+    int n = argc - optind;
+    FILE *log_out = log_stream(p);
     moe_error err = { 0, "" };
     trace t;
     trace_init(&t);
@@ -164,16 +193,17 @@ static int cmd_import(int argc, char **argv) {
         nt_log log;
         if ((rc = nccl_tests_read(logs[i], &log, &err))) break;
         double f = nccl_busbw_factor(log.op, log.nranks);
-        printf("# %s: %s_perf, %d ranks on %d node(s), %s, NCCL %s, busbw factor %.4f\n", logs[i], log.op,
-               log.nranks, log.nnodes, log.device, log.nccl_version, f);
-        printf("# %12s %12s %6s %10s %8s %8s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw");
+        fprintf(log_out, "# %s: %s_perf, %d ranks on %d node(s), %s, NCCL %s, busbw factor %.4f\n", logs[i],
+                log.op, log.nranks, log.nnodes, log.device, log.nccl_version, f);
+        fprintf(log_out, "# %12s %12s %6s %10s %8s %8s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw");
         for (int r = 0; r < log.n_rows; r++)
-            printf("  %12.0f %12.0f %6s %10.2f %8.2f %8.2f\n", log.rows[r].size_bytes, log.rows[r].count,
-                   log.rows[r].type, log.rows[r].time_us[0], log.rows[r].algbw_GBps[0], log.rows[r].busbw_GBps[0]);
-        printf("# Avg bus bandwidth : %.4f\n", log.avg_busbw_GBps);
+            fprintf(log_out, "  %12.0f %12.0f %6s %10.2f %8.2f %8.2f\n", log.rows[r].size_bytes, log.rows[r].count,
+                    log.rows[r].type, log.rows[r].time_us[0], log.rows[r].algbw_GBps[0], log.rows[r].busbw_GBps[0]);
+        fprintf(log_out, "# Avg bus bandwidth : %.4f\n", log.avg_busbw_GBps);
         rc = nccl_tests_append(&log, link, &t, &err);
         nt_log_free(&log);
     }
+    log_close(log_out);
     if (!rc) rc = trace_write(out, &t, &err);
     trace_free(&t);
     if (rc) return die(&err);
@@ -181,67 +211,68 @@ static int cmd_import(int argc, char **argv) {
     return 0;
 }
 
-static int cmd_fit(int argc, char **argv) {
-    const char *out = NULL;
-    const char *traces[64];
+static int cmd_fit(cli_parser *p, int argc, char **argv) {
+    enum { O_BASE = 256, O_SOURCE, O_DEVICE };
+    static const struct option opts[] = {{"base", required_argument, NULL, O_BASE},
+                                         {"source", required_argument, NULL, O_SOURCE},
+                                         {"device", required_argument, NULL, O_DEVICE}, CLI_COMMON_OPTIONS};
     fit_options o = { 0 };
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--base") && i + 1 < argc) o.base_path = argv[++i];
-        else if (!strcmp(argv[i], "--source") && i + 1 < argc) o.source = argv[++i];
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc) o.device = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "simcal fit: unknown option '%s'\n", argv[i]);
-            return usage(stderr, EXIT_BADINPUT);
-        } else if (n < 64) traces[n++] = argv[i];
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_BASE) o.base_path = optarg;
+        if (c == O_SOURCE) o.source = optarg;
+        if (c == O_DEVICE) o.device = optarg;
     }
-    if (!out || n == 0) return usage(stderr, EXIT_BADINPUT);
-    o.trace_paths = traces;
-    o.n_traces = n;
+    if (cli_positionals(p, argc, argv, 1, 64, "TRACE... (1 to 64 traces)")) return p->rc;
+    const char *out = p->common.out;
+    if (!out) return cli_error(p, "--out MODEL is required (the model JSON to write)");
+    o.trace_paths = (const char **)(argv + optind);
+    o.n_traces = argc - optind;
     moe_error err = { 0, "" };
-    if (fit_write_model(&o, out, stdout, &err)) return die(&err);
+    FILE *log = log_stream(p);
+    int rc = fit_write_model(&o, out, log, &err);
+    log_close(log);
+    if (rc) return die(&err);
     fprintf(stderr, "simcal fit: wrote %s\n", out);
     return 0;
 }
 
-static int cmd_check(int argc, char **argv) {
+static int cmd_check(cli_parser *p, int argc, char **argv) {
+    enum { O_MODELS = 256, O_TRACES, O_TOL };
+    static const struct option opts[] = {{"models", required_argument, NULL, O_MODELS},
+                                         {"traces", required_argument, NULL, O_TRACES},
+                                         {"tol", required_argument, NULL, O_TOL}, CLI_COMMON_OPTIONS};
     const char *models = "calibration/models", *traces = NULL;
     double tol = FIT_CHECK_REL_TOL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
-        else if (!strcmp(argv[i], "--traces") && i + 1 < argc) traces = argv[++i];
-        else if (!strcmp(argv[i], "--tol") && i + 1 < argc) {
-            char *end;
-            tol = strtod(argv[++i], &end);
-            if (*end || tol <= 0 || tol >= 1) {
-                moe_error err;
-                moe_error_input(&err, NULL, "--tol", argv[i], "a relative tolerance in (0, 1)");
-                return die(&err);
-            }
-        } else {
-            fprintf(stderr, "simcal check: unknown argument '%s'\n", argv[i]);
-            return usage(stderr, EXIT_BADINPUT);
-        }
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_MODELS) models = optarg;
+        if (c == O_TRACES) traces = optarg;
+        if (c == O_TOL && cli_double_opt(p, optarg, 1e-12, 1 - 1e-12, &tol)) return p->rc;
     }
+    if (cli_positionals(p, argc, argv, 0, 0, "no arguments besides options")) return p->rc;
     moe_error err = { 0, "" };
-    int rc = fit_check_models(models, traces, tol, stdout, &err);
+    FILE *log = log_stream(p);
+    int rc = fit_check_models(models, traces, tol, log, &err);
+    log_close(log);
     if (rc) return die(&err);
-    printf("simcal check: all models agree with their traces\n");
+    if (!p->common.quiet) printf("simcal check: all models agree with their traces\n");
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) return usage(stderr, EXIT_BADINPUT);
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
-    if (!strcmp(cmd, "import-nccl-tests")) return cmd_import(argc - 2, argv + 2);
-    if (!strcmp(cmd, "fit")) return cmd_fit(argc - 2, argv + 2);
-    if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) return usage(stdout, 0);
-    static const char *const cmds[] = { "bench", "import-nccl-tests", "fit", "check", NULL };
-    const char *hint = moe_did_you_mean(cmd, cmds);
-    fprintf(stderr, "simcal: unknown command '%s'%s%s%s\n", cmd, hint ? " (did you mean '" : "", hint ? hint : "",
-            hint ? "'?)" : "");
-    return usage(stderr, EXIT_BADINPUT);
-}
+static const cli_command COMMANDS[] = {
+    {"bench", cmd_bench, "[--out FILE] [--grid small|full] [--cpu]",
+     "Time every kernel of kernels/ over a shape grid (CUDA events on a GPU, else the CPU references).",
+     BENCH_OPTIONS},
+    {"import-nccl-tests", cmd_import, "LOG... [--out FILE] [--link nvlink|rdma|pcie]",
+     "Turn all_reduce_perf / alltoall_perf / sendrecv_perf logs into a calibration trace.", IMPORT_OPTIONS},
+    {"fit", cmd_fit, "TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]",
+     "Fit cost models to traces and write a model JSON for the simulator.", FIT_OPTIONS},
+    {"check", cmd_check, "[--models DIR] [--traces DIR] [--tol REL]",
+     "Refit every committed model from its traces; exit 1 when a parameter or a trace drifted.", CHECK_OPTIONS},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static const cli_tool SIMCAL = {"simcal", ABOUT, COMMANDS, EPILOG, NULL};
+
+int main(int argc, char **argv) { return cli_main(&SIMCAL, argc, argv); }

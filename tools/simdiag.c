@@ -1,11 +1,11 @@
 /* simdiag — the seed 000 diagnoser over step traces (simulated by simrun or measured by simlive).
  *
- *   simdiag check TRACE.json [--json OUT] [--min-excess PCT] [--top K] [--quiet]
- *   simdiag compare PREDICTED.json MEASURED.json [--json OUT] [--tolerance PCT] [--quiet]
+ *   simdiag check TRACE.json|DIR [--out OUT] [--min-excess PCT] [--top K] [--quiet]
+ *   simdiag compare PREDICTED MEASURED [--out OUT] [--tolerance PCT] [--quiet]
  *
  * Exit codes: 0 healthy (compare: within tolerance), 1 runtime failure, 2 bad input or usage,
  * 3 a problem was found (check: straggler, severe expert imbalance or hang; compare: an op class
- * off by more than --tolerance). Links only moesim_core. */
+ * off by more than --tolerance, default DIAG_COMPARE_TOLERANCE_PCT). Links only moesim_core. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,71 +17,71 @@
 #include "sim/report/diagnose.h"
 #include "sim/report/results.h"
 
-static const char USAGE[] =
-    "usage: simdiag check TRACE.json [options]\n"
-    "       simdiag compare PREDICTED.json MEASURED.json [options]\n"
-    "(a folder stands for the trace.json that simrun or simlive wrote in it)\n"
-    "\n"
-    "check: the seed 000 diagnoser over one step trace (trace.json of `simrun --levels step` with\n"
-    "output.trace, or of `simlive`):\n"
-    "  - stragglers: ranks whose busy (compute) time is > mean + 2 sd or > 1.25 x mean among the ranks of\n"
-    "    their pipeline stage, named with node and GPU, with the PCIe / XID / throttling advice;\n"
-    "  - expert load imbalance: CV, max/min, Gini; severe when CV > 0.4 or max/min > 3; the hottest\n"
-    "    experts and the ranks/GPUs that hold them;\n"
-    "  - hang: which ranks wait in which collective, who is missing and where it last was, next steps.\n"
-    "compare: predicted (simulated) vs measured (live) mean op time per op class, with the error.\n"
-    "\n"
-    "options:\n"
-    "  --json OUT           also write the report as JSON to OUT (atomically)\n"
-    "  --min-excess PCT     check: the 2-sigma rule also needs PCT% over the mean (default 5; 0 = the seed's\n"
-    "                       rule exactly; on thousands of ranks 2 sigma alone flags ~2% of healthy ones)\n"
-    "  --top K              check: name up to K hot experts (default 3)\n"
-    "  --tolerance PCT      compare: exit 3 when an op class's |error| exceeds PCT%\n"
-    "  --quiet              no report on stdout (the exit code and --json only)\n"
-    "  -h, --help           this text\n"
-    "\n"
+static const char ABOUT[] =
+    "The seed 000 diagnoser over step traces: the trace.json of `simrun` (output.trace, step level) or of\n"
+    "`simlive`. A folder stands for the trace.json in it; a sweep's output folder for every\n"
+    "traces/trace-ID.json in it.";
+
+static const char EPILOG[] =
     "exit codes: 0 healthy, 1 runtime failure, 2 bad input or usage, 3 problem found\n"
     "\n"
     "examples:\n"
     "  simrun scenarios/slow-gpu.json --levels step --out results/slow && simdiag check results/slow\n"
-    "  simdiag check trace.json --json diagnosis.json --quiet || echo \"exit $?: see diagnosis.json\"\n"
+    "  simdiag check trace.json --out diagnosis.json --quiet || echo \"exit $?: see diagnosis.json\"\n"
     "  simdiag check trace.json --min-excess 0          # the seed's straggler rule, unmodified\n"
     "  simdiag compare results/tiny/trace.json live/trace.json --tolerance 25\n";
 
+static const char CHECK_OPTIONS[] =
+    "  -o, --out FILE       also write the report as JSON to FILE, atomically (also --json FILE)\n"
+    "      --min-excess PCT the 2-sigma straggler rule also needs PCT% over the mean (default 5; 0 = the\n"
+    "                       seed's rule exactly; on thousands of ranks 2 sigma alone flags ~2% of healthy ones)\n"
+    "      --top K          name up to K hot experts (default 3)\n"
+    "  -j, --jobs N         accepted; the diagnosis runs in one process\n"
+    "  -q, --quiet          no report on stdout (the exit code and --out only)\n";
+
+static const char COMPARE_OPTIONS[] =
+    "  -o, --out FILE       also write the comparison as JSON to FILE, atomically (also --json FILE)\n"
+    "      --tolerance PCT  exit 3 when an op class's |error| exceeds PCT% (default 20)\n"
+    "  -j, --jobs N         accepted; the comparison runs in one process\n"
+    "  -q, --quiet          no report on stdout\n";
+
 typedef struct {
     const char *files[2];
-    int n_files;
     const char *json;
-    double min_excess_pct, tolerance_pct, top;
-    int quiet;
+    double min_excess_pct, tolerance_pct;
+    int top, quiet;
 } opts;
 
-static int parse_opts(int argc, char **argv, int want_files, opts *o) {
-    int rc;
+/* The options of `check` (want_files 1) and `compare` (2); non-zero when the command must stop
+ * (help printed or a usage error): it returns p->rc. */
+static int parse_opts(cli_parser *p, int argc, char **argv, int want_files, opts *o) {
+    enum { O_JSON = 256, O_MIN_EXCESS, O_TOP, O_TOLERANCE };
+    static const struct option check_opts[] = {
+        {"json", required_argument, NULL, O_JSON}, {"min-excess", required_argument, NULL, O_MIN_EXCESS},
+        {"top", required_argument, NULL, O_TOP}, CLI_COMMON_OPTIONS};
+    static const struct option compare_opts[] = {
+        {"json", required_argument, NULL, O_JSON}, {"tolerance", required_argument, NULL, O_TOLERANCE},
+        CLI_COMMON_OPTIONS};
     o->min_excess_pct = DIAG_MIN_EXCESS_DEFAULT * 100.0;
-    o->tolerance_pct = NAN;
+    o->tolerance_pct = DIAG_COMPARE_TOLERANCE_PCT;
     o->top = 3;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--json") == 0 && v) { o->json = v; i++; }
-        else if (strcmp(a, "--min-excess") == 0 && v && want_files == 1) {
-            if ((rc = cli_double("simdiag", a, v, 0, 100, &o->min_excess_pct))) return rc;
-            i++;
-        } else if (strcmp(a, "--top") == 0 && v && want_files == 1) {
-            if ((rc = cli_double("simdiag", a, v, 1, 1 << 20, &o->top))) return rc;
-            if (o->top != floor(o->top)) return cli_usage_error("simdiag", "--top: got '%s'; expected an integer >= 1", v);
-            i++;
-        } else if (strcmp(a, "--tolerance") == 0 && v && want_files == 2) {
-            if ((rc = cli_double("simdiag", a, v, 0, 1e9, &o->tolerance_pct))) return rc;
-            i++;
-        } else if (strcmp(a, "--quiet") == 0) o->quiet = 1;
-        else if (a[0] == '-' && a[1]) return cli_usage_error("simdiag", "unknown option or missing value: %s", a);
-        else if (o->n_files < want_files) o->files[o->n_files++] = a;
-        else return cli_usage_error("simdiag", "unexpected argument: %s", a);
+    for (int c; (c = cli_next(p, argc, argv, want_files == 1 ? check_opts : compare_opts)) != -1;) {
+        int bad = 0;
+        switch (c) {
+        case CLI_STOP: return 1;
+        case O_JSON: o->json = optarg; break;
+        case O_MIN_EXCESS: bad = cli_double_opt(p, optarg, 0, 100, &o->min_excess_pct); break;
+        case O_TOP: bad = cli_int_opt(p, optarg, 1, 1 << 20, &o->top); break;
+        case O_TOLERANCE: bad = cli_double_opt(p, optarg, 0, 1e9, &o->tolerance_pct); break;
+        }
+        if (bad) return 1;
     }
-    if (o->n_files < want_files)
-        return cli_usage_error("simdiag", "%s", want_files == 1 ? "check: no trace file given"
-                                                 : "compare: expected PREDICTED.json MEASURED.json");
+    if (cli_positionals(p, argc, argv, want_files, want_files,
+                        want_files == 1 ? "one TRACE.json or folder" : "PREDICTED.json MEASURED.json"))
+        return 1;
+    for (int i = 0; i < want_files; i++) o->files[i] = argv[optind + i];
+    if (p->common.out) o->json = p->common.out;
+    o->quiet = p->common.quiet;
     return 0;
 }
 
@@ -109,14 +109,14 @@ static const char *trace_path(const char *arg, char *buf, size_t cap) {
     return buf;
 }
 
-static int cmd_check(int argc, char **argv) {
+static int cmd_check(cli_parser *p, int argc, char **argv) {
     opts o = {0};
-    int rc = parse_opts(argc, argv, 1, &o);
-    if (rc) return rc;
+    if (parse_opts(p, argc, argv, 1, &o)) return p->rc;
+    int rc = 0;
     diag_rules rules;
     diag_rules_default(&rules);
     rules.min_excess = o.min_excess_pct / 100.0;
-    rules.top_experts = (int)o.top;
+    rules.top_experts = o.top;
     moe_error err = {0};
     diag_trace t;
     char path[4096];
@@ -143,10 +143,10 @@ static int cmd_check(int argc, char **argv) {
     return rc ? rc : problems ? DIAG_EXIT_PROBLEM : EXIT_OK;
 }
 
-static int cmd_compare(int argc, char **argv) {
+static int cmd_compare(cli_parser *cli, int argc, char **argv) {
     opts o = {0};
-    int rc = parse_opts(argc, argv, 2, &o);
-    if (rc) return rc;
+    if (parse_opts(cli, argc, argv, 2, &o)) return cli->rc;
+    int rc = 0;
     moe_error err = {0};
     diag_trace p, m;
     char path0[4096], path1[4096];
@@ -172,7 +172,7 @@ static int cmd_compare(int argc, char **argv) {
             rc = write_json(o.json, doc);
             cJSON_Delete(doc);
         }
-        if (!rc && isfinite(o.tolerance_pct) && isfinite(r.max_abs_error_pct) && r.max_abs_error_pct > o.tolerance_pct) {
+        if (!rc && isfinite(r.max_abs_error_pct) && r.max_abs_error_pct > o.tolerance_pct) {
             if (!o.quiet) printf("max |error| %.1f%% > tolerance %.1f%%\n", r.max_abs_error_pct, o.tolerance_pct);
             rc = DIAG_EXIT_PROBLEM;
         }
@@ -183,18 +183,14 @@ static int cmd_compare(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) return cli_usage_error("simdiag", "%s", "no command given (check or compare)");
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(USAGE, stdout);
-            return EXIT_OK;
-        }
-    if (strcmp(argv[1], "check") == 0) return cmd_check(argc, argv);
-    if (strcmp(argv[1], "compare") == 0) return cmd_compare(argc, argv);
-    static const char *const cmds[] = {"check", "compare", NULL};
-    const char *dym = moe_did_you_mean(argv[1], cmds);
-    fprintf(stderr, "simdiag: unknown command '%s'; expected check or compare%s%s%s\n(see simdiag --help)\n", argv[1],
-            dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "");
-    return EXIT_BADINPUT;
-}
+static const cli_command COMMANDS[] = {
+    {"check", cmd_check, "TRACE.json|DIR [options]",
+     "Stragglers, expert load imbalance, slow links and hangs in one step trace.", CHECK_OPTIONS},
+    {"compare", cmd_compare, "PREDICTED.json MEASURED.json [options]",
+     "Predicted (simulated) vs measured (live) mean op time per op class, with the error.", COMPARE_OPTIONS},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static const cli_tool SIMDIAG = {"simdiag", ABOUT, COMMANDS, EPILOG, NULL};
+
+int main(int argc, char **argv) { return cli_main(&SIMDIAG, argc, argv); }

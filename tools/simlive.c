@@ -33,25 +33,19 @@
 #include "sim/live/backend_nccl.h"
 #endif
 
-static const char USAGE[] =
-    "usage: mpirun -np P simlive SCENARIO.json [options]\n"
-    "\n"
-    "Runs the step program of SCENARIO (the one `simrun` simulates) live, one MPI process per GPU of the\n"
-    "scenario (P must equal cluster.nodes x cluster.gpus_per_node), and writes DIR/trace.json (the\n"
-    "simulator's trace format, source \"live\": compare with `simdiag compare`), DIR/results.json and\n"
-    "DIR/results.csv (measured step keys; the MoE output checked BITWISE against the kernels' single-\n"
-    "process reference moe_layer_ref_cpu). A rank that makes no progress for --watchdog-s seconds\n"
-    "makes every rank print where it is, writes DIR/watchdog.json naming the culprit, and exits 1.\n"
-    "\n"
-    "options:\n"
-    "  --backend B       mpi (CPU reference kernels + Open MPI; default) or nccl (CUDA kernels + NCCL,\n"
-    "                    one GPU per process; only in builds with CUDA)\n"
-    "  --out DIR         output folder (default: the scenario's output.dir)\n"
-    "  --watchdog-s S    seconds without progress before the watchdog fires (default 60; 0 = off)\n"
-    "  --steps N         steps to run; the last one is reported and traced (default 2: one warm-up)\n"
-    "  --stall G:L:M     inject a stall (like faults.stalls): GPU G stops before the forward of layer L,\n"
-    "                    micro-batch M\n"
-    "  -h, --help        this text\n"
+static const char OPTIONS[] =
+    "      --backend B      mpi (CPU reference kernels + Open MPI; default) or nccl (CUDA kernels + NCCL,\n"
+    "                       one GPU per process; only in builds with CUDA)\n"
+    "  -o, --out DIR        output folder (default: the scenario's output.dir)\n"
+    "      --watchdog-s S   seconds without progress before the watchdog fires (default 60; 0 = off)\n"
+    "      --steps N        steps to run; the last one is reported and traced (default 2: one warm-up)\n"
+    "      --stall G:L:M    inject a stall (like faults.stalls): GPU G stops before the forward of layer L,\n"
+    "                       micro-batch M\n"
+    "  -j, --jobs N         accepted; the processes are mpirun's (-np P)\n"
+    "  -q, --quiet          no summary on stdout (the files and the exit code only)\n";
+
+static const char EPILOG[] =
+    "exit codes: 0 ok, 1 runtime failure (a hang, a failed check), 2 bad input or usage\n"
     "\n"
     "examples:\n"
     "  mpirun -np 4 --oversubscribe simlive tests/data/live/tiny-4.json --out /tmp/live\n"
@@ -59,54 +53,65 @@ static const char USAGE[] =
     "  mpirun -np 8 simlive my-8gpu.json --backend nccl --out results/live-8\n"
     "  simdiag compare results/sim/trace.json /tmp/live/trace.json\n";
 
+static const cli_command RUN = {
+    NULL, NULL, "SCENARIO.json [options]      (under mpirun -np P)",
+    "Runs the step program of SCENARIO (the one `simrun` simulates) live, one MPI process per GPU of the\n"
+    "scenario (P must equal cluster.nodes x cluster.gpus_per_node), and writes DIR/trace.json (the\n"
+    "simulator's trace format, source \"live\": compare with `simdiag compare`), DIR/results.json and\n"
+    "DIR/results.csv (measured step keys; the MoE output checked BITWISE against the kernels' single-\n"
+    "process reference moe_layer_ref_cpu). A rank that makes no progress for --watchdog-s seconds\n"
+    "makes every rank print where it is, writes DIR/watchdog.json naming the culprit, and exits 1.",
+    OPTIONS};
+static const cli_tool SIMLIVE = {"simlive", NULL, NULL, EPILOG, NULL};
+
 typedef struct {
     const char *file, *out, *backend;
     double watchdog_s;
-    int steps;
+    int steps, quiet;
     int n_stalls;
     stall_fault stalls[SCN_MAX_FAULTS];
 } cli;
 
-static int rank0 = 1;   /* print usage errors once */
-
-static int usage_error(const char *fmt, const char *arg) {
-    return rank0 ? cli_usage_error("simlive", fmt, arg) : EXIT_BADINPUT;
-}
-
-static int parse_args(int argc, char **argv, cli *c) {
+/* Parsed on every rank (each needs the values); only rank 0 prints usage errors. Non-zero when
+ * simlive must stop: the exit code, or -1 for "help printed, exit 0". */
+static int parse_args(int argc, char **argv, int rank0, cli *c) {
+    enum { O_BACKEND = 256, O_WATCHDOG, O_STEPS, O_STALL };
+    static const struct option opts[] = {
+        {"backend", required_argument, NULL, O_BACKEND}, {"watchdog-s", required_argument, NULL, O_WATCHDOG},
+        {"steps", required_argument, NULL, O_STEPS},     {"stall", required_argument, NULL, O_STALL},
+        CLI_COMMON_OPTIONS};
+    static const char *const backends[] = {"mpi", "nccl", NULL};
+    cli_parser p;
+    cli_parser_init(&p, &SIMLIVE, &RUN);
+    p.silent = !rank0;
     memset(c, 0, sizeof *c);
     c->backend = "mpi";
     c->watchdog_s = 60;
     c->steps = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end;
-        if (strcmp(a, "--out") == 0 && v) { c->out = v; i++; }
-        else if (strcmp(a, "--backend") == 0 && v) {
-            if (strcmp(v, "mpi") && strcmp(v, "nccl")) return usage_error("--backend: got '%s'; expected mpi or nccl", v);
-            c->backend = v; i++;
-        } else if (strcmp(a, "--watchdog-s") == 0 && v) {
-            c->watchdog_s = strtod(v, &end);
-            if (*end || end == v || !(c->watchdog_s >= 0) || c->watchdog_s > 86400)
-                return usage_error("--watchdog-s: got '%s'; expected seconds in [0, 86400] (0 = off)", v);
-            i++;
-        } else if (strcmp(a, "--steps") == 0 && v) {
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 1 || n > 1000) return usage_error("--steps: got '%s'; expected an integer in [1, 1000]", v);
-            c->steps = (int)n; i++;
-        } else if (strcmp(a, "--stall") == 0 && v) {
+    for (int o; (o = cli_next(&p, argc, argv, opts)) != -1;) {
+        int bad = 0, b;
+        switch (o) {
+        case CLI_STOP: return p.rc ? p.rc : -1;
+        case O_BACKEND: bad = cli_enum_opt(&p, optarg, backends, &b); c->backend = backends[bad ? 0 : b]; break;
+        case O_WATCHDOG: bad = cli_double_opt(&p, optarg, 0, 86400, &c->watchdog_s); break;
+        case O_STEPS: bad = cli_int_opt(&p, optarg, 1, 1000, &c->steps); break;
+        case O_STALL: {
             stall_fault f;
             char extra;
-            if (sscanf(v, "%d:%d:%d%c", &f.gpu, &f.layer, &f.micro_batch, &extra) != 3 || f.gpu < 0 ||
+            if (sscanf(optarg, "%d:%d:%d%c", &f.gpu, &f.layer, &f.micro_batch, &extra) != 3 || f.gpu < 0 ||
                 f.layer < 0 || f.micro_batch < 0)
-                return usage_error("--stall: got '%s'; expected GPU:LAYER:MICRO_BATCH (non-negative integers)", v);
-            if (c->n_stalls == SCN_MAX_FAULTS) return usage_error("--stall: more than %s stalls", "16");
-            c->stalls[c->n_stalls++] = f; i++;
-        } else if (a[0] == '-') return usage_error("unknown option or missing value: %s", a);
-        else if (!c->file) c->file = a;
-        else return usage_error("unexpected argument: %s", a);
+                bad = cli_error(&p, "--stall: got '%s'; expected GPU:LAYER:MICRO_BATCH (non-negative integers)", optarg);
+            else if (c->n_stalls == SCN_MAX_FAULTS) bad = cli_error(&p, "--stall: more than %d stalls", SCN_MAX_FAULTS);
+            else c->stalls[c->n_stalls++] = f;
+            break;
+        }
+        }
+        if (bad) return p.rc ? p.rc : -1;
     }
-    if (!c->file) return usage_error("%s", "no scenario file given");
+    if (cli_positionals(&p, argc, argv, 1, 1, "one SCENARIO.json")) return p.rc ? p.rc : -1;
+    c->file = argv[optind];
+    c->out = p.common.out;
+    c->quiet = p.common.quiet;
     return 0;
 }
 
@@ -323,19 +328,21 @@ static int fail_all(int rank, int code, const moe_error *err) {
 }
 
 int main(int argc, char **argv) {
+    /* help and version before MPI_Init: they need no MPI world (and print once under mpirun) */
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") || !strcmp(argv[i], "--version")) {
             const char *r = getenv("OMPI_COMM_WORLD_RANK");
-            if (!r || !strcmp(r, "0")) fputs(USAGE, stdout);
+            if (r && strcmp(r, "0")) return 0;
+            if (argv[i][2] == 'v') printf("simlive (moesim) %s\n", MOESIM_VERSION);
+            else cli_print_command_help(&SIMLIVE, &RUN);
             return 0;
         }
     int rank = 0, size = 1;
     if (live_mpi_init(&argc, &argv, &rank, &size)) { fprintf(stderr, "simlive: MPI_Init failed\n"); return EXIT_RUNTIME; }
-    rank0 = rank == 0;
     double wall0 = live_mpi_now_s(NULL);
     cli c;
-    int rc = parse_args(argc, argv, &c);
-    if (rc) { live_mpi_finalize(); return rc; }
+    int rc = parse_args(argc, argv, rank == 0, &c);
+    if (rc) { live_mpi_finalize(); return rc < 0 ? EXIT_OK : rc; }
 
     /* every rank loads and checks the same scenario, so every rank reaches the same verdict */
     moe_error err = {0};
@@ -401,7 +408,7 @@ int main(int argc, char **argv) {
         live_mpi_finalize();
         return code;
     }
-    if (rank == 0)
+    if (rank == 0 && !c.quiet)
         printf("simlive: %s: %d ranks (tp %d pp %d ep %d dp %d, %s, %d micro-batches), backend %s, %d step%s\n",
                s.name, size, p->tp, p->pp, p->ep, p->dp, schedule_name(s.layout.schedule), p->micro_batches,
                b.name, c.steps, c.steps > 1 ? "s" : "");
@@ -473,16 +480,18 @@ int main(int argc, char **argv) {
         if (rc) { fprintf(stderr, "simlive: %s\n", err.msg); exit_code = rc; }
         double cs = 0, es = 0, bs = 0;
         for (int r = 0; r < size; r++) { cs += ra.compute_s[r]; es += ra.exposed_s[r]; bs += ra.bubble_s[r]; }
-        printf("step %d: step_time_s %.6f  compute_s %.6f  exposed_comm_s %.6f  bubble_s %.6f (means over ranks)\n",
-               c.steps - 1, step_time_s, cs / size, es / size, bs / size);
-        printf("MoE output check: %s (%ld layer x micro-batch instances, %ld values, %ld mismatches, max |diff| %g) "
-               "vs moe_layer_ref_cpu\n",
-               moe.instances == 0 ? "nothing to check" : moe.mismatches ? "MISMATCH" : "bitwise equal",
-               moe.instances, moe.values, moe.mismatches, moe.max_abs_diff);
-        printf("model forward check: %s (%ld micro-batches through %d layers, %ld mismatches) vs a single-process forward\n",
-               model.instances == 0 ? "nothing to check" : model.mismatches ? "MISMATCH" : "bitwise equal",
-               model.instances, s.model.layers, model.mismatches);
-        if (!rc) printf("wrote %s/trace.json, %s/results.json, %s/results.csv\n", out_dir, out_dir, out_dir);
+        if (!c.quiet) {
+            printf("step %d: step_time_s %.6f  compute_s %.6f  exposed_comm_s %.6f  bubble_s %.6f (means over ranks)\n",
+                   c.steps - 1, step_time_s, cs / size, es / size, bs / size);
+            printf("MoE output check: %s (%ld layer x micro-batch instances, %ld values, %ld mismatches, max |diff| %g) "
+                   "vs moe_layer_ref_cpu\n",
+                   moe.instances == 0 ? "nothing to check" : moe.mismatches ? "MISMATCH" : "bitwise equal",
+                   moe.instances, moe.values, moe.mismatches, moe.max_abs_diff);
+            printf("model forward check: %s (%ld micro-batches through %d layers, %ld mismatches) vs a single-process forward\n",
+                   model.instances == 0 ? "nothing to check" : model.mismatches ? "MISMATCH" : "bitwise equal",
+                   model.instances, s.model.layers, model.mismatches);
+            if (!rc) printf("wrote %s/trace.json, %s/results.json, %s/results.csv\n", out_dir, out_dir, out_dir);
+        }
         for (int r = 0; r < size; r++) { free(times[r]); free(measured[r]); }
         free(times); free(measured);
     }

@@ -1,12 +1,16 @@
 /* simrun — evaluate a scenario (and its sweep) at the plan, step and run levels.
  *
- *   simrun SCENARIO [--out DIR] [--levels plan,step,run] [--fidelity fast|full] [--jobs N]
- *                   [--shard I/N] [--resume] [--reproducible] [--quiet]
+ *   simrun run SCENARIO [--levels plan,step,run] [--fidelity fast|full] [--shard I/N] [--resume]
+ *                       [--reproducible] [--out DIR] [--jobs N] [--quiet]   (also: simrun SCENARIO)
+ *   simrun search SCENARIO [--top K] [run options]                   (also: simrun --search SCENARIO)
+ *   simrun a2a [SCENARIO] --ep EP [--tokens T] [--hidden H] [--topk K] [--dtype fp8|bf16] [--node-limit M]
  *   simrun merge DIR... --out DIR
- *   simrun --dump-platform FILE SCENARIO
- *   simrun --a2a EP [--tokens T] [--hidden H] [--topk K] [--dtype fp8|bf16] [--node-limit M] [SCENARIO]
+ *   simrun plot DIR
+ *   simrun dump-platform SCENARIO --out FILE                   (also: simrun --dump-platform FILE SCENARIO)
  *
- * Exit codes: 0 ok, 1 runtime failure, 2 bad input or usage. */
+ * One row per subcommand in COMMANDS (name, handler, help), parsed with getopt_long through
+ * sim/base/cli_args.h. Exit codes: 0 ok, 1 runtime failure, 2 bad input or usage. */
+#define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,46 +26,75 @@
 #include "sim/report/report_table.h"
 #include "sim/report/results.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_fields.h"
 #include "sim/simgrid/a2a_bench.h"
 #include "sim/point/point_eval.h"
 
-static const char USAGE[] =
-    "usage: simrun SCENARIO.json [options]\n"
-    "       simrun --search SCENARIO.json [--top K] [options]\n"
-    "       simrun merge DIR... --out DIR\n"
-    "       simrun plot DIR\n"
-    "       simrun --dump-platform FILE SCENARIO.json\n"
-    "       simrun --a2a EP [--tokens T] [--hidden H] [--topk K] [--dtype fp8|bf16] [--node-limit M] [SCENARIO.json]\n"
-    "\n"
-    "Evaluates every sweep point of SCENARIO at the levels asked for and writes DIR/results.json and\n"
-    "DIR/results.csv (SCENARIO.md keys), one file per finished point in DIR/points/, and a Perfetto\n"
-    "trace of the simulated step (DIR/trace.json, or DIR/traces/trace-ID.json for sweeps), and, when\n"
-    "output.plots is set, gnuplot figures (PNG + SVG) for what the sweep varies.\n"
-    "\n"
-    "options:\n"
-    "  --out DIR            output folder (default: the scenario's output.dir)\n"
-    "  --levels LIST        comma-separated subset of plan,step,run (default: output.levels)\n"
-    "  --fidelity MODE      fast (memoized SimGrid patterns) or full (every transfer at flow level, <= 256 GPUs)\n"
-    "  --jobs N             worker processes (default: the number of cores)\n"
-    "  --shard I/N          evaluate only slice I (0-based) of N of the sweep; combine with `simrun merge`\n"
-    "  --resume             keep points already in DIR/points and evaluate only the rest\n"
-    "  --search             every valid tp*pp*ep*dp layout at plan level, drop what does not fit, simulate\n"
-    "                       the best --top K (default 8) at step level, print them ranked\n"
-    "  --reproducible       write wall-clock fields (step.sim_wall_s) as 0: reruns are byte-identical\n"
-    "  --quiet              no table, no progress\n"
-    "  -h, --help           this text\n"
+static const char ABOUT[] =
+    "Evaluates every sweep point of a scenario at the levels asked for and writes DIR/results.json and\n"
+    "DIR/results.csv, one file per finished point in DIR/points/, a Perfetto trace of the simulated step\n"
+    "(DIR/trace.json, or DIR/traces/trace-ID.json for sweeps) and, when output.plots is set, gnuplot\n"
+    "figures (PNG + SVG, with their data and a re-runnable script) for what the sweep varies.\n"
+    "`simrun SCENARIO.json` is `simrun run SCENARIO.json`; `--search`, `--a2a EP` and\n"
+    "`--dump-platform FILE` still select those commands.";
+
+static const char EPILOG[] =
+    "exit codes: 0 ok, 1 runtime failure, 2 bad input or usage\n"
     "\n"
     "examples:\n"
     "  simrun scenarios/seed-4096.json\n"
-    "  simrun scenarios/layout-sweep.json --levels plan --out results/layouts\n"
-    "  simrun scenarios/layout-sweep.json --shard 0/4 --out results/s0   # ... then: simrun merge results/s? --out results/all\n"
-    "  simrun --search scenarios/seed-4096.json --top 5 --out results/search\n"
-    "  simrun --a2a 64 --tokens 4096 --hidden 7168 --topk 8 --dtype fp8 --node-limit 4\n"
-    "  simrun --dump-platform fabric.xml scenarios/seed-4096.json\n";
+    "  simrun run scenarios/layout-sweep.json --levels plan --out results/layouts\n"
+    "  simrun run scenarios/layout-sweep.json --shard 0/4 --out results/s0   # ... then: simrun merge results/s? --out results/all\n"
+    "  simrun search scenarios/seed-4096.json --top 5 --out results/search\n"
+    "  simrun a2a --ep 64 --tokens 4096 --hidden 7168 --topk 8 --dtype fp8 --node-limit 4\n"
+    "  simrun dump-platform scenarios/seed-4096.json --out fabric.xml\n";
+
+static const char RUN_OPTIONS[] =
+    "  -o, --out DIR        output folder (default: the scenario's output.dir)\n"
+    "      --levels LIST    comma-separated subset of plan,step,run (default: output.levels)\n"
+    "      --fidelity MODE  fast (memoized SimGrid patterns) or full (every transfer at flow level, <= 256 GPUs)\n"
+    "  -j, --jobs N         worker processes (default: the number of cores)\n"
+    "      --shard I/N      evaluate only slice I (0-based) of N of the points; combine with `simrun merge`\n"
+    "      --resume         keep points already in DIR/points and evaluate only the rest\n"
+    "      --reproducible   write wall-clock fields (step.sim_wall_s) as 0: reruns are byte-identical\n"
+    "  -q, --quiet          no table, no progress\n";
+
+static const char SEARCH_OPTIONS[] =
+    "      --top K          simulate the best K layouts at step level (default 8)\n"
+    "  (and every option of `simrun run`; --levels defaults to plan,step)\n"
+    "  -o, --out DIR        output folder (default: the scenario's output.dir)\n"
+    "  -j, --jobs N         worker processes for the step-level simulations (default: the number of cores)\n"
+    "  -q, --quiet          no table, no progress\n";
+
+static const char A2A_OPTIONS[] =
+    "      --ep EP          the largest EP size (a power of two from 8 up; also --a2a EP)\n"
+    "      --tokens T       tokens per rank (default 4096)\n"
+    "      --hidden H       hidden size (default 7168)\n"
+    "      --topk K         experts per token (default 8)\n"
+    "      --dtype D        dispatch precision: fp8 or bf16 (default fp8)\n"
+    "      --node-limit M   node-limited routing: at most M nodes per token (default 0 = off)\n"
+    "  -o, --out FILE       also write the table to FILE (default: stdout only)\n"
+    "  -j, --jobs N         accepted; the benchmark runs in one process\n"
+    "  -q, --quiet          no table on stdout (with --out: the file only)\n";
+
+static const char MERGE_OPTIONS[] =
+    "  -o, --out DIR        the merged folder (required): results.json, results.csv and points/\n"
+    "  -j, --jobs N         accepted; merging runs in one process\n"
+    "  -q, --quiet          no table\n";
+
+static const char PLOT_OPTIONS[] =
+    "  -o, --out DIR        draw into DIR/plots (default: the results folder itself)\n"
+    "  -j, --jobs N         accepted; plotting runs in one process\n"
+    "  -q, --quiet          do not list the figures drawn\n";
+
+static const char DUMP_OPTIONS[] =
+    "  -o, --out FILE       the SimGrid XML to write (also --dump-platform FILE)\n"
+    "  -j, --jobs N         accepted; the dump runs in one process\n"
+    "  -q, --quiet          no summary line\n";
 
 /* ---- argument helpers -------------------------------------------------------------------------- */
 
-static int parse_levels(const char *s, int *out) {
+static int parse_levels(cli_parser *p, const char *s, int *out) {
     char buf[128];
     snprintf(buf, sizeof buf, "%s", s);
     *out = 0;
@@ -69,12 +102,55 @@ static int parse_levels(const char *s, int *out) {
         if (strcmp(tok, "plan") == 0) *out |= LEVEL_PLAN;
         else if (strcmp(tok, "step") == 0) *out |= LEVEL_STEP;
         else if (strcmp(tok, "run") == 0) *out |= LEVEL_RUN;
-        else {
-            fprintf(stderr, "simrun: --levels: got '%s'; expected a comma-separated subset of plan,step,run\n", tok);
-            return EXIT_BADINPUT;
+        else return cli_error(p, "--levels: got '%s'; expected a comma-separated subset of plan,step,run", tok);
+    }
+    if (!*out) return cli_error(p, "--levels: got '%s'; expected at least one of plan,step,run", s);
+    return 0;
+}
+
+/* The options of `simrun run` and `simrun search`. */
+typedef struct {
+    const char *file, *out;
+    int levels, fidelity, jobs, resume, quiet, reproducible, shard_i, shard_n, top;
+} run_args;
+
+/* Non-zero when the command must stop (help printed or a usage error): it returns p->rc. */
+static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_args *a) {
+    enum { O_LEVELS = 256, O_FIDELITY, O_SHARD, O_RESUME, O_REPRO, O_TOP, O_SEARCH };
+    static const struct option opts[] = {
+        {"levels", required_argument, NULL, O_LEVELS}, {"fidelity", required_argument, NULL, O_FIDELITY},
+        {"shard", required_argument, NULL, O_SHARD},   {"resume", no_argument, NULL, O_RESUME},
+        {"reproducible", no_argument, NULL, O_REPRO},  {"top", required_argument, NULL, O_TOP},
+        {"search", no_argument, NULL, O_SEARCH},       CLI_COMMON_OPTIONS};
+    *a = (run_args){.fidelity = -1, .shard_n = 1, .top = 8};
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        switch (c) {
+        case CLI_STOP: return 1;
+        case O_LEVELS: if (parse_levels(p, optarg, &a->levels)) return 1; break;
+        case O_FIDELITY: if (cli_enum_opt(p, optarg, scn_fidelity_names, &a->fidelity)) return 1; break;
+        case O_SHARD: {
+            char extra;
+            if (sscanf(optarg, "%d/%d%c", &a->shard_i, &a->shard_n, &extra) != 2 || a->shard_n < 1 ||
+                a->shard_i < 0 || a->shard_i >= a->shard_n)
+                return cli_error(p, "--shard: got '%s'; expected I/N with 0 <= I < N", optarg);
+            break;
+        }
+        case O_RESUME: a->resume = 1; break;
+        case O_REPRO: a->reproducible = 1; break;
+        case O_TOP:
+            if (!search) return cli_error(p, "--top: only with `simrun search` (or --search)");
+            if (cli_int_opt(p, optarg, 1, 1000, &a->top)) return 1;
+            break;
+        case O_SEARCH:
+            if (!search) return cli_error(p, "--search: use `simrun search SCENARIO.json`");
+            break;
         }
     }
-    if (!*out) return cli_usage_error("simrun", "--levels: got '%s'; expected at least one of plan,step,run", s);
+    if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return 1;
+    a->file = argv[optind];
+    a->out = p->common.out;
+    a->jobs = p->common.jobs ? p->common.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    a->quiet = p->common.quiet;
     return 0;
 }
 
@@ -147,36 +223,14 @@ static int finish(const char *out_dir, int plots, int quiet, moe_error *err) {
     return rc;
 }
 
-static int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *out = NULL;
-    int levels = 0, fidelity = -1, jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), resume = 0, quiet = 0;
-    int reproducible = 0, shard_i = 0, shard_n = 1, search = 0, top = 8, rc;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--out") == 0 && v) { out = v; i++; }
-        else if (strcmp(a, "--levels") == 0 && v) { if ((rc = parse_levels(v, &levels))) return rc; i++; }
-        else if (strcmp(a, "--fidelity") == 0 && v) {
-            if (strcmp(v, "fast") == 0) fidelity = FIDELITY_FAST;
-            else if (strcmp(v, "full") == 0) fidelity = FIDELITY_FULL;
-            else return cli_usage_error("simrun", "--fidelity: got '%s'; expected fast or full", v);
-            i++;
-        } else if (strcmp(a, "--jobs") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 4096, &jobs))) return rc; i++; }
-        else if (strcmp(a, "--shard") == 0 && v) {
-            char extra;
-            if (sscanf(v, "%d/%d%c", &shard_i, &shard_n, &extra) != 2 || shard_n < 1 || shard_i < 0 ||
-                shard_i >= shard_n)
-                return cli_usage_error("simrun", "--shard: got '%s'; expected I/N with 0 <= I < N", v);
-            i++;
-        } else if (strcmp(a, "--resume") == 0) resume = 1;
-        else if (strcmp(a, "--search") == 0) search = 1;
-        else if (strcmp(a, "--top") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1000, &top))) return rc; i++; }
-        else if (strcmp(a, "--reproducible") == 0) reproducible = 1;
-        else if (strcmp(a, "--quiet") == 0) quiet = 1;
-        else if (a[0] == '-') return cli_usage_error("simrun", "unknown option or missing value: %s", a);
-        else if (!file) file = a;
-        else return cli_usage_error("simrun", "unexpected argument: %s", a);
-    }
-    if (!file) return cli_usage_error("simrun", "%s", "no scenario file given");
+/* `simrun run` and `simrun search`: the sweep (or the searched layouts) evaluated point by point. */
+static int run_or_search(cli_parser *p, int argc, char **argv, int search) {
+    run_args a;
+    int rc;
+    if (parse_run_args(p, argc, argv, search, &a)) return p->rc;
+    const char *file = a.file, *out = a.out;
+    int levels = a.levels, fidelity = a.fidelity, jobs = a.jobs, resume = a.resume, quiet = a.quiet;
+    int reproducible = a.reproducible, shard_i = a.shard_i, shard_n = a.shard_n, top = a.top;
 
     moe_error err = {0};
     scenario base;
@@ -254,22 +308,26 @@ fail:
     return err.code ? err.code : EXIT_RUNTIME;
 }
 
+static int cmd_run(cli_parser *p, int argc, char **argv) { return run_or_search(p, argc, argv, 0); }
+static int cmd_search(cli_parser *p, int argc, char **argv) { return run_or_search(p, argc, argv, 1); }
+
 /* simrun merge DIR... --out DIR: the points of several shards as one results.json/csv. */
-static int cmd_merge(int argc, char **argv) {
-    const char *out = NULL;
+static int cmd_merge(cli_parser *p, int argc, char **argv) {
+    static const struct option opts[] = {CLI_COMMON_OPTIONS};
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;)
+        if (c == CLI_STOP) return p->rc;
+    if (cli_positionals(p, argc, argv, 1, -1, "DIR... --out DIR")) return p->rc;
+    const char *out = p->common.out;
+    if (!out) return cli_error(p, "--out DIR is required (the merged folder)");
+    int quiet = p->common.quiet;
     const char **dirs = calloc((size_t)argc, sizeof *dirs);
     char (*paths)[4096] = calloc((size_t)argc, sizeof *paths);
     int nd = 0, rc = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
-        else if (argv[i][0] == '-') { rc = cli_usage_error("simrun", "merge: unknown option: %s", argv[i]); goto done; }
-        else {
-            snprintf(paths[nd], 4096, "%s/points", argv[i]);
-            dirs[nd] = paths[nd];
-            nd++;
-        }
+    for (int i = optind; i < argc; i++) {
+        snprintf(paths[nd], 4096, "%s/points", argv[i]);
+        dirs[nd] = paths[nd];
+        nd++;
     }
-    if (!out || nd == 0) { rc = cli_usage_error("simrun", "%s", "merge: expected DIR... --out DIR"); goto done; }
     moe_error err = {0};
     cJSON *points = collect_points(dirs, nd, &err);
     if (!points) { fprintf(stderr, "simrun: %s\n", err.msg); rc = err.code; goto done; }
@@ -288,7 +346,7 @@ static int cmd_merge(int argc, char **argv) {
     cJSON *doc = results_document(points);
     rc = results_write(out, doc, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
-    else print_results_table(stdout, doc);
+    else if (!quiet) print_results_table(stdout, doc);
     cJSON_Delete(doc);
 done:
     free(dirs);
@@ -297,11 +355,15 @@ done:
 }
 
 /* simrun plot DIR: redraw the figures from DIR/results.json. */
-static int cmd_plot(int argc, char **argv) {
-    if (argc != 3) return cli_usage_error("simrun", "%s", "plot: expected DIR (a folder holding results.json)");
+static int cmd_plot(cli_parser *p, int argc, char **argv) {
+    static const struct option opts[] = {CLI_COMMON_OPTIONS};
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;)
+        if (c == CLI_STOP) return p->rc;
+    if (cli_positionals(p, argc, argv, 1, 1, "DIR (a folder holding results.json)")) return p->rc;
+    const char *dir = argv[optind], *out = p->common.out ? p->common.out : dir;
     moe_error err = {0};
     char path[4096];
-    snprintf(path, sizeof path, "%s/results.json", argv[2]);
+    snprintf(path, sizeof path, "%s/results.json", dir);
     char *text = read_file_text(path, NULL, &err);
     if (!text) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
     cJSON *doc = cJSON_Parse(text);
@@ -312,67 +374,124 @@ static int cmd_plot(int argc, char **argv) {
         fprintf(stderr, "simrun: %s\n", err.msg);
         return err.code;
     }
-    int rc = draw_plots(argv[2], doc, 0, &err);
+    int rc = make_dirs(out, &err);
+    if (!rc) rc = draw_plots(out, doc, p->common.quiet, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     cJSON_Delete(doc);
     return rc;
 }
 
-static int cmd_dump_platform(int argc, char **argv) {
-    if (argc != 4) return cli_usage_error("simrun", "%s", "--dump-platform: expected FILE SCENARIO.json");
+static int cmd_dump_platform(cli_parser *p, int argc, char **argv) {
+    static const struct option opts[] = {{"dump-platform", required_argument, NULL, 256}, CLI_COMMON_OPTIONS};
+    const char *file = NULL;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        file = optarg;
+    }
+    if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return p->rc;
+    if (p->common.out) file = p->common.out;
+    if (!file) return cli_error(p, "--out FILE is required (the SimGrid XML to write)");
     moe_error err = {0};
     scenario s;
-    if (scenario_load(argv[3], &s, NULL, &err) || rail_fabric_write_xml(&s, argv[2], &err)) {
+    if (scenario_load(argv[optind], &s, NULL, &err) || rail_fabric_write_xml(&s, file, &err)) {
         fprintf(stderr, "simrun: %s\n", err.msg);
         return err.code;
     }
-    printf("wrote %s (%d nodes x %d GPUs, %d rails)\n", argv[2], s.cluster.nodes, s.cluster.gpus_per_node,
-           s.cluster.rails);
+    if (!p->common.quiet)
+        printf("wrote %s (%d nodes x %d GPUs, %d rails)\n", file, s.cluster.nodes, s.cluster.gpus_per_node,
+               s.cluster.rails);
     return 0;
 }
 
-static int cmd_a2a(int argc, char **argv) {
-    int ep = 0, tokens = 4096, hidden = 7168, topk = 8, node_limit = 0, rc;
-    dtype_kind dt = DT_FP8;
-    const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--a2a") == 0 && v) { if ((rc = cli_int("simrun", a, v, 2, 1 << 20, &ep))) return rc; i++; }
-        else if (strcmp(a, "--tokens") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1 << 24, &tokens))) return rc; i++; }
-        else if (strcmp(a, "--hidden") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1 << 20, &hidden))) return rc; i++; }
-        else if (strcmp(a, "--topk") == 0 && v) { if ((rc = cli_int("simrun", a, v, 1, 1024, &topk))) return rc; i++; }
-        else if (strcmp(a, "--node-limit") == 0 && v) { if ((rc = cli_int("simrun", a, v, 0, 1 << 20, &node_limit))) return rc; i++; }
-        else if (strcmp(a, "--dtype") == 0 && v) {
-            if (strcmp(v, "fp8") == 0) dt = DT_FP8;
-            else if (strcmp(v, "bf16") == 0) dt = DT_BF16;
-            else return cli_usage_error("simrun", "--dtype: got '%s'; expected fp8 or bf16", v);
-            i++;
-        } else if (a[0] == '-') return cli_usage_error("simrun", "unknown option or missing value: %s", a);
-        else if (!file) file = a;
-        else return cli_usage_error("simrun", "unexpected argument: %s", a);
+static int cmd_a2a(cli_parser *p, int argc, char **argv) {
+    enum { O_EP = 256, O_TOKENS, O_HIDDEN, O_TOPK, O_DTYPE, O_NODE_LIMIT };
+    static const struct option opts[] = {
+        {"ep", required_argument, NULL, O_EP},         {"a2a", required_argument, NULL, O_EP},
+        {"tokens", required_argument, NULL, O_TOKENS}, {"hidden", required_argument, NULL, O_HIDDEN},
+        {"topk", required_argument, NULL, O_TOPK},     {"dtype", required_argument, NULL, O_DTYPE},
+        {"node-limit", required_argument, NULL, O_NODE_LIMIT}, CLI_COMMON_OPTIONS};
+    static const char *const dtypes[] = {"fp8", "bf16", NULL};
+    int ep = 0, tokens = 4096, hidden = 7168, topk = 8, node_limit = 0, dti = 0, bad = 0;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1 && !bad;) {
+        switch (c) {
+        case CLI_STOP: return p->rc;
+        case O_EP: bad = cli_int_opt(p, optarg, 2, 1 << 20, &ep); break;
+        case O_TOKENS: bad = cli_int_opt(p, optarg, 1, 1 << 24, &tokens); break;
+        case O_HIDDEN: bad = cli_int_opt(p, optarg, 1, 1 << 20, &hidden); break;
+        case O_TOPK: bad = cli_int_opt(p, optarg, 1, 1024, &topk); break;
+        case O_NODE_LIMIT: bad = cli_int_opt(p, optarg, 0, 1 << 20, &node_limit); break;
+        case O_DTYPE: bad = cli_enum_opt(p, optarg, dtypes, &dti); break;
+        }
     }
+    if (bad) return p->rc;
+    if (cli_positionals(p, argc, argv, 0, 1, "at most one SCENARIO.json")) return p->rc;
+    if (!ep) return cli_error(p, "--ep EP is required (the largest EP size to benchmark)");
+    const char *file = optind < argc ? argv[optind] : NULL;
+    dtype_kind dt = dti == 0 ? DT_FP8 : DT_BF16;
     moe_error err = {0};
     scenario s;
     /* without a scenario: the built-in defaults (deepseek-v3 on h800-8rail) */
-    int bad = file ? scenario_load(file, &s, NULL, &err) : scenario_parse("(defaults)", "{}", &s, NULL, &err);
-    if (bad || a2a_bench_run(&s, ep, tokens, hidden, topk, dt, node_limit, stdout, &err)) {
+    int bad_in = file ? scenario_load(file, &s, NULL, &err) : scenario_parse("(defaults)", "{}", &s, NULL, &err);
+    if (bad_in) {
         fprintf(stderr, "simrun: %s\n", err.msg);
         return err.code;
     }
-    return 0;
+    /* the table goes to memory first: stdout unless --quiet, and --out FILE written atomically */
+    char *table = NULL;
+    size_t table_len = 0;
+    FILE *mem = open_memstream(&table, &table_len);
+    if (!mem) { fprintf(stderr, "simrun: out of memory\n"); return EXIT_RUNTIME; }
+    int rc = a2a_bench_run(&s, ep, tokens, hidden, topk, dt, node_limit, mem, &err);
+    fclose(mem);
+    if (!rc && !p->common.quiet) fputs(table, stdout);
+    if (!rc && p->common.out) rc = write_file_atomic(p->common.out, table, &err);
+    free(table);
+    if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
+    return rc;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) return cli_usage_error("simrun", "%s", "no scenario file given");
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-    if (strcmp(argv[1], "merge") == 0) return cmd_merge(argc, argv);
-    if (strcmp(argv[1], "plot") == 0) return cmd_plot(argc, argv);
-    if (strcmp(argv[1], "--dump-platform") == 0) return cmd_dump_platform(argc, argv);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--a2a") == 0) return cmd_a2a(argc, argv);
-    return cmd_run(argc, argv);
+/* ---- the command table ------------------------------------------------------------------------ */
+
+/* One row per subcommand: name, handler, synopsis, one-line summary, options. */
+static const cli_command COMMANDS[] = {
+    {"run", cmd_run, "SCENARIO.json [options]",
+     "Evaluate the scenario and every point of its sweep at the plan, step and run levels.", RUN_OPTIONS},
+    {"search", cmd_search, "SCENARIO.json [--top K] [options]",
+     "Every valid tp*pp*ep*dp layout at plan level; drop what does not fit; simulate the best K at step level.",
+     SEARCH_OPTIONS},
+    {"a2a", cmd_a2a, "[SCENARIO.json] --ep EP [options]",
+     "nccl-tests/DeepEP-style table of MoE dispatch and combine over EP sizes on the scenario's fabric.",
+     A2A_OPTIONS},
+    {"merge", cmd_merge, "DIR... --out DIR",
+     "Combine the points of several shards (--shard) into one results.json/results.csv.", MERGE_OPTIONS},
+    {"plot", cmd_plot, "DIR [--out DIR]", "Redraw the figures from DIR/results.json.", PLOT_OPTIONS},
+    {"dump-platform", cmd_dump_platform, "SCENARIO.json --out FILE",
+     "Write the scenario's fabric as SimGrid XML (up to 256 GPUs).", DUMP_OPTIONS},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static const cli_command *command_named(const char *name) {
+    for (const cli_command *c = COMMANDS; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
 }
+
+/* The spellings from before the subcommands: `simrun X.json [--search]`, `simrun --a2a EP`,
+ * `simrun --dump-platform FILE X.json`. A bare word that is no file is an unknown command. */
+static const cli_command *implicit_command(const cli_tool *t, int argc, char **argv) {
+    (void)t;
+    static const char *const aliases[][2] = {{"--search", "search"}, {"--a2a", "a2a"}, {"--dump-platform", "dump-platform"}};
+    for (int i = 1; i < argc; i++)
+        for (size_t k = 0; k < sizeof aliases / sizeof aliases[0]; k++) {
+            size_t n = strlen(aliases[k][0]);
+            if (strncmp(argv[i], aliases[k][0], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '='))
+                return command_named(aliases[k][1]);
+        }
+    if (argv[1][0] != '-' && !strchr(argv[1], '.') && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0)
+        return NULL;
+    return command_named("run");
+}
+
+static const cli_tool SIMRUN = {"simrun", ABOUT, COMMANDS, EPILOG, implicit_command};
+
+int main(int argc, char **argv) { return cli_main(&SIMRUN, argc, argv); }
