@@ -173,6 +173,41 @@ static void test_bad_models(void **state) {
     assert_non_null(strstr(err.msg, "/nonexistent/model.json"));
 }
 
+/* The compute recipes (sim/plan/recipes.h), by hand on the H800 published model with FP4 added:
+ * a 4096 x 4096 x 4096 GEMM takes launch + 2 n^3 / (peak x eff_max x rate) + operand bytes /
+ * operand bandwidth, with fp8-cs and mxfp8 at 1610/1520 x the FP8 rate, nvfp4 at the FP4 peak with
+ * half-byte operands; the cast passes move elements x 4 B (fp8-cs), 0 (fp8, mxfp8), 5.0625 B
+ * (nvfp4) at the memory bandwidth; an expert forward adds the cast of its two GEMM inputs. */
+static void test_compute_recipes(void **state) {
+    (void)state;
+    costmodel cm;
+    moe_error err = {0, ""};
+    assert_int_equal(costmodel_load(H800, &cm, &err), 0);
+    cm.peak_fp4_flops = 4000e12;
+    const double n = 4096, f = 2 * n * n * n, op = 3015e9, mem = 3015e9;
+    double t8 = 3e-6 + f / (1979e12 * 0.82) + (1.0 * 2 * n * n + 2.0 * n * n) / op;
+    double tcs = 3e-6 + f / (1979e12 * 0.82 * (1610.0 / 1520.0)) + (1.0 * 2 * n * n + 2.0 * n * n) / op;
+    double t4 = 3e-6 + f / (4000e12 * 0.82) + (0.5 * 2 * n * n + 2.0 * n * n) / op;
+    assert_float_equal(costmodel_gemm_s(&cm, n, n, n, DT_FP8), t8, 1e-12 * t8);
+    assert_float_equal(costmodel_gemm_s(&cm, n, n, n, DT_FP8_CS), tcs, 1e-12 * tcs);
+    assert_float_equal(costmodel_gemm_s(&cm, n, n, n, DT_MXFP8), tcs, 1e-12 * tcs);
+    assert_float_equal(costmodel_gemm_s(&cm, n, n, n, DT_NVFP4), t4, 1e-12 * t4);
+    double el = 1e6;
+    assert_true(costmodel_cast_s(&cm, el, DT_FP8) == 0.0);
+    assert_true(costmodel_cast_s(&cm, el, DT_MXFP8) == 0.0);
+    assert_true(costmodel_cast_s(&cm, el, DT_BF16) == 0.0);
+    assert_float_equal(costmodel_cast_s(&cm, el, DT_FP8_CS), 2e-6 + el * 4.0 / mem, 1e-15);
+    assert_float_equal(costmodel_cast_s(&cm, el, DT_NVFP4), 2e-6 + el * 5.0625 / mem, 1e-15);
+    double tok[2] = {128, 256};
+    double e8 = costmodel_expert_ffn_fwd_s(&cm, tok, 2, 1024, 512, DT_FP8);
+    double ecs_gemms = costmodel_grouped_gemm_s(&cm, tok, 2, 1024, 1024, DT_FP8_CS) +
+                       costmodel_grouped_gemm_s(&cm, tok, 2, 1024, 512, DT_FP8_CS);
+    double swiglu = e8 - costmodel_grouped_gemm_s(&cm, tok, 2, 1024, 1024, DT_FP8) -
+                    costmodel_grouped_gemm_s(&cm, tok, 2, 1024, 512, DT_FP8);
+    double ecs = costmodel_expert_ffn_fwd_s(&cm, tok, 2, 1024, 512, DT_FP8_CS);
+    assert_float_equal(ecs, ecs_gemms + swiglu + 2e-6 + 384.0 * (1024 + 512) * 4.0 / mem, 1e-12);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h800_published_gemm_closed_form),
@@ -181,6 +216,7 @@ int main(void) {
         cmocka_unit_test(test_fitted_comm_model_loads),
         cmocka_unit_test(test_builtin_roofline),
         cmocka_unit_test(test_bad_models),
+        cmocka_unit_test(test_compute_recipes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

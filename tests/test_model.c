@@ -132,8 +132,77 @@ static void attention_core_scales_with_seq(void **state) {
     assert_true(mc.attn_split + mc.attn_replicated == attn);
 }
 
+/* The presets' published totals (and active counts where the figure is stated to 1.5%), each within
+ * 1.5%. Sources in sim/scenario/presets.c: Llama 3 herd paper (8B, 70B), Qwen3 model cards (30.5B,
+ * 235B / 22B), the gpt-oss model card (116.83B; 5.13B active without the embedding table), the Kimi
+ * K2 technical report (1.04T / 32.6B), Mistral AI (Mixtral 8x22B: 141B / 39B). */
+static void new_presets_published_totals(void **state) {
+    (void)state;
+    struct { const char *name; double total, active; int active_without_embedding; } P[] = {
+        {"llama3-8b", 8e9, 8e9, 0},
+        {"llama3-70b", 70e9, 70e9, 0},
+        /* "3.3B activated": 3.35B counted, a truncation of the figure, not a 1.5%-precise one */
+        {"qwen3-30b-a3b", 30.5e9, 0, 0},
+        {"qwen3-235b-a22b", 235e9, 22e9, 0},
+        {"gpt-oss-120b", 116.83e9, 5.13e9, 1},
+        {"kimi-k2", 1.04e12, 32.6e9, 0},
+        {"mixtral-8x22b", 141e9, 39e9, 0},
+    };
+    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+        model_counts mc = counts_of(P[i].name);
+        assert_within(mc.params_total, P[i].total, 0.015);
+        double active = mc.params_active - (P[i].active_without_embedding ? mc.params_embedding : 0);
+        if (P[i].active > 0) assert_within(active, P[i].active, 0.015);
+    }
+    /* Qwen3-30B-A3B's model card also gives 29.9B non-embedding parameters (embedding + head out) */
+    model_counts q = counts_of("qwen3-30b-a3b");
+    assert_within(q.params_total - q.params_embedding - q.params_head, 29.9e9, 0.015);
+    /* structure by hand: gpt-oss-120b experts 36 x 128 x 3 x 2880 x 2880; Qwen3-235B attention
+     * q 4096 x 8192, k and v 4096 x 512, o 8192 x 4096 */
+    model_counts g = counts_of("gpt-oss-120b");
+    assert_true(g.params_routed_experts == 36.0 * 128 * 3 * 2880 * 2880);
+    model_counts q2 = counts_of("qwen3-235b-a22b");
+    assert_true(q2.attn_split == 4096.0 * 8192 + 2 * 4096.0 * 512 + 8192.0 * 4096);
+    assert_int_equal(q2.dense_layers, 0);
+}
+
+/* Sliding windows by hand: h = 8, 2 heads of 4 (MHA), s = 8, window 2, every 2nd block global, 4
+ * blocks. Full block: keys s/2 = 4 -> core 2 x 4 x 2 heads x 4 x 2 (scores + values) = 128 per token.
+ * Windowed block: w - w^2/(2s) = 2 - 4/16 = 1.75 keys -> 56. Blocks 0 and 2 windowed, 1 and 3 full:
+ * the model's core FLOPs per token are 2 x 128 + 2 x 56 = 368, i.e. 2 x (128 - 56) = 144 below the
+ * unwindowed count. A window as long as the sequence changes nothing. */
+static void sliding_window_by_hand(void **state) {
+    (void)state;
+    model_cfg m = {.layers = 4, .dense_layers = 4, .hidden = 8, .heads = 2, .head_dim = 4,
+                   .kv_heads = 2, .v_head_dim = 4, .ffn_hidden = 32, .ffn_act = FFN_GELU,
+                   .experts = 0, .vocab = 16, .seq_len = 8, .attention = ATTN_MHA, .tie_embeddings = 1};
+    model_counts full;
+    model_count(&m, &full);
+    assert_true(full.fwd_attn_core == 128.0);
+    m.sliding_window = 2;
+    m.global_attention_every = 2;
+    model_counts win;
+    model_count(&m, &win);
+    assert_true(win.fwd_attn_core_window == 56.0);
+    assert_int_equal(win.window_layers, 2);
+    assert_true(model_layer_windowed(&m, 0) && !model_layer_windowed(&m, 1) && model_layer_windowed(&m, 2));
+    assert_true(full.fwd_total - win.fwd_total == 144.0);
+    assert_true(win.params_total == full.params_total);
+    m.global_attention_every = 0;                   /* every block windowed */
+    model_count(&m, &win);
+    assert_int_equal(win.window_layers, 4);
+    m.sliding_window = 8;                           /* the window is the whole sequence */
+    model_count(&m, &win);
+    assert_true(win.fwd_total == full.fwd_total);
+    /* gpt-oss-120b: 18 of its 36 blocks use the 128-token window */
+    model_counts g = counts_of("gpt-oss-120b");
+    assert_int_equal(g.window_layers, 18);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(new_presets_published_totals),
+        cmocka_unit_test(sliding_window_by_hand),
         cmocka_unit_test(deepseek_v3_671b_37b),
         cmocka_unit_test(mixtral_8x7b),
         cmocka_unit_test(gpt3_175b),

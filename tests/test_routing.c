@@ -466,6 +466,42 @@ static void test_node_limited_uniform_marginals(void **state) {
     routing_ctx_free(c);
 }
 
+/* Forced balance (routing.distribution "balanced"): 32 ranks on 4 nodes x 64 tokens = 2048 tokens,
+ * 64 experts, top-8: every expert gets exactly 2048 x 8 / 64 = 256 pairs (CV 0), nothing over a
+ * capacity of exactly 1.0 x the share, without limits, under node_limit 2 and under 4-of-8 group
+ * limits (check_tokens checks every token's experts and recounts the byte matrices); two draws
+ * differ (the balance is exact, the assignment random). */
+static int same_sample(const routing_sample *a, const routing_sample *b);
+static void test_balanced_exact_shares(void **state) {
+    (void)state;
+    const int ep = 32, E = 64, K = 8, tpr = 64;
+    for (int c_i = 0; c_i < 3; c_i++) {
+        scenario s = make_scn(ep, 8, E, K, tpr);
+        s.routing.distribution = ROUTE_BALANCED;
+        s.routing.capacity_factor = 1.0;
+        int group = E, topk_groups = 0, limit = 4;
+        if (c_i == 1) { s.routing.node_limit = 2; limit = 2; }
+        if (c_i == 2) { s.model.expert_groups = 8; s.model.topk_groups = 4; group = 8; topk_groups = 4; }
+        routing_ctx *c = ctx_or_fail(&s, 1);
+        routing_sample a, b;
+        sample_or_fail(c, &a);
+        sample_or_fail(c, &b);
+        assert_int_equal(routing_draw(c, 0, 0, 0, &a), 0);
+        assert_int_equal(routing_draw(c, 0, 1, 0, &b), 0);
+        for (int e = 0; e < E; e++) assert_true(a.expert_tokens[e] == 256.0);
+        assert_int_equal(a.dropped, 0);
+        assert_int_equal(a.over_capacity, 0);
+        expert_load_stats st;
+        assert_int_equal(expert_load_analyze(a.expert_tokens, E, &st), 0);
+        assert_true(st.cv == 0.0);
+        assert_true(check_tokens(c, &a, E / ep, group, topk_groups) <= limit);
+        assert_false(same_sample(&a, &b));
+        routing_sample_free(&a);
+        routing_sample_free(&b);
+        routing_ctx_free(c);
+    }
+}
+
 /* ---- determinism and the pool ---------------------------------------------------------------------- */
 static int same_sample(const routing_sample *a, const routing_sample *b) {
     size_t n = (size_t)a->n_ranks;
@@ -670,6 +706,7 @@ int main(void) {
         cmocka_unit_test(test_zipf_shares_and_layers),
         cmocka_unit_test(test_node_and_group_limited),
         cmocka_unit_test(test_node_limited_uniform_marginals),
+        cmocka_unit_test(test_balanced_exact_shares),
         cmocka_unit_test(test_determinism_and_pool),
         cmocka_unit_test(test_trace_distribution),
         cmocka_unit_test(test_validation_errors),

@@ -381,11 +381,18 @@ static void test_to_json_round_trips(void **state) {
     assert_true(s.reliability.checkpoint.state_bytes == 1.2e13 && s.reliability.checkpoint.write_min == 0);
     assert_int_equal(s.reliability.classes[FAIL_NVLINK].needs_node_swap, 0);
     roundtrip(&s);
-    /* a model that is no preset: "preset": null keeps the values and round-trips */
-    parse_ok("{\"model\": {\"preset\": null, \"hidden\": 4096, \"experts\": 64}}", &s, NULL);
+    /* a model that is no preset ("preset": null) inherits nothing: it gives every required field,
+     * the optional ones take neutral values, and it round-trips */
+    parse_ok("{\"model\": {\"preset\": null, \"layers\": 4, \"hidden\": 4096, \"heads\": 32, \"head_dim\": 128,"
+             " \"vocab\": 32000, \"seq_len\": 2048, \"attention\": \"mha\", \"experts\": 64, \"top_k\": 2,"
+             " \"expert_hidden\": 1024, \"shared_experts\": 0, \"dense_layers\": 0},"
+             " \"layout\": {\"tp\": 1, \"pp\": 4, \"ep\": 64, \"dp\": 16, \"schedule\": \"1f1b\"}}", &s, NULL);
     assert_string_equal(s.model.preset, "");
     assert_int_equal(s.model.hidden, 4096);
-    assert_int_equal(s.model.layers, 61); /* the rest of the defaults stays */
+    assert_int_equal(s.model.kv_heads, 32);          /* MHA: follows the heads */
+    assert_int_equal(s.model.v_head_dim, 128);       /* follows head_dim */
+    assert_int_equal(s.model.q_lora_rank, 0);        /* nothing of DeepSeek-V3 is left */
+    assert_int_equal(s.model.expert_groups, 0);
     roundtrip(&s);
     /* the JSON says "auto" and null where the struct holds "unset" */
     scenario_defaults(&s);
@@ -396,6 +403,41 @@ static void test_to_json_round_trips(void **state) {
     assert_string_equal(cJSON_GetObjectItem(j, "format")->valuestring, "moesim-scenario/1");
     assert_null(cJSON_GetObjectItem(j, "sweep"));
     cJSON_Delete(j);
+}
+
+/* A model preset brings its training precision: DeepSeek-V3 FP8 (blockwise compute and dispatch,
+ * BF16 combine), the dense and the other MoE presets BF16; a precision field the scenario gives is
+ * kept whatever the order of the sections, and through a sweep over model.preset. */
+static void test_precision_follows_model_preset(void **state) {
+    (void)state;
+    scenario s;
+    const char *layout = "\"layout\": {\"tp\": 8, \"pp\": 16, \"ep\": 1, \"dp\": 32}";
+    char text[512];
+    snprintf(text, sizeof text, "{\"model\": {\"preset\": \"llama3-70b\"}, %s}", layout);
+    parse_ok(text, &s, NULL);
+    assert_int_equal(s.precision.compute, DT_BF16);
+    assert_int_equal(s.precision.dispatch, DT_BF16);
+    assert_int_equal(s.precision.master, DT_FP32);
+    snprintf(text, sizeof text, "{\"precision\": {\"compute\": \"fp8-cs\"}, \"model\": {\"preset\": \"llama3-70b\"}, %s}",
+             layout);
+    parse_ok(text, &s, NULL);
+    assert_int_equal(s.precision.compute, DT_FP8_CS);
+    assert_int_equal(s.precision.combine, DT_BF16);
+    parse_ok("{}", &s, NULL);                                  /* the default model: DeepSeek-V3 */
+    assert_int_equal(s.precision.compute, DT_FP8);
+    assert_int_equal(s.precision.dispatch, DT_FP8);
+    assert_int_equal(s.precision.combine, DT_BF16);
+    sweep *sw = NULL;
+    parse_ok("{\"precision\": {\"combine\": \"fp32\"}, \"layout\": {\"schedule\": \"1f1b\"},"
+             " \"sweep\": {\"model.preset\": [\"deepseek-v3\", \"qwen3-235b-a22b\"]}}", &s, &sw);
+    scenario a, b;
+    point(sw, &s, 0, &a, NULL);
+    point(sw, &s, 1, &b, NULL);
+    assert_int_equal(a.precision.compute, DT_FP8);
+    assert_int_equal(b.precision.compute, DT_BF16);
+    assert_int_equal(a.precision.combine, DT_FP32);
+    assert_int_equal(b.precision.combine, DT_FP32);
+    sweep_free(sw);
 }
 
 static void test_set_path(void **state) {
@@ -499,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_sweep_preset_keeps_explicit_fields),
         cmocka_unit_test(test_to_json_round_trips),
         cmocka_unit_test(test_set_path),
+        cmocka_unit_test(test_precision_follows_model_preset),
         cmocka_unit_test(test_resolve_path),
         cmocka_unit_test(test_calibration_follows_cluster_preset),
     };

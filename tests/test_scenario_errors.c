@@ -102,6 +102,14 @@ static const bad_case CASES[] = {
     {"weibull_shape_zero", "reliability.weibull_shape", "got 0", "> 0", -1},
     {"state_bytes_word", "reliability.checkpoint.state_bytes", "got \"big\"", "\"auto\"", -1},
     {"assumed_mfu_percent", "run.assumed_mfu", "got 52", "[0, 1]", -1},
+    {"custom_model_missing_fields", "model", "missing \"layers\", \"heads\", \"head_dim\", \"vocab\", "
+     "\"seq_len\", \"attention\", \"ffn_hidden\"", "every required field", -1},
+    {"precision_unknown_recipe", "precision.compute", "got \"fp6\"", "\"fp8-cs\", \"mxfp8\", \"nvfp4\"", -1},
+    {"mxfp8_on_hopper", "precision.compute", "\"mxfp8\" on H800", "Blackwell", -1},
+    {"dispatch_compute_recipe", "precision.dispatch", "got \"nvfp4\"", "\"fp8\", \"bf16\", \"fp16\", \"fp32\"", -1},
+    {"full_attention_every_without_window", "model.global_attention_every", "got 2", "model.sliding_window > 0", -1},
+    {"fp4_negative", "cluster.gpu.fp4_tflops", "got -1", ">= 0", -1},
+    {"routing_unknown_law", "routing.distribution", "got \"even\"", "\"balanced\"", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

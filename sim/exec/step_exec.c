@@ -28,7 +28,7 @@ step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, st
 }
 
 static layer_kind layer_kind_of(const program *p, const program_op *o) {
-    return o->layer != OP_NO_LAYER && p->n_moe_layers > 0 && o->layer >= p->moe_first_layer ? LAYER_MOE : LAYER_DENSE;
+    return o->layer == OP_NO_LAYER ? LAYER_DENSE : model_layer_kind(&p->scn->model, o->layer);
 }
 
 double step_price_costmodel(void *ctx, const program *p, int rank, const program_op *o) {

@@ -3,6 +3,7 @@
 #include "sim/plan/costmodel.h"
 
 #include "sim/base/fileio.h"
+#include "sim/plan/recipes.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -40,7 +41,13 @@ static double gemm_bytes(double m, double n, double k, dtype_kind dt) {
 
 static double peak_of(const costmodel *cm, dtype_kind dt) {
     int i = (int)dt;
-    return (i >= 0 && i < 4) ? cm->peak_flops[i] : cm->peak_flops[DT_BF16];
+    if (i >= 0 && i < 4) return cm->peak_flops[i];
+    const quant_recipe *r = quant_recipe_of(dt);
+    if (!r) return cm->peak_flops[DT_BF16];
+    /* a model without an FP4 peak prices nvfp4 at twice its FP8 peak (the FP8:FP4 ratio of B200) */
+    double base = r->fp4_base ? (cm->peak_fp4_flops > 0 ? cm->peak_fp4_flops : 2.0 * cm->peak_flops[DT_FP8])
+                              : cm->peak_flops[DT_FP8];
+    return base * r->gemm_rate;
 }
 
 /* GEMM time without the launch: FLOPs at eff_max of peak plus operand streaming. */
@@ -82,7 +89,12 @@ double costmodel_expert_ffn_fwd_s(const costmodel *cm, const double *tokens, int
     double act_bytes = total_tokens * ffn * 3.0 * 2.0;
     double swiglu = costmodel_kernel_s(cm, "swiglu", act_bytes);
     double down = costmodel_grouped_gemm_s(cm, tokens, n_experts, hidden, ffn, dt);
-    return gate_up + swiglu + down;
+    return gate_up + swiglu + down + costmodel_cast_s(cm, total_tokens * (hidden + ffn), dt);
+}
+
+double costmodel_cast_s(const costmodel *cm, double elements, dtype_kind dt) {
+    const quant_recipe *r = quant_recipe_of(dt);
+    return r && r->cast_extra_B > 0 ? costmodel_memory_bound_s(cm, elements * r->cast_extra_B) : 0.0;
 }
 
 double costmodel_memory_bound_s(const costmodel *cm, double bytes) {
@@ -122,6 +134,7 @@ costmodel costmodel_from_gpu(const gpu_cfg *gpu) {
     cm.peak_flops[DT_FP16] = bf16;
     cm.peak_flops[DT_FP8] = gpu->fp8_tflops > 0 ? gpu->fp8_tflops * 1e12 : 2.0 * bf16;
     cm.peak_flops[DT_FP32] = bf16 / 14.7;   /* H100 SXM: 67 TFLOP/s FP32 vs 989 BF16 */
+    cm.peak_fp4_flops = gpu->fp4_tflops * 1e12;
     double hbm = gpu->hbm_GBps * 1e9;
     /* REFERENCE.md §6: large GEMMs reach ~75-80% of peak; STREAM-like kernels ~90% of HBM. */
     cm.gemm = (cm_gemm_params){ .eff_max = 0.80, .operand_Bps = 0.9 * hbm, .launch_s = 3e-6 };
@@ -223,11 +236,13 @@ static int parse_model(reader *r, const cJSON *root, costmodel *cm) {
     /* peaks: bf16 required; the others default to the H100-class ratios */
     const cJSON *pk = get_obj(r, root, "peak_tflops", "peak_tflops", 1, &rc);
     if (rc) return rc;
-    double bf16 = 0, fp8 = -1, fp16 = -1, fp32 = -1;
+    double bf16 = 0, fp8 = -1, fp16 = -1, fp32 = -1, fp4 = 0;
     if (get_num(r, pk, "peak_tflops", "bf16", 1, 0, 0, 1e6, &bf16)) return EXIT_BADINPUT;
     if (get_num(r, pk, "peak_tflops", "fp8", 0, 0, 0, 1e6, &fp8)) return EXIT_BADINPUT;
     if (get_num(r, pk, "peak_tflops", "fp16", 0, 0, 0, 1e6, &fp16)) return EXIT_BADINPUT;
     if (get_num(r, pk, "peak_tflops", "fp32", 0, 0, 0, 1e6, &fp32)) return EXIT_BADINPUT;
+    if (get_num(r, pk, "peak_tflops", "fp4", 0, 0, 0, 1e6, &fp4)) return EXIT_BADINPUT;
+    cm->peak_fp4_flops = fp4 * 1e12;
     cm->peak_flops[DT_BF16] = bf16 * 1e12;
     cm->peak_flops[DT_FP8] = (fp8 > 0 ? fp8 : 2.0 * bf16) * 1e12;
     cm->peak_flops[DT_FP16] = (fp16 > 0 ? fp16 : bf16) * 1e12;
@@ -341,7 +356,10 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
         return moe_error_input(err, s->file, "calibration", s->calibration,
                                "a readable cost-model JSON (moesim-costmodel/1), e.g. "
                                "calibration/models/h800-published.json");
-    return costmodel_load(path, out, err);
+    int rc = costmodel_load(path, out, err);
+    /* a model fitted without FP4 GEMMs takes the FP4 peak of the scenario's GPU */
+    if (rc == 0 && out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
+    return rc;
 }
 
 cJSON *costmodel_provenance_json(const costmodel *cm) {

@@ -79,6 +79,9 @@ typedef struct costmodel {
     char device[CM_NAME_MAX];    /* e.g. "NVIDIA H800 SXM5" */
     int measured;                /* bool: fitted on measured traces (else published specifications) */
     double peak_flops[4];        /* dense peak FLOP/s indexed by dtype_kind (DT_FP8 .. DT_FP32) */
+    double peak_fp4_flops;       /* dense FP4 peak (Blackwell); 0 = none. The other compute recipes
+                                    (fp8-cs, mxfp8, nvfp4) run at these peaks times their rates
+                                    (sim/plan/recipes.h) */
     cm_gemm_params gemm;
     double attention_eff;        /* fraction of peak reached by attention FLOPs */
     double attention_launch_s;
@@ -106,13 +109,15 @@ costmodel costmodel_from_gpu(const gpu_cfg *gpu);
  * achievable, pcie_GBps; alphas from latency_us (nvlink, same_leaf). */
 costmodel costmodel_from_cluster(const cluster_cfg *c);
 /* Load `path` when non-empty (relative paths: as given, then under MOESIM_SOURCE_DIR), else build
- * costmodel_from_cluster(&s->cluster). The one call the simulator makes. */
+ * costmodel_from_cluster(&s->cluster). A loaded model without an FP4 peak takes the cluster GPU's
+ * (cluster.gpu.fp4_tflops). The one call the simulator makes. */
 int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err);
 
 /* ---- predictions (pure; seconds) --------------------------------------------------------------- */
 
 /* One GEMM C[m x n] = A[m x k] B[k x n] in `dt` (inputs dt, output BF16, FP32 for FP32). 0 if any
- * dimension is <= 0. */
+ * dimension is <= 0. A compute recipe (recipes.h) runs at its base peak times its rate; its casts
+ * are priced apart (costmodel_cast_s). */
 double costmodel_gemm_s(const costmodel *cm, double m, double n, double k, dtype_kind dt);
 /* Achieved fraction of peak for that GEMM (without launch): eff(I) above. */
 double costmodel_gemm_eff(const costmodel *cm, double m, double n, double k, dtype_kind dt);
@@ -122,10 +127,15 @@ double costmodel_gemm_eff(const costmodel *cm, double m, double n, double k, dty
 double costmodel_grouped_gemm_s(const costmodel *cm, const double *tokens, int n_experts,
                                 double n, double k, dtype_kind dt);
 /* Forward of SwiGLU experts on one rank: gate+up grouped GEMM (n = 2 ffn, k = hidden), the SwiGLU
- * pointwise kernel (memory-bound), down grouped GEMM (n = hidden, k = ffn). Backward ~ 2x the GEMMs
- * (dgrad + wgrad); callers multiply as their schedule needs. */
+ * pointwise kernel (memory-bound), down grouped GEMM (n = hidden, k = ffn), and the recipe's casts
+ * of both GEMM inputs (costmodel_cast_s). Backward ~ 2x the GEMMs (dgrad + wgrad); callers multiply
+ * as their schedule needs. */
 double costmodel_expert_ffn_fwd_s(const costmodel *cm, const double *tokens, int n_experts,
                                   double hidden, double ffn, dtype_kind dt);
+/* The extra cast work of a quantized recipe (recipes.h) over `elements` GEMM-input elements: a
+ * memory-bound pass of elements x cast_extra_B bytes; 0 for BF16/FP16/FP32 and for the reference
+ * fp8. */
+double costmodel_cast_s(const costmodel *cm, double elements, dtype_kind dt);
 /* Memory-bound kernel moving `bytes` (read + written). */
 double costmodel_memory_bound_s(const costmodel *cm, double bytes);
 /* Same with the per-kernel fit for `kernel` when the model has one, else the memory model. */

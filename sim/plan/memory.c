@@ -4,10 +4,9 @@
 #include <math.h>
 
 #include "sim/plan/pipeline_forms.h"
+#include "sim/plan/recipes.h"
 
 #define FP32_B 4.0
-/* An FP8 element plus its share of one FP32 scale per 1x128 tile (DeepSeek-V3 §3.3.2, Fig. 7a) */
-#define FP8_TILE_B (1.0 + FP32_B / 128.0)
 
 /* Byte widths of cached activations under one precision config (memory.h). */
 typedef struct {
@@ -20,12 +19,13 @@ typedef struct {
 
 static act_widths widths_of(const precision_cfg *prec) {
     act_widths w;
-    int fp8 = prec->compute == DT_FP8;
+    const quant_recipe *q = quant_recipe_of(prec->compute);
     w.act = prec->compute == DT_FP32 ? FP32_B : 2.0;
-    w.lin = fp8 ? FP8_TILE_B : w.act;
+    w.lin = q ? q->cached_B : w.act;
     w.moe_sw = w.lin;                       /* §3.3.2 (2): SwiGLU inputs in MoE cached in FP8 */
     w.attn_o = w.act;                       /* §3.3.2 (1): E5M6, counted in a 16-bit container */
-    double d = prec->dispatch == DT_FP8 ? FP8_TILE_B : dtype_bytes(prec->dispatch);
+    /* an FP8 dispatch carries DeepSeek-V3's 1x128 tiles with their FP32 scales (§3.3.2, Fig. 7a) */
+    double d = prec->dispatch == DT_FP8 ? quant_recipe_of(DT_FP8)->cached_B : dtype_bytes(prec->dispatch);
     w.disp = d < w.lin ? d : w.lin;         /* the received copy, or its FP8 quantization */
     return w;
 }
@@ -97,7 +97,8 @@ void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, ac
 }
 
 void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out) {
-    out->weight = dtype_bytes(prec->compute);
+    const quant_recipe *q = quant_recipe_of(prec->compute);
+    out->weight = q ? q->weight_B : dtype_bytes(prec->compute);
     out->grad = 2.0;                                       /* BF16 gradients: seed 000 §1.3 */
     out->master = dtype_bytes(prec->master);
     out->moments = 2.0 * (prec->master == DT_FP32 ? FP32_B : 2.0);   /* Adam m and v */

@@ -31,6 +31,8 @@
  *    every cached Linear input is FP8 with one FP32 scale per 1x128 tile (1 + 4/128 B), the inputs of
  *    the MoE SwiGLU (gate and up outputs) likewise, and the input of the Linear after attention (also
  *    flash attention's saved output) E5M6 — counted as 2 B: the report does not say it is packed.
+ *    The other compute recipes (fp8-cs, mxfp8, nvfp4) cache their GEMM inputs at their own element
+ *    and scale widths and hold weights at their own width (sim/plan/recipes.h).
  *    MoE: the expert tensors of a token live on the rank that computes the expert; under uniform
  *    routing a rank receives as many token copies as it sends, top_k per token, so per token of its
  *    own the rank holds top_k copies of: the dispatched input (FP8 when dispatched in FP8), the

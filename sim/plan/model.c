@@ -55,13 +55,33 @@ static double ffn_params(const model_cfg *m, double inner) {
     return (m->ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * (double)m->hidden * inner;
 }
 
+static double attn_core_keys(const model_cfg *m, double keys) {
+    double H = m->heads;
+    return 2.0 * keys * H * qk_dim_of(m) + 2.0 * keys * H * v_dim_of(m);
+}
+
+double model_attn_core_window_flops(const model_cfg *m, double seq_len, double window) {
+    /* each query's keys are min(position, w): on average w - w^2/(2s) for w < s (model.h) */
+    if (window <= 0 || window >= seq_len) return model_attn_core_flops(m, seq_len);
+    return attn_core_keys(m, window - window * window / (2.0 * seq_len));
+}
+
+int model_layer_windowed(const model_cfg *m, int layer) {
+    if (m->sliding_window <= 0) return 0;
+    int k = m->global_attention_every;
+    return k <= 0 || layer % k != k - 1;
+}
+
+layer_kind model_layer_kind(const model_cfg *m, int layer) {
+    int moe = m->experts > 0 && m->dense_layers < m->layers;
+    if (layer >= m->layers) return moe ? LAYER_MOE : LAYER_DENSE;
+    int k = (m->experts > 0 && layer >= m->dense_layers) ? LAYER_MOE : LAYER_DENSE;
+    return (layer_kind)(model_layer_windowed(m, layer) ? k + LAYER_DENSE_WINDOW : k);
+}
+
 double model_attn_core_flops(const model_cfg *m, double seq_len) {
     /* per token: its query meets s/2 keys on average under the causal mask (convention, model.h) */
-    double keys = 0.5 * seq_len;
-    double H = m->heads;
-    double scores = 2.0 * keys * H * qk_dim_of(m);
-    double values = 2.0 * keys * H * v_dim_of(m);
-    return scores + values;
+    return attn_core_keys(m, 0.5 * seq_len);
 }
 
 void model_count(const model_cfg *m, model_counts *out) {
@@ -115,7 +135,23 @@ void model_count(const model_cfg *m, model_counts *out) {
     double attn_layer = out->fwd_attn_proj + out->fwd_attn_core;
     out->fwd_dense_layer = attn_layer + out->fwd_dense_ffn;
     out->fwd_moe_layer = attn_layer + out->fwd_shared + out->fwd_routed + out->fwd_router;
-    out->fwd_total = Ld * out->fwd_dense_layer + Lm * out->fwd_moe_layer + out->fwd_head;
+    out->fwd_attn_core_window = model_attn_core_window_flops(m, m->seq_len, m->sliding_window);
+    for (int l = 0; l < m->layers; l++) out->window_layers += model_layer_windowed(m, l);
+    out->fwd_total = Ld * out->fwd_dense_layer + Lm * out->fwd_moe_layer + out->fwd_head -
+                     out->window_layers * (out->fwd_attn_core - out->fwd_attn_core_window);
+
+    /* ---- multi-token prediction (model.h): a block of the last block's kind, 2 norms on the
+     * inputs, the projection M (2h -> h), a final norm; the embedding and head are shared ---- */
+    out->mtp_layers = m->mtp_layers;
+    out->mtp_moe = moe && out->moe_layers > 0;
+    out->mtp_proj = 2.0 * h * h;
+    out->mtp_norms = 3.0 * h;
+    double block = attn + out->layer_norms + (out->mtp_moe ? out->router + out->shared : out->dense_ffn);
+    double mtp_own = out->mtp_proj + out->mtp_norms;
+    out->params_mtp = m->mtp_layers * (block + mtp_own + (out->mtp_moe ? m->experts * out->expert : 0.0));
+    out->params_mtp_active = m->mtp_layers * (block + mtp_own + (out->mtp_moe ? m->top_k * out->expert : 0.0));
+    out->fwd_mtp = (out->mtp_moe ? out->fwd_moe_layer : out->fwd_dense_layer) + 2.0 * out->mtp_proj + out->fwd_head;
+    out->fwd_total += m->mtp_layers * out->fwd_mtp;
     out->flops_per_token = 3.0 * out->fwd_total;
     out->flops_per_token_6n = 6.0 * out->params_active;
 }

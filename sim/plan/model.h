@@ -18,12 +18,27 @@
  *  - Active parameters: everything a token passes through: all dense parameters (attention, dense
  *    FFN, norms, router, embedding and output head) plus shared experts plus top_k routed experts.
  *    This is how Mixtral's 12.9B and DeepSeek-V3's 37B are counted (both include embedding and head).
- *    DeepSeek-V3's published 671B / 37B exclude its multi-token-prediction module (14B), which the
- *    preset does not model. */
+ *  - Multi-token prediction (model.mtp_layers, DeepSeek-V3 §2.2): each MTP module is one block of
+ *    the kind of the model's last block (MoE for DeepSeek-V3), two RMSNorms on its inputs (the
+ *    previous depth's hidden state and the next token's embedding), the projection M (2h -> h) and
+ *    a final RMSNorm; it shares the embedding and the output head with the main model, whose head
+ *    it runs once more (its own loss). Published totals (671B / 37B) exclude it: params_total and
+ *    params_active do too, params_mtp holds it. FLOPs per token DO count it (fwd_mtp, in
+ *    flops_per_token), as Megatron-LM's num_floating_point_operations does for the published
+ *    Megatron throughputs (the MTP block, its projection and one more logit GEMM per module).
+ *  - Sliding-window attention (model.sliding_window w, model.global_attention_every): a windowed
+ *    block's query meets on average w - w^2/(2s) keys instead of s/2 (the causal convention above
+ *    with each query's keys capped at w; equal to s/2 at w = s). */
 #ifndef MOESIM_MODEL_H
 #define MOESIM_MODEL_H
 
 #include "sim/scenario/scenario.h"
+
+/* The kinds of transformer block, as the price table (plan_compute.h) and the step program see them:
+ * dense FFN or MoE, full or sliding-window attention. */
+typedef enum { LAYER_DENSE = 0, LAYER_MOE, LAYER_DENSE_WINDOW, LAYER_MOE_WINDOW, LAYER_NKINDS } layer_kind;
+static inline int layer_kind_is_moe(layer_kind k) { return k == LAYER_MOE || k == LAYER_MOE_WINDOW; }
+static inline int layer_kind_is_window(layer_kind k) { return k >= LAYER_DENSE_WINDOW; }
 
 typedef struct {
     int layers, dense_layers, moe_layers;
@@ -56,7 +71,17 @@ typedef struct {
     double fwd_router;       /* router of one MoE layer */
     double fwd_head;         /* output head (also when tied: the matmul is done either way) */
     double fwd_dense_layer, fwd_moe_layer;   /* whole layers */
-    double fwd_total;        /* per token, whole model */
+    double fwd_attn_core_window; /* Q K^T + A V of one windowed layer (= fwd_attn_core without windows) */
+    int window_layers;       /* blocks with sliding-window attention */
+    double fwd_total;        /* per token, whole model incl. MTP */
+    /* ---- multi-token prediction (per module; mtp_layers of them) ---- */
+    int mtp_layers;
+    int mtp_moe;             /* the MTP block is an MoE block */
+    double mtp_proj;         /* the projection M: 2h x h */
+    double mtp_norms;        /* enorm, hnorm, final norm: 3h */
+    double params_mtp;       /* all modules: block + projection + norms (embedding and head shared) */
+    double params_mtp_active;
+    double fwd_mtp;          /* one module per token: block (full attention) + projection + its head GEMM */
     double flops_per_token;  /* fwd + bwd = 3 x fwd_total */
     double flops_per_token_6n; /* 6 x params_active: the seed's estimate */
 } model_counts;
@@ -68,5 +93,13 @@ void model_count(const model_cfg *m, model_counts *out);
 /* The seq_len-independent part of a layer's forward FLOPs per token is 2 x params; this returns the
  * attention score+value FLOPs per token of one layer for sequence length s (causal = half). */
 double model_attn_core_flops(const model_cfg *m, double seq_len);
+/* The same for a block with sliding window w (w <= 0 or w >= seq_len: the full causal count). */
+double model_attn_core_window_flops(const model_cfg *m, double seq_len, double window);
+/* Does block `layer` (0-based) use the sliding window? */
+int model_layer_windowed(const model_cfg *m, int layer);
+/* The kind of block `layer`: MoE when the model has experts and layer >= dense_layers; windowed as
+ * model_layer_windowed says. An MTP block (layer >= layers) has the kind of the last block, with
+ * full attention. */
+layer_kind model_layer_kind(const model_cfg *m, int layer);
 
 #endif

@@ -4,11 +4,24 @@
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
+void stage_layer_range(int layers, int pp, int stage, int *first, int *end) {
+    *first = (int)((long)stage * layers / pp);
+    *end = (int)((long)(stage + 1) * layers / pp);
+}
+
 void stage_layers(int layers, int dense_layers, int pp, int stage, int *n_dense, int *n_moe) {
-    long lo = (long)stage * layers / pp, hi = (long)(stage + 1) * layers / pp;
-    int d = imax(0, imin((int)hi, dense_layers) - (int)lo);
+    int lo, hi;
+    stage_layer_range(layers, pp, stage, &lo, &hi);
+    int d = imax(0, imin(hi, dense_layers) - lo);
     *n_dense = d;
-    *n_moe = (int)(hi - lo) - d;
+    *n_moe = hi - lo - d;
+}
+
+void stage_layer_kinds(const model_cfg *m, int pp, int stage, int n[LAYER_NKINDS]) {
+    int lo, hi;
+    stage_layer_range(m->layers, pp, stage, &lo, &hi);
+    for (int k = 0; k < LAYER_NKINDS; k++) n[k] = 0;
+    for (int l = lo; l < hi; l++) n[model_layer_kind(m, l)]++;
 }
 
 double bubble_1f1b(int p, int m) { return (double)(p - 1) / (double)(m + p - 1); }

@@ -5,12 +5,16 @@
 #ifndef MOESIM_PIPELINE_FORMS_H
 #define MOESIM_PIPELINE_FORMS_H
 
+#include "sim/plan/model.h"
 #include "sim/scenario/scenario.h"
 
 /* Layers [first, first+count) of stage `stage` of `pp`: the balanced split floor(s L / pp), so that
  * stage sizes differ by at most one layer. Of those, how many fall among the first `dense_layers`
  * (dense FFN) and how many after (MoE). */
 void stage_layers(int layers, int dense_layers, int pp, int stage, int *n_dense, int *n_moe);
+/* The same split as a range [*first, *end) of blocks, and the blocks of each layer_kind in it. */
+void stage_layer_range(int layers, int pp, int stage, int *first, int *end);
+void stage_layer_kinds(const model_cfg *m, int pp, int stage, int n[LAYER_NKINDS]);
 
 /* Bubble fraction of 1F1B with p stages and m micro-batches: (p - 1) / (m + p - 1). */
 double bubble_1f1b(int p, int m);

@@ -187,11 +187,11 @@ static void add_scaled(stage_time *st, const pass_times *p, double n) {
 
 static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
     const layout_cfg *lay = &x->s->layout;
-    int nd, nm;
+    int nd, nm, nk[LAYER_NKINDS];
     stage_layers(x->mc.layers, x->mc.dense_layers, lay->pp, stage, &nd, &nm);
+    stage_layer_kinds(&x->s->model, lay->pp, stage, nk);
     memset(st, 0, sizeof *st);
-    add_scaled(st, &x->lc.dense_layer, nd);
-    add_scaled(st, &x->lc.moe_layer, nm);
+    for (int k = 0; k < LAYER_NKINDS; k++) add_scaled(st, &x->lc.layer[k], nk[k]);
     if (stage == 0) add_scaled(st, &x->lc.embed, 1);
     if (stage == lay->pp - 1) add_scaled(st, &x->lc.head, 1);
     st->F *= x->sm_slow; st->B *= x->sm_slow; st->W *= x->sm_slow; st->R *= x->sm_slow;
@@ -456,7 +456,7 @@ int plan_evaluate_with_costmodel(const scenario *s, const costmodel *cm, plan_re
 typedef struct {
     char calibration[SCN_PATH_MAX];
     char gpu_name[SCN_NAME_MAX];
-    double bf16_tflops, fp8_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
+    double bf16_tflops, fp8_tflops, fp4_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
 } costmodel_key;
 
 static costmodel_key key_of(const scenario *s) {
@@ -466,6 +466,7 @@ static costmodel_key key_of(const scenario *s) {
     snprintf(k.gpu_name, sizeof k.gpu_name, "%s", s->cluster.gpu.name);
     k.bf16_tflops = s->cluster.gpu.bf16_tflops;
     k.fp8_tflops = s->cluster.gpu.fp8_tflops;
+    k.fp4_tflops = s->cluster.gpu.fp4_tflops;
     k.hbm_GBps = s->cluster.gpu.hbm_GBps;
     k.nvlink_GBps = s->cluster.nvlink_GBps;
     k.nic_gbps = s->cluster.nic_gbps;

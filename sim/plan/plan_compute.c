@@ -36,6 +36,11 @@ static double gemm(const shapes *x, double *row, roles r, double M, double N, do
     row[r.f] += f;
     row[r.b] += costmodel_gemm_s(x->cm, M, K, N, dt);
     row[r.w] += costmodel_gemm_s(x->cm, K, N, M, dt);
+    /* a quantized recipe casts the activation input (forward) and the output gradient (backward) */
+    if (dtype_is_quantized(dt)) {
+        row[r.f] += costmodel_cast_s(x->cm, M * K, dt);
+        row[r.b] += costmodel_cast_s(x->cm, M * N, dt);
+    }
     return f;
 }
 
@@ -82,8 +87,9 @@ static void ffn(const shapes *x, double *row, roles r, double f, double *sel_s) 
     *sel_s += a;
 }
 
-/* Attention block: norm pass, projections, core. *sel_s gets what selective recompute re-runs. */
-static void attention(const shapes *x, double *row, double *sel_s) {
+/* Attention block: norm pass, projections, core (sliding window when `window`). *sel_s gets what
+ * selective recompute re-runs. */
+static void attention(const shapes *x, double *row, double *sel_s, int window) {
     const model_cfg *m = x->m;
     double h = m->hidden, H = m->heads, tp = x->tp;
     double v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
@@ -106,7 +112,8 @@ static void attention(const shapes *x, double *row, double *sel_s) {
         double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
         gemm(x, row, R_ATTN, x->T, (H * m->head_dim + kv * m->head_dim + kv * v) / tp, h, x->dt);
     }
-    double core = x->T * model_attn_core_flops(m, m->seq_len) / tp;
+    double core = x->T * (window ? model_attn_core_window_flops(m, m->seq_len, m->sliding_window)
+                                 : model_attn_core_flops(m, m->seq_len)) / tp;
     row[K_ATTN_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
     row[K_ATTN_BWD_INPUT] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
     gemm(x, row, R_ATTN, x->T, h, H * v / tp, x->dt);                          /* o */
@@ -151,7 +158,7 @@ op_phase compute_kernel_phase(kernel_kind k) {
 }
 
 kernel_kind compute_recompute_kernel(layer_kind lk) {
-    return lk == LAYER_MOE ? K_UNPERMUTE_BWD : K_DENSE_FFN_BWD_INPUT;
+    return layer_kind_is_moe(lk) ? K_UNPERMUTE_BWD : K_DENSE_FFN_BWD_INPUT;
 }
 
 static int is_layer_kernel(kernel_kind k) {
@@ -172,6 +179,27 @@ static double recompute_s(recompute_kind rc, const double *row, double sel_s) {
     return 0;
 }
 
+/* One layer row: attention, then norm pass + dense FFN, or norm pass + router, shared experts,
+ * permute, experts, unpermute. Returns what selective recompute re-runs. */
+static double layer_row(const shapes *x, const scenario *s, int moe, int window, double *row) {
+    const model_cfg *m = &s->model;
+    double sel = 0, h = m->hidden;
+    attention(x, row, &sel, window);
+    if (!moe) {
+        norm_pass(x, row, R_DENSE, &sel);
+        ffn(x, row, R_DENSE, m->ffn_hidden, &sel);
+        return sel;
+    }
+    norm_pass(x, row, R_ROUTER, &sel);
+    gemm(x, row, R_ROUTER, x->T_sp, m->experts, h, DT_BF16);                  /* gating in BF16 */
+    if (m->shared_experts > 0) ffn(x, row, R_SHARED, (double)m->shared_experts * m->expert_hidden, &sel);
+    double pairs_h = x->T * m->top_k * h;                                      /* as the program counts */
+    mem(x, row, R_PERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.dispatch), 2.0 * pairs_h * BF16_B);
+    routed_experts(x, &s->layout, row, &sel);
+    mem(x, row, R_UNPERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.combine), 2.0 * pairs_h * BF16_B);
+    return sel;
+}
+
 void compute_price_table(const scenario *s, const model_counts *mc, const costmodel *cm, double T,
                          kernel_price_table *out) {
     memset(out, 0, sizeof *out);
@@ -181,34 +209,25 @@ void compute_price_table(const scenario *s, const model_counts *mc, const costmo
     double h = m->hidden;
     out->T = T;
 
-    /* dense layer: attention, then norm pass + FFN */
-    double sel = 0, *d = out->s[LAYER_DENSE];
-    attention(&x, d, &sel);
-    norm_pass(&x, d, R_DENSE, &sel);
-    ffn(&x, d, R_DENSE, m->ffn_hidden, &sel);
-    out->recompute_s[LAYER_DENSE] = recompute_s(lay->recompute, d, sel);
-
-    /* MoE layer: attention, then norm pass + router, shared experts, permute, experts, unpermute */
-    double *e = out->s[LAYER_MOE];
-    if (m->experts > 0 && mc->moe_layers > 0) {
-        sel = 0;
-        attention(&x, e, &sel);
-        norm_pass(&x, e, R_ROUTER, &sel);
-        gemm(&x, e, R_ROUTER, x.T_sp, m->experts, h, DT_BF16);                 /* gating in BF16 */
-        if (m->shared_experts > 0) ffn(&x, e, R_SHARED, (double)m->shared_experts * m->expert_hidden, &sel);
-        double pairs_h = x.T * m->top_k * h;                                   /* as the program counts */
-        mem(&x, e, R_PERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.dispatch), 2.0 * pairs_h * BF16_B);
-        routed_experts(&x, lay, e, &sel);
-        mem(&x, e, R_UNPERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.combine), 2.0 * pairs_h * BF16_B);
-        out->recompute_s[LAYER_MOE] = recompute_s(lay->recompute, e, sel);
-    } else {
-        memcpy(e, d, sizeof out->s[LAYER_DENSE]);
-        out->recompute_s[LAYER_MOE] = out->recompute_s[LAYER_DENSE];
+    /* the rows of the kinds the model has; a missing kind is its nearest one (MoE -> dense,
+     * windowed -> full), so that every row is defined */
+    int has_moe = m->experts > 0 && mc->moe_layers > 0, has_window = mc->window_layers > 0;
+    for (int k = 0; k < LAYER_NKINDS; k++) {
+        int moe = layer_kind_is_moe((layer_kind)k) && has_moe;
+        int window = layer_kind_is_window((layer_kind)k) && has_window;
+        int same = (moe ? LAYER_MOE : LAYER_DENSE) + (window ? LAYER_DENSE_WINDOW : 0);
+        if (same != k) {
+            memcpy(out->s[k], out->s[same], sizeof out->s[k]);
+            out->recompute_s[k] = out->recompute_s[same];
+            continue;
+        }
+        double sel = layer_row(&x, s, moe, window, out->s[k]);
+        out->recompute_s[k] = recompute_s(lay->recompute, out->s[k], sel);
     }
 
     /* embedding gather (read the rows, write the activations) and its scatter-add backward; final
      * RMSNorm, head GEMM in BF16, cross-entropy: read BF16 logits and keep them in FP32 forward, read
-     * them and write the BF16 logit gradient backward. Both rows carry them. */
+     * them and write the BF16 logit gradient backward. Every row carries them. */
     double end[K_NKINDS] = {0};
     mem(&x, end, R_EMBED, 4.0 * x.T * h, 4.0 * x.T * h);
     mem(&x, end, R_HEAD, norm_only_bytes(&x), 2.0 * norm_only_bytes(&x));
@@ -241,8 +260,7 @@ void plan_price_layers(const scenario *s, const model_counts *mc, const costmode
     memset(out, 0, sizeof *out);
     kernel_price_table tab;
     compute_price_table(s, mc, cm, (double)s->layout.micro_batch * s->model.seq_len, &tab);
-    out->dense_layer = sum_row(tab.s[LAYER_DENSE], 1, tab.recompute_s[LAYER_DENSE]);
-    out->moe_layer = sum_row(tab.s[LAYER_MOE], 1, tab.recompute_s[LAYER_MOE]);
+    for (int k = 0; k < LAYER_NKINDS; k++) out->layer[k] = sum_row(tab.s[k], 1, tab.recompute_s[k]);
     /* embedding and head share one row; split them by kernel */
     double emb[K_NKINDS] = {0}, head[K_NKINDS] = {0};
     emb[K_EMBED_FWD] = tab.s[LAYER_DENSE][K_EMBED_FWD];

@@ -63,12 +63,13 @@
 #include "sim/plan/kernels.h"
 #include "sim/scenario/scenario.h"
 
-typedef enum { LAYER_DENSE = 0, LAYER_MOE, LAYER_NKINDS } layer_kind;
-
 /* Seconds of each program kernel for one micro-batch of T tokens on one GPU, by the kind of layer it
- * runs in (attention is the same in both rows; K_DENSE_FFN_* is 0 in the MoE row, the MoE kernels 0
- * in the dense row). Embedding and head kernels stand in both rows. Without MoE layers the MoE row
- * is the dense row. Kernels the table does not price (K_NONE, K_OPTIMIZER) are 0. */
+ * runs in (layer_kind, model.h: attention is the same in the dense and MoE rows, the windowed rows
+ * differ from them only in the attention core; K_DENSE_FFN_* is 0 in the MoE rows, the MoE kernels 0
+ * in the dense rows). Embedding and head kernels stand in every row. Without MoE layers the MoE rows
+ * are the dense rows, without windowed layers the windowed rows the full ones. Kernels the table
+ * does not price (K_NONE, K_OPTIMIZER) are 0. GEMMs in a quantized recipe (recipes.h) carry its
+ * cast of their activation input (forward) and output gradient (backward). */
 typedef struct {
     double T;                                   /* tokens of the micro-batch priced */
     double s[LAYER_NKINDS][K_NKINDS];
@@ -92,8 +93,9 @@ op_phase compute_kernel_phase(kernel_kind k);
 typedef struct { double fwd_s, bwd_s, wgrad_s, recompute_s; } pass_times;
 
 typedef struct {
-    pass_times dense_layer;   /* attention + dense FFN */
-    pass_times moe_layer;     /* attention + router + shared + routed experts + permute/unpermute */
+    /* per layer kind: attention + dense FFN, or attention + router + shared + routed experts +
+     * permute/unpermute; full or windowed attention */
+    pass_times layer[LAYER_NKINDS];
     pass_times embed;         /* first stage */
     pass_times head;          /* last stage: final norm, head GEMM, cross-entropy */
 } plan_layer_costs;

@@ -288,6 +288,10 @@ typedef struct {
 } layer_info;
 
 static int is_moe(const layer_info *li, int layer) { return li->mc.moe_layers > 0 && layer >= li->moe_first; }
+/* attention score + value FLOPs per token of block `layer` (sliding window or full) */
+static double attn_core(const program *p, const layer_info *li, int layer) {
+    return model_layer_windowed(&p->scn->model, layer) ? li->mc.fwd_attn_core_window : li->mc.fwd_attn_core;
+}
 
 /* ---- op buffer with local indices ------------------------------------------------------------------------- */
 typedef struct { program_op *v; int n, cap; } op_buf;
@@ -368,7 +372,7 @@ static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
     for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
         double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
         last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
-                       T * (li->mc.fwd_attn_proj + li->mc.fwd_attn_core) / tp, attn_w + 6 * T * li->act_bytes, T, last, -1);
+                       T * (li->mc.fwd_attn_proj + attn_core(p, li, l)) / tp, attn_w + 6 * T * li->act_bytes, T, last, -1);
         last = tp_ar(b, g, PHASE_F, l, c, mb, last);
         if (!is_moe(li, l)) {
             last = compute(b, K_DENSE_FFN_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
@@ -465,7 +469,7 @@ static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int
                            li->mc.router * li->wbytes + T * li->act_bytes, T, perm, -1);
         }
         last = compute(b, K_ATTN_BWD_INPUT, PHASE_B, l, c, mb,
-                       T * (li->mc.fwd_attn_proj + 2 * li->mc.fwd_attn_core) / tp,
+                       T * (li->mc.fwd_attn_proj + 2 * attn_core(p, li, l)) / tp,
                        (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 8 * T * li->act_bytes, T, last, -1);
         last = tp_ar(b, g, PHASE_B, l, c, mb, last);
         if (with_w) {

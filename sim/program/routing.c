@@ -66,6 +66,10 @@ struct routing_scratch {
     uint32_t *sent_rank, *sent_node;                 /* accounting stamps, [n], [n_nodes] */
     uint32_t tok;          /* current token stamp (1-based within a draw) */
     int64_t assignments, dropped, over, empty;
+    /* balanced law: per draw, a random order of the units (nodes, groups or one) and of the experts
+     * inside each unit (unit u's experts are unit_experts[unit_start[u] .. unit_start[u+1]-1]) */
+    int n_units, unit_pick;            /* units, units per token */
+    int *unit_order, *unit_start, *unit_experts, *unit_used;
 };
 
 /* ---- seeding ------------------------------------------------------------------------------------ */
@@ -127,7 +131,7 @@ static int validate(const scenario *s, const int *group_gpus, int tokens_per_ran
     if (!(r->capacity_factor == r->capacity_factor))
         return bad_dbl(err, s, "routing.capacity_factor", r->capacity_factor, "a number");
     switch (r->distribution) {
-    case ROUTE_UNIFORM: case ROUTE_TRACE: break;
+    case ROUTE_UNIFORM: case ROUTE_TRACE: case ROUTE_BALANCED: break;
     case ROUTE_ZIPF:
         if (!(r->zipf_s >= 0.0 && isfinite(r->zipf_s)))
             return bad_dbl(err, s, "routing.zipf_s", r->zipf_s, "zipf_s >= 0");
@@ -305,6 +309,7 @@ static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
         break;
     }
     case ROUTE_UNIFORM:
+    case ROUTE_BALANCED:
     case ROUTE_HOT:
         c->n_laws = 1;
         c->weights = malloc((size_t)E * sizeof *c->weights);
@@ -453,6 +458,10 @@ static void scratch_free(routing_scratch *x) {
     free(x->seen_node);
     free(x->sent_rank);
     free(x->sent_node);
+    free(x->unit_order);
+    free(x->unit_start);
+    free(x->unit_experts);
+    free(x->unit_used);
     free(x);
 }
 
@@ -469,8 +478,14 @@ static routing_scratch *scratch_alloc(const routing_ctx *c) {
     x->seen_node = malloc(nn * sizeof *x->seen_node);
     x->sent_rank = malloc(n * sizeof *x->sent_rank);
     x->sent_node = malloc(nn * sizeof *x->sent_node);
+    size_t units = (size_t)(c->n_groups > c->n_nodes ? c->n_groups : c->n_nodes);
+    x->unit_order = malloc(units * sizeof *x->unit_order);
+    x->unit_start = malloc((units + 1) * sizeof *x->unit_start);
+    x->unit_experts = malloc(E * sizeof *x->unit_experts);
+    x->unit_used = malloc(units * sizeof *x->unit_used);
     if (!x->rng || !x->load || !x->pairs || !x->node_pairs || !x->seen_expert || !x->seen_group ||
-        !x->seen_node || !x->sent_rank || !x->sent_node) {
+        !x->seen_node || !x->sent_rank || !x->sent_node || !x->unit_order || !x->unit_start ||
+        !x->unit_experts || !x->unit_used) {
         scratch_free(x);
         return NULL;
     }
@@ -631,6 +646,51 @@ static inline __attribute__((always_inline)) int choose_token(const routing_ctx 
     return p.got;
 }
 
+/* ---- the balanced law -----------------------------------------------------------------------------------
+ * Forced balance made exact. The token's experts come from `pick` units: the nodes of the group under
+ * node-limited routing (pick = node_limit), else the expert groups under group-limited routing (pick =
+ * topk_groups), else one unit of all experts. Token g (arrival order) visits the units at positions
+ * g*pick .. g*pick+pick-1 (mod units) of this draw's random unit order and takes, from each, the next
+ * K/pick experts (the remainder spread over rotating positions) of that unit's random expert order,
+ * cyclically. Every unit is visited G*pick/units times and every expert of a unit takes the same
+ * number of pairs: with G tokens, each expert receives exactly G*K/E pairs whenever the counts
+ * divide (each of equally sized units; pick divides K), the token's experts are distinct and
+ * respect the node or group limit. The draw's randomness is in the two orders only. */
+static void balanced_begin(const routing_ctx *c, routing_scratch *x) {
+    int by_node = c->nodes_on, by_group = !by_node && c->groups_on;
+    int U = by_node ? c->n_nodes : by_group ? c->n_groups : 1;
+    x->n_units = U;
+    x->unit_pick = by_node ? c->node_limit : by_group ? c->topk_groups : 1;
+    int at = 0;
+    for (int u = 0; u < U; u++) {
+        x->unit_start[u] = at;
+        for (int e = 0; e < c->E; e++) {
+            int unit = by_node ? c->expert_node[e] : by_group ? c->expert_group[e] : 0;
+            if (unit == u) x->unit_experts[at++] = e;
+        }
+        x->unit_order[u] = u;
+        x->unit_used[u] = 0;
+    }
+    x->unit_start[U] = at;
+    gsl_ran_shuffle(x->rng, x->unit_order, (size_t)U, sizeof *x->unit_order);
+    for (int u = 0; u < U; u++)
+        gsl_ran_shuffle(x->rng, x->unit_experts + x->unit_start[u],
+                        (size_t)(x->unit_start[u + 1] - x->unit_start[u]), sizeof *x->unit_experts);
+}
+
+static int balanced_token(const routing_ctx *c, routing_scratch *x, uint64_t g, int32_t *out) {
+    int U = x->n_units, P = x->unit_pick, got = 0;
+    for (int a = 0; a < P; a++) {
+        int u = x->unit_order[(g * (uint64_t)P + (uint64_t)a) % (uint64_t)U];
+        int take = c->K / P + ((int)((a + g) % (uint64_t)P) < c->K % P);
+        int n_u = x->unit_start[u + 1] - x->unit_start[u];
+        for (int b = 0; b < take && b < n_u; b++)
+            out[got++] = x->unit_experts[x->unit_start[u] + (x->unit_used[u] + b) % n_u];
+        x->unit_used[u] = (x->unit_used[u] + take) % (n_u > 0 ? n_u : 1);
+    }
+    return got;
+}
+
 /* ---- accounting -------------------------------------------------------------------------------------- */
 /* Token of source rank i with experts e[0..m-1]: capacity, drops, dedup per destination rank and node.
  * `rec` (may be NULL) receives the K slots as stored in routing_sample.choices. */
@@ -710,12 +770,14 @@ int routing_draw(const routing_ctx *ctx, int layer, int micro_batch, int group, 
     begin(c, x);
     gsl_rng_set(x->rng, routing_seed(c->seed, ROUTING_TAG_DRAW, layer, micro_batch, group));
     int law = routing_ctx_layer_law(c, layer);
+    int balanced = c->dist == ROUTE_BALANCED;
+    if (balanced) balanced_begin(c, x);
     int32_t picked[c->K];
     size_t T = (size_t)c->tokens_per_rank, K = (size_t)c->K;
     for (size_t t = 0; t < T; t++)
         for (int i = 0; i < c->n; i++) {
             x->tok++;
-            int m = choose_token(c, x, law, picked);
+            int m = balanced ? balanced_token(c, x, x->tok - 1, picked) : choose_token(c, x, law, picked);
             account_token(c, x, i, picked, m, s->choices ? s->choices + ((size_t)i * T + t) * K : NULL);
         }
     s->layer = layer;

@@ -22,6 +22,10 @@
  *            not of token-expert assignments: with distinct top-k an expert can receive at most 1/K of
  *            the assignments, so "60% of assignments" would be infeasible for K=8. For K=1 both agree.
  *            Uniform routing gives every expert K/E of the tokens (3.1% for DeepSeek-V3).
+ *   balanced Megatron's forced load balance (moe_router_force_load_balancing, the setting of the
+ *            published MoE benchmarks) made exact: every expert receives exactly its share T*K/E of
+ *            the pairs when the counts divide, the tokens' experts otherwise random and within the
+ *            group / node limits (routing.c, "the balanced law"). Nothing is over capacity.
  *   trace    p_e proportional to per-expert token counts read from routing.trace; MoE layer L uses
  *            trace layer L mod (layers in the file). Format (JSON, one file):
  *              {"format": "moesim-expert-load/1",

@@ -1,26 +1,46 @@
 /* presets.c — built-in models and clusters.
  *
- * Models: the published configurations (DeepSeek-V3 technical report and config.json; Mixtral
- * 8x7B; GPT-3 175B; Llama 3 405B). Clusters: public GPU specifications (REFERENCE.md §6) on an
- * 8-rail rail-optimized fabric of 512 nodes x 8 GPUs (seed 003). */
+ * Models: the published configurations, each with the figures its total and active parameter counts
+ * are checked against (tests/test_model.c, within 1.5%). Field values from the models' config.json
+ * (Hugging Face) and the papers below; the research notes behind them list the copies read
+ * (derived checkpoints carrying the official _name_or_path, Megatron-Bridge providers, MindSpeed
+ * configs). Clusters: public GPU specifications (REFERENCE.md §6) on an 8-rail rail-optimized fabric
+ * of 512 nodes x 8 GPUs (seed 003). */
 #include "sim/scenario/presets.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
-const char *const preset_model_names[] = {"deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama3-405b", NULL};
+const char *const preset_model_names[] = {"deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama3-405b",
+                                          "llama3-8b", "llama3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+                                          "gpt-oss-120b", "kimi-k2", "mixtral-8x22b", NULL};
 const char *const preset_cluster_names[] = {"h800-8rail", "h100-8rail", "h200-8rail", NULL};
 
+/* Llama 3 family ("The Llama 3 Herd of Models", arXiv:2407.21783, Table 3; config.json of
+ * meta-llama/Meta-Llama-3-8B, -70B and Llama-3.1-405B): GQA with 8 KV heads of 128, SwiGLU, RMSNorm,
+ * no biases, vocabulary 128,256, untied. Published: 8B, 70B, 405B. */
+#define LLAMA3(name, L, h, H, f, s)                                                                \
+    {.preset = name, .layers = L, .dense_layers = L, .hidden = h, .heads = H, .head_dim = 128,     \
+     .kv_heads = 8, .v_head_dim = 128, .ffn_hidden = f, .ffn_act = FFN_SWIGLU, .experts = 0,       \
+     .vocab = 128256, .seq_len = s, .attention = ATTN_GQA, .tie_embeddings = 0}
+
 static const model_cfg MODELS[] = {
+    /* DeepSeek-V3 technical report (arXiv:2412.19437) and config.json: 671B total, 37B active, both
+     * without the multi-token-prediction module (README_WEIGHTS.md: 14B more on disk). The report
+     * trains with one MTP module; the preset keeps the published 671B model (mtp_layers 0): set
+     * model.mtp_layers to 1 for the training recipe. */
     {.preset = "deepseek-v3", .layers = 61, .dense_layers = 3, .hidden = 7168, .heads = 128,
      .head_dim = 128, .kv_heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .rope_head_dim = 64,
      .v_head_dim = 128, .ffn_hidden = 18432, .ffn_act = FFN_SWIGLU, .experts = 256, .shared_experts = 1,
      .expert_hidden = 2048, .top_k = 8, .expert_groups = 8, .topk_groups = 4, .vocab = 129280,
      .seq_len = 4096, .attention = ATTN_MLA, .tie_embeddings = 0, .published_active_params = 37e9},
+    /* Mistral AI, "Mixtral of experts" (arXiv:2401.04088): 46.7B total, 12.9B active */
     {.preset = "mixtral-8x7b", .layers = 32, .dense_layers = 0, .hidden = 4096, .heads = 32,
      .head_dim = 128, .kv_heads = 8, .v_head_dim = 128, .ffn_hidden = 14336, .ffn_act = FFN_SWIGLU,
      .experts = 8, .shared_experts = 0, .expert_hidden = 14336, .top_k = 2, .vocab = 32000,
      .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 12.9e9},
+    /* Brown et al. 2020 (arXiv:2005.14165), Table 2.1: 175B */
     {.preset = "gpt3-175b", .layers = 96, .dense_layers = 96, .hidden = 12288, .heads = 96,
      .head_dim = 128, .kv_heads = 96, .v_head_dim = 128, .ffn_hidden = 49152, .ffn_act = FFN_GELU,
      .experts = 0, .vocab = 50257, .seq_len = 2048, .attention = ATTN_MHA, .tie_embeddings = 1,
@@ -29,6 +49,47 @@ static const model_cfg MODELS[] = {
      .head_dim = 128, .kv_heads = 8, .v_head_dim = 128, .ffn_hidden = 53248, .ffn_act = FFN_SWIGLU,
      .experts = 0, .vocab = 128256, .seq_len = 8192, .attention = ATTN_GQA, .tie_embeddings = 0,
      .published_active_params = 405e9},
+    LLAMA3("llama3-8b", 32, 4096, 32, 14336, 8192),
+    LLAMA3("llama3-70b", 80, 8192, 64, 28672, 8192),
+    /* Qwen3 MoE (Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json and model cards): every block MoE
+     * (no dense FFN, no shared expert), 128 experts top-8, GQA with 4 KV heads of 128 (per-head QK
+     * RMSNorm, 256 parameters a layer, not counted), vocabulary 151,936, untied. Published: 30.5B /
+     * 3.3B active and 235B / 22B active. */
+    {.preset = "qwen3-30b-a3b", .layers = 48, .dense_layers = 0, .hidden = 2048, .heads = 32,
+     .head_dim = 128, .kv_heads = 4, .v_head_dim = 128, .ffn_hidden = 6144, .ffn_act = FFN_SWIGLU,
+     .experts = 128, .shared_experts = 0, .expert_hidden = 768, .top_k = 8, .vocab = 151936,
+     .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 3.3e9},
+    {.preset = "qwen3-235b-a22b", .layers = 94, .dense_layers = 0, .hidden = 4096, .heads = 64,
+     .head_dim = 128, .kv_heads = 4, .v_head_dim = 128, .ffn_hidden = 12288, .ffn_act = FFN_SWIGLU,
+     .experts = 128, .shared_experts = 0, .expert_hidden = 1536, .top_k = 8, .vocab = 151936,
+     .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 22e9},
+    /* gpt-oss-120b (OpenAI model card, arXiv:2508.10925; openai/gpt-oss-120b config.json): 36 MoE
+     * blocks of 128 experts top-4 with expert width 2880 (SwiGLU), GQA 64 heads / 8 KV heads of 64,
+     * a 128-token sliding window on every other block (even blocks windowed, odd blocks full),
+     * vocabulary 201,088, untied. Attention and expert biases and the per-head attention sinks (0.04%
+     * of the parameters) are not counted (model.h). Published: 116.83B total, 5.13B active (the
+     * card's active count leaves out the embedding table). */
+    {.preset = "gpt-oss-120b", .layers = 36, .dense_layers = 0, .hidden = 2880, .heads = 64,
+     .head_dim = 64, .kv_heads = 8, .v_head_dim = 64, .ffn_hidden = 2880, .ffn_act = FFN_SWIGLU,
+     .experts = 128, .shared_experts = 0, .expert_hidden = 2880, .top_k = 4, .vocab = 201088,
+     .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 5.13e9,
+     .sliding_window = 128, .global_attention_every = 2},
+    /* Kimi K2 (MoonshotAI/Kimi-K2 README "Model Summary"; config as in DeepSeek-V3's architecture):
+     * 61 blocks of which the first is dense, MLA with 64 heads, 384 routed experts top-8 plus one
+     * shared, no group-limited routing, vocabulary 163,840, untied. Published: 1T / 32B (README),
+     * 1.04T / 32.6B (technical report, arXiv:2507.20534). */
+    {.preset = "kimi-k2", .layers = 61, .dense_layers = 1, .hidden = 7168, .heads = 64,
+     .head_dim = 128, .kv_heads = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .rope_head_dim = 64,
+     .v_head_dim = 128, .ffn_hidden = 18432, .ffn_act = FFN_SWIGLU, .experts = 384, .shared_experts = 1,
+     .expert_hidden = 2048, .top_k = 8, .expert_groups = 0, .topk_groups = 0, .vocab = 163840,
+     .seq_len = 4096, .attention = ATTN_MLA, .tie_embeddings = 0, .published_active_params = 32e9},
+    /* Mixtral 8x22B (mistralai/Mixtral-8x22B-Instruct-v0.1 config.json; Mistral AI, "Cheaper, Better,
+     * Faster, Stronger", 2024: 141B total, 39B active): 56 blocks, 8 experts top-2 of width 16,384,
+     * GQA 48 heads / 8 KV heads, vocabulary 32,768, untied. */
+    {.preset = "mixtral-8x22b", .layers = 56, .dense_layers = 0, .hidden = 6144, .heads = 48,
+     .head_dim = 128, .kv_heads = 8, .v_head_dim = 128, .ffn_hidden = 16384, .ffn_act = FFN_SWIGLU,
+     .experts = 8, .shared_experts = 0, .expert_hidden = 16384, .top_k = 2, .vocab = 32768,
+     .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 39e9},
 };
 
 /* 512 nodes x 8 GPUs, one 400 Gb/s NIC per GPU on its rail, 32 nodes under one leaf per rail. */
@@ -50,6 +111,61 @@ int preset_model(const char *name, model_cfg *out) {
     for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
         if (strcmp(MODELS[i].preset, name) == 0) { *out = MODELS[i]; return 0; }
     return -1;
+}
+
+/* DeepSeek-V3 trains in FP8 (report §3.3: blockwise FP8 GEMMs, FP8 dispatch, BF16 combine, FP32
+ * master weights); every other preset was published as a BF16 mixed-precision run. */
+void preset_model_precision(const char *name, unsigned given, precision_cfg *prec) {
+    precision_cfg p = {.compute = DT_BF16, .dispatch = DT_BF16, .combine = DT_BF16, .master = DT_FP32};
+    if (strcmp(name, "deepseek-v3") == 0)
+        p = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16, .master = DT_FP32};
+    if (!(given & 1u)) prec->compute = p.compute;
+    if (!(given & 2u)) prec->dispatch = p.dispatch;
+    if (!(given & 4u)) prec->combine = p.combine;
+    if (!(given & 8u)) prec->master = p.master;
+}
+
+/* A model without a preset: nothing inherited. The fields a scenario may leave out have neutral
+ * values (SwiGLU, no group-limited routing, untied, no published count, no MTP, no window);
+ * kv_heads and v_head_dim follow heads and head_dim unless given (preset_custom_model_check). */
+void preset_custom_model(model_cfg *m) {
+    memset(m, 0, sizeof *m);
+    m->ffn_act = FFN_SWIGLU;
+}
+
+int preset_custom_model_check(model_cfg *m, const cJSON *section, const char *file, moe_error *err) {
+    const char *need[24];
+    int n = 0;
+    static const char *const always[] = {"layers", "hidden", "heads", "head_dim", "vocab", "seq_len",
+                                         "attention", "experts"};
+    for (size_t i = 0; i < sizeof always / sizeof always[0]; i++) need[n++] = always[i];
+    int moe = m->experts > 0;
+    if (moe) { need[n++] = "top_k"; need[n++] = "expert_hidden"; need[n++] = "shared_experts";
+               need[n++] = "dense_layers"; }
+    if (!moe || m->dense_layers > 0) need[n++] = "ffn_hidden";
+    if (m->attention == ATTN_GQA) need[n++] = "kv_heads";
+    if (m->attention == ATTN_MLA) { need[n++] = "q_lora_rank"; need[n++] = "kv_lora_rank";
+                                    need[n++] = "rope_head_dim"; }
+    char missing[400] = "";
+    size_t len = 0;
+    int n_missing = 0;
+    for (int i = 0; i < n; i++) {
+        if (cJSON_GetObjectItemCaseSensitive(section, need[i])) continue;
+        len += (size_t)snprintf(missing + len, len < sizeof missing ? sizeof missing - len : 0, "%s\"%s\"",
+                                n_missing ? ", " : "", need[i]);
+        n_missing++;
+    }
+    if (n_missing) {
+        char val[460];
+        snprintf(val, sizeof val, "a model without a preset missing %s", missing);
+        return moe_error_input(err, file, "model", val,
+                               "every required field of a custom model (or a model.preset: %s)",
+                               "deepseek-v3, llama3-405b, ...");
+    }
+    if (!moe) m->dense_layers = m->layers;          /* a dense model: every block is dense */
+    if (!cJSON_GetObjectItemCaseSensitive(section, "kv_heads")) m->kv_heads = m->heads;
+    if (!cJSON_GetObjectItemCaseSensitive(section, "v_head_dim")) m->v_head_dim = m->head_dim;
+    return 0;
 }
 
 int preset_cluster(const char *name, cluster_cfg *out) {

@@ -228,6 +228,9 @@ static int check_model(const scenario *s, moe_error *err) {
         return bad_int(s, err, "model.kv_lora_rank", m->kv_lora_rank, ">= 1 for \"mla\" attention");
     if (m->attention == ATTN_MLA && m->rope_head_dim < 1)
         return bad_int(s, err, "model.rope_head_dim", m->rope_head_dim, ">= 1 for \"mla\" attention");
+    if (m->global_attention_every > 0 && m->sliding_window == 0)
+        return bad_int(s, err, "model.global_attention_every", m->global_attention_every,
+                       "0 unless model.sliding_window > 0 (full-attention blocks between windowed ones)");
     if (m->experts == 0) return 0; /* dense model: the MoE fields are unused */
 
     if (m->top_k < 1) {
@@ -252,6 +255,19 @@ static int check_model(const scenario *s, moe_error *err) {
         snprintf(exp, sizeof exp, "enough groups for model.top_k = %d experts (%d experts per group)", m->top_k,
                  m->experts / m->expert_groups);
         return bad_int(s, err, "model.topk_groups", m->topk_groups, exp);
+    }
+    return 0;
+}
+
+static int check_precision(const scenario *s, moe_error *err) {
+    dtype_kind c = s->precision.compute;
+    if ((c == DT_MXFP8 || c == DT_NVFP4) && !(s->cluster.gpu.fp4_tflops > 0)) {
+        char val[160];
+        snprintf(val, sizeof val, "\"%s\" on %s (cluster.gpu.fp4_tflops = 0)", scn_compute_names[c],
+                 s->cluster.gpu.name);
+        return moe_error_input(err, s->file, "precision.compute", val,
+                               "a GPU with block-scaled tensor cores (Blackwell: cluster.gpu.fp4_tflops > 0) "
+                               "for \"mxfp8\" and \"nvfp4\", or \"fp8\" / \"fp8-cs\" / \"bf16\"");
     }
     return 0;
 }
@@ -407,7 +423,8 @@ int scenario_validate(const scenario *s, moe_error *err) {
      * rules below can rely on positive sizes and bounded counts */
     for (int i = 0; i < scn_n_fields; i++)
         if (scn_field_check(s, &scn_fields[i], err)) return EXIT_BADINPUT;
-    if (check_model(s, err) || check_cluster(s, err) || check_layout(s, err) || check_routing(s, err) ||
+    if (check_model(s, err) || check_cluster(s, err) || check_precision(s, err) || check_layout(s, err) ||
+        check_routing(s, err) ||
         check_reliability(s, err) || check_ids(s, err))
         return EXIT_BADINPUT;
     return 0;

@@ -53,6 +53,13 @@ typedef struct {
     attention_kind attention;
     int tie_embeddings;  /* bool */
     double published_active_params; /* model card's headline active count (6N estimate); 0 = none */
+    int mtp_layers;      /* multi-token-prediction modules after the last block (DeepSeek-V3: 1) */
+    /* Sliding-window attention (gpt-oss: window 128 on every other layer): a windowed layer's query
+     * attends to at most `sliding_window` preceding keys. 0 = every layer attends to the whole
+     * sequence. global_attention_every k > 0: blocks k-1, 2k-1, ... keep full attention and the
+     * others use the window (gpt-oss: 2); 0: every block is windowed. */
+    int sliding_window;
+    int global_attention_every;
 } model_cfg;
 
 /* ---- cluster ---------------------------------------------------------------------------------- */
@@ -62,6 +69,7 @@ typedef struct {
     double fp8_tflops;
     double hbm_GBps;
     double mem_GiB;
+    double fp4_tflops;   /* dense FP4 peak (Blackwell); 0 = no FP4 / block-scaled tensor cores */
 } gpu_cfg;
 
 typedef struct {
@@ -103,7 +111,9 @@ typedef struct {
 } layout_cfg;
 
 /* ---- routing ---------------------------------------------------------------------------------- */
-typedef enum { ROUTE_UNIFORM = 0, ROUTE_ZIPF, ROUTE_HOT, ROUTE_TRACE } route_kind;
+/* balanced: Megatron's forced load balance (moe_router_force_load_balancing), made exact: every
+ * expert receives exactly its share T*K/E of the token-expert pairs (sim/program/routing.h). */
+typedef enum { ROUTE_UNIFORM = 0, ROUTE_ZIPF, ROUTE_HOT, ROUTE_TRACE, ROUTE_BALANCED } route_kind;
 
 typedef struct {
     route_kind distribution;
@@ -117,7 +127,13 @@ typedef struct {
 } routing_cfg;
 
 /* ---- precision -------------------------------------------------------------------------------- */
-typedef enum { DT_FP8 = 0, DT_BF16, DT_FP16, DT_FP32 } dtype_kind;
+/* Element types. The first four are storage types (any precision field); the last three are
+ * compute recipes only (precision.compute): DT_FP8 is DeepSeek-V3's blockwise FP8 (1x128 activation
+ * tiles, 128x128 weight blocks), DT_FP8_CS FP8 with one current scale per tensor, DT_MXFP8 OCP
+ * MX FP8 (E4M3 with one E8M0 scale per 32 elements, Blackwell), DT_NVFP4 NVIDIA's FP4 (E2M1 with an
+ * E4M3 scale per 16 elements and an FP32 tensor scale, Blackwell). Their GEMM rates and cast costs
+ * are the cost model's (sim/plan/costmodel.h). */
+typedef enum { DT_FP8 = 0, DT_BF16, DT_FP16, DT_FP32, DT_FP8_CS, DT_MXFP8, DT_NVFP4, DT_NKINDS } dtype_kind;
 typedef struct {
     dtype_kind compute, dispatch, combine, master;
 } precision_cfg;
@@ -234,6 +250,9 @@ typedef struct scenario {
     layout_cfg layout;
     routing_cfg routing;
     precision_cfg precision;
+    /* Which precision fields the scenario set itself (bit i: the i-th of compute, dispatch, combine,
+     * master). Not a field: a model preset sets its own default precision in the others. */
+    unsigned precision_given;
     char calibration[SCN_PATH_MAX];   /* cost-model JSON ("" = none); relative path, see `file` */
     reliability_cfg reliability;
     faults_cfg faults;
@@ -252,8 +271,13 @@ static inline int scn_moe_layers(const scenario *s) {
 static inline int scn_micro_batches(const scenario *s) {
     return s->layout.global_batch / (s->layout.micro_batch * scn_attn_dp(s));
 }
+/* FP8 of any recipe */
+static inline int dtype_is_fp8(dtype_kind d) { return d == DT_FP8 || d == DT_FP8_CS || d == DT_MXFP8; }
+/* A quantized GEMM recipe (FP8 or FP4): inputs are cast before every GEMM */
+static inline int dtype_is_quantized(dtype_kind d) { return dtype_is_fp8(d) || d == DT_NVFP4; }
+/* Bytes of one element (scales not included) */
 static inline double dtype_bytes(dtype_kind d) {
-    return d == DT_FP8 ? 1.0 : d == DT_FP32 ? 4.0 : 2.0;
+    return dtype_is_fp8(d) ? 1.0 : d == DT_NVFP4 ? 0.5 : d == DT_FP32 ? 4.0 : 2.0;
 }
 
 /* ---- API (sim/scenario/scenario.c, sim/scenario/sweep.c) --------------------------------------------------------- */

@@ -21,8 +21,10 @@ const char *const scn_ffn_act_names[] = {"swiglu", "gelu", NULL};
 const char *const scn_schedule_names[] = {"1f1b", "interleaved", "dualpipe", NULL};
 const char *const scn_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const scn_placement_names[] = {"ep-inner", "dp-inner", NULL};
-const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", NULL};
+const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", "balanced", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
+/* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
+const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", NULL};
 const char *const scn_failure_dist_names[] = {"exponential", "weibull", NULL};
 const char *const scn_ckpt_policy_names[] = {"fixed", "young", "daly", "none", NULL};
 const char *const scn_ckpt_mode_names[] = {"sync", "async", NULL};
@@ -117,6 +119,8 @@ const scn_field scn_fields[] = {
     /* the headline active-parameter count a model card publishes (0 = none): the 6N estimate of the
      * back-of-the-envelope (seed 003: 6 x 37e9) uses it, the exact per-layer counts do not */
     F_NONNEG("model.published_active_params", model.published_active_params),
+    F_INT("model.sliding_window", model.sliding_window, 0, NOMAX),
+    F_INT("model.global_attention_every", model.global_attention_every, 0, NOMAX),
 
     F_PRESET("cluster.preset", cluster.preset, preset_cluster_names),
     F_INT("cluster.nodes", cluster.nodes, 1, MAX_NODES),
@@ -126,6 +130,7 @@ const scn_field scn_fields[] = {
     F_POS("cluster.gpu.fp8_tflops", cluster.gpu.fp8_tflops),
     F_POS("cluster.gpu.hbm_GBps", cluster.gpu.hbm_GBps),
     F_POS("cluster.gpu.mem_GiB", cluster.gpu.mem_GiB),
+    F_NONNEG("cluster.gpu.fp4_tflops", cluster.gpu.fp4_tflops),
     F_POS("cluster.nvlink_GBps", cluster.nvlink_GBps),
     F_POS("cluster.nic_gbps", cluster.nic_gbps),
     F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE),
@@ -159,7 +164,7 @@ const scn_field scn_fields[] = {
     F_BOOL("routing.drop", routing.drop),
     F_NSTR("routing.trace", routing.trace),
 
-    F_ENUM("precision.compute", precision.compute, scn_dtype_names),
+    F_ENUM("precision.compute", precision.compute, scn_compute_names),
     F_ENUM("precision.dispatch", precision.dispatch, scn_dtype_names),
     F_ENUM("precision.combine", precision.combine, scn_dtype_names),
     F_ENUM("precision.master", precision.master, scn_dtype_names),
@@ -474,11 +479,20 @@ static int set_enum(char *dst, const scn_field *f, const cJSON *v, const char *f
 
 static int set_preset(scenario *s, char *dst, const scn_field *f, const cJSON *v, const char *label,
                       moe_error *err) {
-    if (cJSON_IsNull(v)) { dst[0] = '\0'; return 0; } /* keep the values, forget where they came from */
+    if (cJSON_IsNull(v)) {
+        /* a model without a preset starts from nothing: the section must give every required field
+         * (checked once the section is applied, preset_custom_model_check); a cluster keeps its
+         * values and forgets where they came from */
+        if (f->offset == offsetof(scenario, model.preset)) preset_custom_model(&s->model);
+        dst[0] = '\0';
+        return 0;
+    }
     int rc = -1;
     if (cJSON_IsString(v)) {
         if (f->offset == offsetof(scenario, model.preset)) {
             rc = preset_model(v->valuestring, &s->model);
+            /* the model's own training precision, where the scenario does not set it */
+            if (rc == 0) preset_model_precision(v->valuestring, s->precision_given, &s->precision);
         } else {
             /* the cost model follows the cluster's GPU while it is the previous preset's default
              * (an H100 cluster is priced with the H100 model unless the scenario names another) */
@@ -642,7 +656,12 @@ static int set_value(scenario *s, char *base, const scn_field *f, const cJSON *v
 }
 
 int scn_field_set(scenario *s, const scn_field *f, const cJSON *v, const char *label, moe_error *err) {
-    return set_value(s, (char *)s, f, v, label ? label : f->path, err);
+    int rc = set_value(s, (char *)s, f, v, label ? label : f->path, err);
+    /* a precision field the scenario sets is its own: a model preset no longer changes it */
+    size_t at = offsetof(scenario, precision);
+    if (rc == 0 && f->offset >= at && f->offset < at + sizeof s->precision)
+        s->precision_given |= 1u << ((f->offset - at) / sizeof(dtype_kind));
+    return rc;
 }
 
 /* ---- check a stored value ------------------------------------------------------------------------- */
@@ -854,7 +873,8 @@ int scn_apply_object(scenario *s, const char *prefix, const cJSON *obj, int skip
                 return moe_error_input(err, s->file, label, got, "each key at most once per object");
             }
     /* Pass 0 applies the section's preset, pass 1 everything else: a preset never undoes a field
-     * given beside it, whatever the order of the keys in the file. */
+     * given beside it, whatever the order of the keys in the file. A model section with
+     * "preset": null must then have given every field a model needs. */
     for (int pass = 0; pass < 2; pass++) {
         for (const cJSON *m = obj->child; m; m = m->next) {
             const char *key = m->string ? m->string : "";
@@ -884,5 +904,9 @@ int scn_apply_object(scenario *s, const char *prefix, const cJSON *obj, int skip
             }
         }
     }
+    /* (a sweep that sets model.preset to null re-applies the file's model section with skip_preset) */
+    if (strcmp(prefix, "model") == 0 && s->model.preset[0] == '\0' &&
+        (skip_preset || cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj, "preset"))))
+        return preset_custom_model_check(&s->model, obj, s->file, err);
     return 0;
 }
