@@ -14,9 +14,9 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "sim/run/failures.h"
+#include "sim/plan/checkpoint_write.h"
 #include "sim/plan/reliability.h"
-#include "sim/run/storage.h"
+#include "sim/run/failures.h"
 #include "sim/run/trainrun.h"
 
 #define STEP_S 36.0            /* 100 steps per hour */

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim/plan/checkpoint_write.h"
 #include "sim/plan/compute_budget.h"
 #include "sim/plan/costmodel.h"
 #include "sim/plan/memory.h"
@@ -276,8 +277,7 @@ static void reliability_plan(const scenario *s, const model_counts *mc, const me
     /* "auto": the whole model's weights, master weights and optimizer moments */
     double full_state_b = sb->weight + sb->master + sb->moments;
     out->checkpoint_state_bytes = ck->state_bytes >= 0 ? ck->state_bytes : mc->params_total * full_state_b;
-    out->checkpoint_write_s = ck->write_min >= 0 ? ck->write_min * 60.0
-                            : out->checkpoint_state_bytes / (s->cluster.storage_GBps * 1e9);
+    out->checkpoint_write_s = checkpoint_write_s(s, out->checkpoint_state_bytes);
     if (r->gpu_mtbf_h <= 0) return;
     out->mtbf_cluster_h = mtbf_system(r->gpu_mtbf_h, scn_gpus(s));
     double M = out->mtbf_cluster_h * 60.0, d = out->checkpoint_write_s / 60.0;   /* minutes */

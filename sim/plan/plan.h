@@ -33,7 +33,7 @@ typedef struct {
     double tokens_per_s_per_gpu, mfu, tflops_per_gpu;
     /* reliability */
     double mtbf_cluster_h;
-    double checkpoint_write_s;     /* delta: state bytes / storage bandwidth (or write_min) */
+    double checkpoint_write_s;     /* delta: checkpoint_write.h (write_min, or the storage model) */
     double checkpoint_state_bytes;
     double young_interval_min, daly_first_order_min, daly_interval_min;
     /* ---- breakdowns (added with the cost-model plan) ---- */

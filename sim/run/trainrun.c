@@ -16,7 +16,8 @@
  * of checkpoint cycles between those events are jumped over in closed form (fast_forward).
  *
  * Checkpoints. A boundary comes every k steps counted from the last snapshot (k from the policy:
- *   fixed interval_min, young/daly with delta = write time and M = job MTBF, none = no checkpoints),
+ *   fixed interval_min, young/daly with delta = write time (sim/plan/checkpoint_write.h, the same
+ *   delta as the plan's) and M = job MTBF, none = no checkpoints),
  *   and one more at the last step: the run is done when its final state is durably written.
  *   sync : training stops for the whole write (write_s); the checkpoint protects the boundary's
  *          progress when the write ends.
@@ -89,9 +90,9 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "sim/run/failures.h"
+#include "sim/plan/checkpoint_write.h"
 #include "sim/plan/reliability.h"
-#include "sim/run/storage.h"
+#include "sim/run/failures.h"
 
 #define INF INFINITY
 
@@ -536,14 +537,9 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
             return moe_error_input(err, s->file, "reliability.checkpoint.state_bytes", "\"auto\"",
                                    "a plan with checkpoint_state_bytes > 0, or a number of bytes");
     }
-    if (ck->write_min >= 0) {
-        pr->write_s = ck->write_min * 60.0;
-    } else {
-        if (!(s->cluster.storage_GBps > 0) && state_bytes > 0)
-            return bad(err, s, "cluster.storage_GBps", s->cluster.storage_GBps, "> 0");
-        pr->write_s = storage_write_s(state_bytes, s->cluster.nodes, s->cluster.storage_GBps,
-                                      storage_node_GBps(&s->cluster));
-    }
+    if (ck->write_min < 0 && !(s->cluster.storage_GBps > 0) && state_bytes > 0)
+        return bad(err, s, "cluster.storage_GBps", s->cluster.storage_GBps, "> 0");
+    pr->write_s = checkpoint_write_s(s, state_bytes);
     double snap_GBps = ck->snapshot_GBps > 0 ? ck->snapshot_GBps : s->cluster.pcie_GBps;
     pr->snapshot_s = storage_snapshot_s(state_bytes / scn_gpus(s), snap_GBps);
     if (pr->async && !isfinite(pr->snapshot_s))

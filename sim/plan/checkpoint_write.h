@@ -1,5 +1,7 @@
-/* storage.h — how long a checkpoint takes: the GPU-to-host snapshot and the write to the parallel
- * file system ("the storage path" of the run level).
+/* checkpoint_write.h — how long a checkpoint takes: the write of the training state to the parallel
+ * file system (the delta of Young's and Daly's intervals) and the GPU-to-host snapshot that pauses
+ * training in async mode. One model for the plan (its Daly interval) and the run level (its
+ * checkpoint policy and timeline), so results carry one write time and one Daly interval.
  *
  * Model: every node writes its shard of the state at the same time. The shards share the file
  * system's aggregate write bandwidth, and each node is further limited by its own storage NIC.
@@ -11,10 +13,16 @@
  * would reproduce this number and add nothing but run time; the run level needs it once per trial
  * set. (It stops being exact if shards differ in size or other traffic shares the links: neither is
  * modelled here — the storage network is separate from the training rails in the seed's design.) */
-#ifndef MOESIM_STORAGE_H
-#define MOESIM_STORAGE_H
+#ifndef MOESIM_CHECKPOINT_WRITE_H
+#define MOESIM_CHECKPOINT_WRITE_H
 
 #include "sim/scenario/scenario.h"
+
+/* The scenario's checkpoint write time in seconds for state_bytes of training state:
+ * reliability.checkpoint.write_min when it is set (>= 0), else the storage model below with every
+ * node of the cluster writing (cluster.nodes writers sharing cluster.storage_GBps, each behind
+ * storage_node_GBps). INFINITY when the bytes cannot be written (storage_GBps <= 0). */
+double checkpoint_write_s(const scenario *s, double state_bytes);
 
 /* Seconds for n_writers nodes to write total_bytes together (each total_bytes / n_writers), sharing
  * fs_GBps, each limited by node_GBps (<= 0: no per-node limit). */

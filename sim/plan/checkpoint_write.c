@@ -1,7 +1,15 @@
-/* storage.c — checkpoint write and snapshot times (closed form; why it is exact: storage.h). */
-#include "sim/run/storage.h"
+/* checkpoint_write.c — checkpoint write and snapshot times (closed form; why it is exact:
+ * checkpoint_write.h). */
+#include "sim/plan/checkpoint_write.h"
 
 #include <math.h>
+
+double checkpoint_write_s(const scenario *s, double state_bytes) {
+    const checkpoint_cfg *ck = &s->reliability.checkpoint;
+    if (ck->write_min >= 0) return ck->write_min * 60.0;
+    return storage_write_s(state_bytes, s->cluster.nodes, s->cluster.storage_GBps,
+                           storage_node_GBps(&s->cluster));
+}
 
 double storage_write_s(double total_bytes, int n_writers, double fs_GBps, double node_GBps) {
     if (total_bytes <= 0) return 0;
