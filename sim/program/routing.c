@@ -67,7 +67,8 @@ struct routing_scratch {
     uint32_t tok;          /* current token stamp (1-based within a draw) */
     int64_t assignments, dropped, over, empty;
     /* balanced law: per draw, a random order of the units (nodes, groups or one) and of the experts
-     * inside each unit (unit u's experts are unit_experts[unit_start[u] .. unit_start[u+1]-1]) */
+     * inside each unit (unit u's experts are unit_experts[unit_start[u] .. unit_start[u+1]-1]);
+     * unit_used[i*units + u]: source rank i's cursor in unit u */
     int n_units, unit_pick;            /* units, units per token */
     int *unit_order, *unit_start, *unit_experts, *unit_used;
 };
@@ -482,7 +483,7 @@ static routing_scratch *scratch_alloc(const routing_ctx *c) {
     x->unit_order = malloc(units * sizeof *x->unit_order);
     x->unit_start = malloc((units + 1) * sizeof *x->unit_start);
     x->unit_experts = malloc(E * sizeof *x->unit_experts);
-    x->unit_used = malloc(units * sizeof *x->unit_used);
+    x->unit_used = malloc(n * units * sizeof *x->unit_used);
     if (!x->rng || !x->load || !x->pairs || !x->node_pairs || !x->seen_expert || !x->seen_group ||
         !x->seen_node || !x->sent_rank || !x->sent_node || !x->unit_order || !x->unit_start ||
         !x->unit_experts || !x->unit_used) {
@@ -649,13 +650,16 @@ static inline __attribute__((always_inline)) int choose_token(const routing_ctx 
 /* ---- the balanced law -----------------------------------------------------------------------------------
  * Forced balance made exact. The token's experts come from `pick` units: the nodes of the group under
  * node-limited routing (pick = node_limit), else the expert groups under group-limited routing (pick =
- * topk_groups), else one unit of all experts. Token g (arrival order) visits the units at positions
- * g*pick .. g*pick+pick-1 (mod units) of this draw's random unit order and takes, from each, the next
- * K/pick experts (the remainder spread over rotating positions) of that unit's random expert order,
- * cyclically. Every unit is visited G*pick/units times and every expert of a unit takes the same
- * number of pairs: with G tokens, each expert receives exactly G*K/E pairs whenever the counts
- * divide (each of equally sized units; pick divides K), the token's experts are distinct and
- * respect the node or group limit. The draw's randomness is in the two orders only. */
+ * topk_groups), else one unit of all experts. Token t of source rank i visits the units at positions
+ * g*pick .. g*pick+pick-1 (mod units), g = t + i, of this draw's random unit order and takes, from
+ * each, the next K/pick experts (the remainder spread over rotating positions) of that unit's random
+ * expert order, cyclically, with a cursor per (source rank, unit). The balance holds per source rank,
+ * as the capacity rule counts (kernels/moe_capacity.h): each rank's T tokens visit every unit
+ * T*pick/units times and every expert of a unit takes the same number of its pairs, so each expert
+ * receives exactly T*K/E pairs from every rank (G*K/E from the group's G tokens) whenever the counts
+ * divide (equally sized units; pick divides K), the token's experts are distinct and respect the node
+ * or group limit, and nothing is over a capacity factor of 1. The draw's randomness is in the two
+ * orders only. */
 static void balanced_begin(const routing_ctx *c, routing_scratch *x) {
     int by_node = c->nodes_on, by_group = !by_node && c->groups_on;
     int U = by_node ? c->n_nodes : by_group ? c->n_groups : 1;
@@ -669,8 +673,8 @@ static void balanced_begin(const routing_ctx *c, routing_scratch *x) {
             if (unit == u) x->unit_experts[at++] = e;
         }
         x->unit_order[u] = u;
-        x->unit_used[u] = 0;
     }
+    memset(x->unit_used, 0, (size_t)c->n * U * sizeof *x->unit_used);
     x->unit_start[U] = at;
     gsl_ran_shuffle(x->rng, x->unit_order, (size_t)U, sizeof *x->unit_order);
     for (int u = 0; u < U; u++)
@@ -678,15 +682,17 @@ static void balanced_begin(const routing_ctx *c, routing_scratch *x) {
                         (size_t)(x->unit_start[u + 1] - x->unit_start[u]), sizeof *x->unit_experts);
 }
 
-static int balanced_token(const routing_ctx *c, routing_scratch *x, uint64_t g, int32_t *out) {
+static int balanced_token(const routing_ctx *c, routing_scratch *x, int rank, uint64_t t, int32_t *out) {
     int U = x->n_units, P = x->unit_pick, got = 0;
+    int *used = x->unit_used + (size_t)rank * U;
+    uint64_t g = t + (uint64_t)rank;   /* the ranks start at different units */
     for (int a = 0; a < P; a++) {
         int u = x->unit_order[(g * (uint64_t)P + (uint64_t)a) % (uint64_t)U];
         int take = c->K / P + ((int)((a + g) % (uint64_t)P) < c->K % P);
         int n_u = x->unit_start[u + 1] - x->unit_start[u];
         for (int b = 0; b < take && b < n_u; b++)
-            out[got++] = x->unit_experts[x->unit_start[u] + (x->unit_used[u] + b) % n_u];
-        x->unit_used[u] = (x->unit_used[u] + take) % (n_u > 0 ? n_u : 1);
+            out[got++] = x->unit_experts[x->unit_start[u] + (used[u] + b) % n_u];
+        used[u] = (used[u] + take) % (n_u > 0 ? n_u : 1);
     }
     return got;
 }
@@ -777,7 +783,7 @@ int routing_draw(const routing_ctx *ctx, int layer, int micro_batch, int group, 
     for (size_t t = 0; t < T; t++)
         for (int i = 0; i < c->n; i++) {
             x->tok++;
-            int m = balanced ? balanced_token(c, x, x->tok - 1, picked) : choose_token(c, x, law, picked);
+            int m = balanced ? balanced_token(c, x, i, t, picked) : choose_token(c, x, law, picked);
             account_token(c, x, i, picked, m, s->choices ? s->choices + ((size_t)i * T + t) * K : NULL);
         }
     s->layer = layer;

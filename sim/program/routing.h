@@ -24,8 +24,9 @@
  *            Uniform routing gives every expert K/E of the tokens (3.1% for DeepSeek-V3).
  *   balanced Megatron's forced load balance (moe_router_force_load_balancing, the setting of the
  *            published MoE benchmarks) made exact: every expert receives exactly its share T*K/E of
- *            the pairs when the counts divide, the tokens' experts otherwise random and within the
- *            group / node limits (routing.c, "the balanced law"). Nothing is over capacity.
+ *            every source rank's T tokens' pairs when the counts divide, the tokens' experts otherwise
+ *            random and within the group / node limits (routing.c, "the balanced law"). Nothing is
+ *            over capacity.
  *   trace    p_e proportional to per-expert token counts read from routing.trace; MoE layer L uses
  *            trace layer L mod (layers in the file). Format (JSON, one file):
  *              {"format": "moesim-expert-load/1",
