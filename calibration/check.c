@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "calibration/fit.h"
-#include "sim/base/fileio.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 #include "calibration/nccl_tests.h"
 #include "sim/plan/costmodel.h"
 
@@ -103,16 +104,17 @@ static double predict(const costmodel *cm, const cJSON *model, const trace_point
     if (p->link[0]) {
         const cJSON *c;
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(model, "collectives")) {
-            const cJSON *op = cJSON_GetObjectItem(c, "op"), *ln = cJSON_GetObjectItem(c, "link");
-            const cJSON *rk = cJSON_GetObjectItem(c, "ranks"), *nd = cJSON_GetObjectItem(c, "nodes");
+            const cJSON *op = json_member(c, "op"), *ln = json_member(c, "link");
+            const cJSON *rk = json_member(c, "ranks"), *nd = json_member(c, "nodes");
+            const cJSON *alpha = json_member(c, "alpha_us"), *gbps = json_member(c, "GBps");
             if (!cJSON_IsString(op) || strcmp(op->valuestring, p->kernel) || !cJSON_IsString(ln) ||
-                strcmp(ln->valuestring, p->link) || !cJSON_IsNumber(rk) || rk->valueint != p->ranks ||
-                (cJSON_IsNumber(nd) && nd->valueint != (int)trace_point_dim(p, "nodes", 1)))
+                strcmp(ln->valuestring, p->link) || !cJSON_IsNumber(rk) || rk->valuedouble != p->ranks ||
+                (cJSON_IsNumber(nd) && nd->valuedouble != trace_point_dim(p, "nodes", 1)) ||
+                !cJSON_IsNumber(alpha) || !cJSON_IsNumber(gbps) || !(gbps->valuedouble > 0))
                 continue;
             double f = nccl_busbw_factor(p->kernel, p->ranks);
             if (f <= 0) f = (double)(p->ranks - 1) / p->ranks;
-            return cJSON_GetObjectItem(c, "alpha_us")->valuedouble * 1e-6 +
-                   p->bytes * f / (cJSON_GetObjectItem(c, "GBps")->valuedouble * 1e9);
+            return alpha->valuedouble * 1e-6 + p->bytes * f / (gbps->valuedouble * 1e9);
         }
         return -1;
     }
@@ -153,11 +155,8 @@ static int check_one(const char *model_path, const char *traces_dir, double tol,
     costmodel cm;
     int rc = costmodel_load(model_path, &cm, err);
     if (rc) return rc;
-    char *text = read_file_text(model_path, NULL, err);
-    if (!text) return err->code;
-    cJSON *model = cJSON_Parse(text);
-    free(text);
-    if (!model) return moe_error_input(err, model_path, NULL, NULL, "valid JSON");
+    cJSON *model = json_load(model_path, 0, err);
+    if (!model) return err->code;
     const cJSON *traces = cJSON_GetObjectItemCaseSensitive(model, "traces");
     int nt = cJSON_IsArray(traces) ? cJSON_GetArraySize(traces) : 0;
     if (nt == 0) {
@@ -166,18 +165,18 @@ static int check_one(const char *model_path, const char *traces_dir, double tol,
         cJSON_Delete(model);
         return 0;
     }
-    char **paths = calloc((size_t)nt, sizeof *paths);
+    char **paths = moe_xcalloc((size_t)nt, sizeof *paths);
     int drift = 0;
     for (int i = 0; i < nt && !rc; i++) {
         const cJSON *e = cJSON_GetArrayItem(traces, i);
-        const cJSON *p = cJSON_GetObjectItem(e, "path"), *h = cJSON_GetObjectItem(e, "fnv1a64");
+        const cJSON *p = json_member(e, "path"), *h = json_member(e, "fnv1a64");
         char where[64];
         snprintf(where, sizeof where, "traces[%d]", i);
         if (!cJSON_IsString(p) || !cJSON_IsString(h)) {
             rc = moe_error_input(err, model_path, where, NULL, "{\"path\": ..., \"fnv1a64\": ...}");
             break;
         }
-        paths[i] = malloc(1200);
+        paths[i] = moe_xmalloc(1200);
         resolve(p->valuestring, traces_dir, paths[i], 1200);
         char hex[17];
         if ((rc = calib_file_hash(paths[i], hex, err))) break;
@@ -190,7 +189,7 @@ static int check_one(const char *model_path, const char *traces_dir, double tol,
     char base_path[1200] = "";
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(model, "base");
     if (!rc && base) {
-        const cJSON *p = cJSON_GetObjectItem(base, "path"), *h = cJSON_GetObjectItem(base, "fnv1a64");
+        const cJSON *p = json_member(base, "path"), *h = json_member(base, "fnv1a64");
         if (!cJSON_IsString(p) || !cJSON_IsString(h)) {
             rc = moe_error_input(err, model_path, "base", NULL, "{\"path\": ..., \"fnv1a64\": ...}");
         } else {
@@ -248,7 +247,7 @@ int fit_check_models(const char *models_dir, const char *traces_dir, double tol,
     struct dirent *e;
     while ((e = readdir(d)) && n < 256) {
         size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".json")) names[n++] = strdup(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".json")) names[n++] = moe_xstrdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);   /* deterministic order */

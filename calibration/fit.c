@@ -1,7 +1,8 @@
 /* fit.c — GSL fits of the cost models (fit.h) and the model JSON they produce. */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/fit.h"
-#include "sim/base/fileio.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 
 #include <cjson/cJSON.h>
 #include <gsl/gsl_blas.h>
@@ -136,7 +137,7 @@ int fit_terms(const char *what, int n, int m, const fit_term_kind *kind, const d
      * refitted, so that no parameter runs off to 0 or infinity in log space. */
     int active[FIT_MAX_TERMS], na = m;
     for (int j = 0; j < m; j++) active[j] = 1;
-    double *xa = calloc((size_t)n * (size_t)m, sizeof *xa);
+    double *xa = moe_xcalloc((size_t)n * (size_t)m, sizeof *xa);
     fit_term_kind ka[FIT_MAX_TERMS];
     double c[FIT_MAX_TERMS], pa[FIT_MAX_TERMS], sea[FIT_MAX_TERMS];
     fit_data d;
@@ -242,7 +243,7 @@ static int fit_gemm(fit_ctx *c, const double *peaks, cJSON *root, double *eff_ou
     int n = 0;
     for (int t = 0; t < c->n_traces; t++)
         for (int i = 0; i < c->traces[t].n; i++) n += is_gemm_like(&c->traces[t].pts[i]);
-    double *x = calloc((size_t)n * 3 + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
+    double *x = moe_xcalloc((size_t)n * 3 + 1, sizeof *x), *y = moe_xcalloc((size_t)n + 1, sizeof *y);
     int k = 0;
     for (int t = 0; t < c->n_traces; t++)
         for (int i = 0; i < c->traces[t].n; i++) {
@@ -284,7 +285,7 @@ static int fit_memory(fit_ctx *c, const char *only, cJSON *dst, const char *key,
             const trace_point *p = &c->traces[t].pts[i];
             n += is_memory(p) && (!only || strcmp(p->kernel, only) == 0);
         }
-    double *x = calloc((size_t)n * 2 + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
+    double *x = moe_xcalloc((size_t)n * 2 + 1, sizeof *x), *y = moe_xcalloc((size_t)n + 1, sizeof *y);
     int k = 0;
     for (int t = 0; t < c->n_traces; t++)
         for (int i = 0; i < c->traces[t].n; i++) {
@@ -375,7 +376,7 @@ static int fit_collectives(fit_ctx *c, cJSON *root, cJSON *links, moe_error *err
                 comm_group_of(&c->traces[t].pts[i], &g);
                 n += same_group(&g, &groups[k]);
             }
-        double *x = calloc((size_t)n * 2 + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
+        double *x = moe_xcalloc((size_t)n * 2 + 1, sizeof *x), *y = moe_xcalloc((size_t)n + 1, sizeof *y);
         int m = 0;
         for (int t = 0; t < c->n_traces; t++)
             for (int i = 0; i < c->traces[t].n; i++) {
@@ -440,27 +441,16 @@ static const char *basename_of(const char *p) {
     return s ? s + 1 : p;
 }
 
-static cJSON *load_json(const char *path, moe_error *err) {
-    char *text = read_file_text(path, NULL, err);
-    if (!text) {
-        return NULL;
-    }
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    if (!j) moe_error_input(err, path, NULL, NULL, "valid JSON");
-    return j;
-}
-
 int fit_build_model(const fit_options *opt, cJSON **model, FILE *log, moe_error *err) {
     *model = NULL;
     if (opt->n_traces < 1) return moe_error_input(err, NULL, NULL, NULL, "at least one trace to fit");
-    fit_ctx c = { calloc((size_t)opt->n_traces, sizeof(trace)), opt->n_traces, log };
+    fit_ctx c = { moe_xcalloc((size_t)opt->n_traces, sizeof(trace)), opt->n_traces, log };
     cJSON *base = NULL, *root = NULL;
     int rc = 0;
     costmodel base_cm;
     if (opt->base_path) {
         if ((rc = costmodel_load(opt->base_path, &base_cm, err))) goto done;
-        if (!(base = load_json(opt->base_path, err))) { rc = EXIT_BADINPUT; goto done; }
+        if (!(base = json_load(opt->base_path, 0, err))) { rc = EXIT_BADINPUT; goto done; }
     }
     for (int t = 0; t < opt->n_traces && !rc; t++) rc = trace_read(opt->trace_paths[t], &c.traces[t], err);
     if (rc) goto done;

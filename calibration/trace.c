@@ -1,7 +1,9 @@
 /* trace.c — reading, writing and validating "moesim-trace/1" files (format: calibration/README.md). */
 #define _POSIX_C_SOURCE 200809L
 #include "calibration/trace.h"
+#include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
+#include "sim/base/json_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -40,9 +42,7 @@ void trace_free(trace *t) {
 trace_point *trace_add(trace *t, const trace_point *p) {
     if (t->n == t->cap) {
         int cap = t->cap ? 2 * t->cap : 64;
-        trace_point *np = realloc(t->pts, (size_t)cap * sizeof *np);
-        if (!np) return NULL;
-        t->pts = np;
+        t->pts = moe_xrealloc(t->pts, (size_t)cap, sizeof *t->pts);
         t->cap = cap;
     }
     t->pts[t->n] = *p;
@@ -131,22 +131,12 @@ cJSON *trace_to_json(const trace *t) {
 int json_write_atomic(const char *path, const cJSON *root, moe_error *err) {
     char *txt = cJSON_Print(root);
     if (!txt) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory serialising JSON", path);
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(txt);
-        return moe_error_input(err, path, NULL, NULL, "a writable output path (%s)", strerror(errno));
-    }
-    int ok = fputs(txt, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
-    free(txt);
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot write (%s)", path, strerror(e));
-    }
-    return 0;
+    size_t n = strlen(txt);
+    char *line = moe_xrealloc(txt, n + 2, 1);
+    memcpy(line + n, "\n", 2);
+    int rc = write_file_atomic(path, line, err);
+    free(line);
+    return rc;
 }
 
 int trace_write(const char *path, const trace *t, moe_error *err) {
@@ -172,18 +162,10 @@ int calib_file_hash(const char *path, char hex[17], moe_error *err) {
     return 0;
 }
 
-typedef struct {
-    const char *file;
-    moe_error *err;
-} rd;
+typedef json_reader rd;
 
 static int bad(rd *r, const char *path, const cJSON *v, const char *expected) {
-    char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
-    char shown[100];
-    snprintf(shown, sizeof shown, "%s", txt ? txt : "nothing");
-    free(txt);
-    moe_error_input(r->err, r->file, path, shown, "%s", expected);
-    return EXIT_BADINPUT;
+    return json_bad(r, path, v, "%s", expected);
 }
 
 /* Provenance string field: required, copied (numbers allowed for versions). */
@@ -315,47 +297,42 @@ static int parse_point(rd *r, const cJSON *o, int i, trace_point *q) {
     return 0;
 }
 
-int trace_parse(const char *file_label, const char *text, trace *t, moe_error *err) {
-    trace_init(t);
-    rd r = { file_label ? file_label : "(trace)", err };
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (!root) {
-        long line = 1;
-        for (const char *c = text; end && c < end && *c; c++) line += *c == '\n';
-        char where[48];
-        snprintf(where, sizeof where, "line %ld", line);
-        return moe_error_input(err, r.file, where, NULL, "valid JSON");
-    }
-    int rc = 0;
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (!cJSON_IsObject(root)) rc = bad(&r, "(root)", root, "a JSON object");
-    else if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, TRACE_FORMAT) != 0)
-        rc = bad(&r, "format", fmt, "\"" TRACE_FORMAT "\"");
-    else rc = parse_provenance(&r, cJSON_GetObjectItemCaseSensitive(root, "provenance"), &t->prov);
-    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(root, "points");
-    if (!rc && (!cJSON_IsArray(pts) || cJSON_GetArraySize(pts) == 0))
-        rc = bad(&r, "points", pts, "a non-empty array of points");
+static int trace_from_json(rd *r, const cJSON *root, trace *t) {
+    const cJSON *fmt = json_member(root, "format");
+    if (!cJSON_IsObject(root)) return bad(r, "(root)", root, "a JSON object");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, TRACE_FORMAT) != 0)
+        return bad(r, "format", fmt, "\"" TRACE_FORMAT "\"");
+    int rc = parse_provenance(r, json_member(root, "provenance"), &t->prov);
+    if (rc) return rc;
+    const cJSON *pts = json_member(root, "points");
+    if (!cJSON_IsArray(pts) || cJSON_GetArraySize(pts) == 0)
+        return bad(r, "points", pts, "a non-empty array of points");
     int i = 0;
     const cJSON *o;
-    if (!rc) cJSON_ArrayForEach(o, pts) {
+    cJSON_ArrayForEach(o, pts) {
         trace_point q;
-        if ((rc = parse_point(&r, o, i++, &q))) break;
-        if (!trace_add(t, &q)) {
-            rc = moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", r.file);
-            break;
-        }
+        if ((rc = parse_point(r, o, i++, &q))) return rc;
+        trace_add(t, &q);
     }
+    return 0;
+}
+
+static int trace_from_doc(const char *file, cJSON *root, trace *t, moe_error *err) {
+    if (!root) return err->code;
+    rd r = { file, err };
+    int rc = trace_from_json(&r, root, t);
     cJSON_Delete(root);
     if (rc) trace_free(t);
     return rc;
 }
 
+int trace_parse(const char *file_label, const char *text, trace *t, moe_error *err) {
+    trace_init(t);
+    const char *file = file_label ? file_label : "(trace)";
+    return trace_from_doc(file, json_parse_strict(file, text, text ? strlen(text) : 0, err), t, err);
+}
+
 int trace_read(const char *path, trace *t, moe_error *err) {
     trace_init(t);
-    char *text = read_file_text(path, NULL, err);
-    if (!text) return err->code;
-    int rc = trace_parse(path, text, t, err);
-    free(text);
-    return rc;
+    return trace_from_doc(path, json_load(path, 0, err), t, err);
 }

@@ -67,7 +67,7 @@ const char *trace_kind_name(trace_kind k);
 
 void trace_init(trace *t);
 void trace_free(trace *t);
-/* Appends a copy; returns a pointer to the stored point (NULL on OOM). */
+/* Appends a copy; returns a pointer to the stored point (never NULL: sim/base/alloc.h). */
 trace_point *trace_add(trace *t, const trace_point *p);
 /* Sets shape[key] (adds it when absent, up to TRACE_MAX_DIMS). */
 void trace_point_set_dim(trace_point *p, const char *key, double value);
@@ -90,10 +90,8 @@ int trace_write(const char *path, const trace *t, moe_error *err);
  * anything else (including "bf16" and "") BF16. */
 dtype_kind calib_dtype_of(const char *dtype);
 
-/* Write JSON (formatted, trailing newline) to path.tmp.<pid> then rename() it over path. */
+/* Write JSON (formatted, trailing newline) atomically (write_file_atomic, sim/base/fileio.h). */
 int json_write_atomic(const char *path, const struct cJSON *root, moe_error *err);
-/* Whole file into a NUL-terminated buffer (caller frees); NULL if unreadable. */
-
 /* FNV-1a 64-bit of the file's bytes as 16 hex digits (content identity of a trace, not security). */
 int calib_file_hash(const char *path, char hex[17], moe_error *err);
 

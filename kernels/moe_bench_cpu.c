@@ -5,6 +5,7 @@
  * (only the layout's per-expert cursor and the hierarchical a2a's staging are allocated inside, as
  * the kernels themselves need them), so the caller's clock sees essentially only the kernel. */
 #include "kernels/moe_kernels.h"
+#include "sim/base/rng_seed.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,17 +68,11 @@ int moe_kernel_work_of(moe_kernel_id id, const moe_bench_shape *s, moe_kernel_wo
     return MOE_OK;
 }
 
-/* ---- deterministic inputs (splitmix64; this library links only libm) ------------------------ */
-static uint64_t splitmix64(uint64_t *st) {
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+/* ---- deterministic inputs (splitmix64 of sim/base/rng_seed.h, header-only: this library links only libm) */
 
 void moe_bench_fill_bf16(moe_bf16 *v, size_t n, double scale, uint64_t *st) {
     for (size_t i = 0; i < n; i++) {
-        double u = (double)(splitmix64(st) >> 11) * 0x1.0p-53; /* [0,1) */
+        double u = (double)(moe_seed_next(st) >> 11) * 0x1.0p-53; /* [0,1) */
         v[i] = moe_f32_to_bf16((float)((2.0 * u - 1.0) * scale));
     }
 }

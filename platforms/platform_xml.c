@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* getpid */
 #include "platforms/platform_xml.h"
 #include "platforms/fabric_geometry.h"
+#include "sim/base/fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -112,16 +113,12 @@ int rail_fabric_write_xml(const scenario *s, const char *path, moe_error *err) {
                                "cluster of the same fabric, e.g. cluster.nodes = %d",
                                RAIL_XML_MAX_GPUS, RAIL_XML_MAX_GPUS / c->gpus_per_node);
     }
-    char tmp[SCN_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return moe_error_set(err, EXIT_RUNTIME, "%s: cannot write: %s", tmp, strerror(errno));
-    int rc = write_body(f, s);
-    if (fclose(f) != 0) rc = -1;
-    if (rc != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot write the platform: %s", path, strerror(e));
+    atomic_file af;
+    int rc = atomic_file_open(&af, path, err);
+    if (rc) return rc;
+    if (write_body(af.f, s) != 0) {
+        atomic_file_abort(&af);
+        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot write the platform: %s", path, strerror(errno));
     }
-    return 0;
+    return atomic_file_commit(&af, err);
 }

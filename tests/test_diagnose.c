@@ -429,7 +429,7 @@ static void test_bad_traces(void **state) {
     /* files: the name and the line / path */
     assert_int_equal(diag_trace_load(TRACES "bad-truncated.json", &t, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "bad-truncated.json"));
-    assert_non_null(strstr(err.msg, "invalid JSON near line"));
+    assert_non_null(strstr(err.msg, "valid JSON"));
     assert_int_equal(diag_trace_load(TRACES "bad-rank-gpu.json", &t, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "bad-rank-gpu.json: otherData.rank_gpu[2]: got -2"));
     assert_int_equal(diag_trace_load(TRACES "no-such-trace.json", &t, &err), EXIT_BADINPUT);

@@ -644,7 +644,7 @@ static void test_trace_distribution(void **state) {
     write_file(path, "{\"format\": \"moesim-expert-load/1\", \"layers\": [[0,0,0,0]]}");
     expect_error(&s, "layers[0]", "0 non-zero");
     write_file(path, "{\"format\": ");
-    expect_error(&s, path, "JSON object");
+    expect_error(&s, path, "valid JSON");
     unlink(path);
     expect_error(&s, "routing.trace", path);   /* missing file */
 }

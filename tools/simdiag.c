@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "sim/base/cli_args.h"
+#include "sim/base/alloc.h"
 #include "sim/report/diagnose.h"
 #include "sim/report/results.h"
 
@@ -92,8 +93,9 @@ static int write_json(const char *path, cJSON *doc) {
     if (!text) rc = moe_error_set(&err, EXIT_RUNTIME, "%s: out of memory", path);
     else {
         size_t n = strlen(text);
-        char *nl = realloc(text, n + 2);   /* end the file with a newline */
-        if (nl) { text = nl; text[n] = '\n'; text[n + 1] = '\0'; }
+        text = moe_xrealloc(text, n + 2, 1);   /* end the file with a newline */
+        text[n] = '\n';
+        text[n + 1] = '\0';
         rc = write_file_atomic(path, text, &err);
     }
     free(text);

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "sim/base/cli_args.h"
+#include "sim/base/alloc.h"
 #include "sim/live/live_exec.h"
 #include "sim/program/program.h"
 #include "sim/report/results.h"
@@ -139,7 +140,7 @@ static void write_hang_trace(const program *p, const live_rank_state *st, const 
     r.hang.waiting = h->waiting;
     r.hang.n_missing = h->n_missing;
     r.hang.missing = h->missing;
-    int *last = calloc((size_t)h->n_missing + 1, sizeof *last);
+    int *last = moe_xcalloc((size_t)h->n_missing + 1, sizeof *last);
     for (int i = 0; i < h->n_missing; i++) last[i] = st[h->missing[i]].last_op;
     r.hang.missing_last_op = last;
     for (int q = 0; q < p->n_ranks; q++) {
@@ -166,7 +167,7 @@ static void write_hang_trace(const program *p, const live_rank_state *st, const 
 static void watchdog_fired(const program *p, live_mpi *m, const live_rank_state *mine, int rank,
                            double watchdog_s, const char *out_dir) {
     int n = p->n_ranks;
-    live_rank_state *all = calloc((size_t)n, sizeof *all);
+    live_rank_state *all = moe_xcalloc((size_t)n, sizeof *all);
     if (!all) live_mpi_abort(EXIT_RUNTIME);
     double grace = watchdog_s < 1 ? 1 : watchdog_s > 10 ? 10 : watchdog_s;
     live_mpi_watchdog(m, mine, all, grace);
@@ -269,9 +270,9 @@ static int write_outputs(const program *p, const cli *c, const char *out_dir, co
     if (make_dirs(out_dir, err)) return err->code;
     /* trace: the scenario's trace ranks, else every rank (live clusters are small) */
     int nt = s->output.n_trace_ranks > 0 ? s->output.n_trace_ranks : n;
-    int *tr = malloc((size_t)nt * sizeof(int));
-    op_time **tt = malloc((size_t)nt * sizeof *tt);
-    double **tm = malloc((size_t)nt * sizeof *tm);
+    int *tr = moe_xmalloc((size_t)nt * sizeof(int));
+    op_time **tt = moe_xmalloc((size_t)nt * sizeof *tt);
+    double **tm = moe_xmalloc((size_t)nt * sizeof *tm);
     for (int k = 0; k < nt; k++) {
         tr[k] = s->output.n_trace_ranks > 0 ? s->output.trace_ranks[k] : k;
         tt[k] = times[tr[k]]; tm[k] = measured[tr[k]];
@@ -415,7 +416,7 @@ int main(int argc, char **argv) {
 
     live_rank_run run;
     live_rank_run_init(&run, n_ops);
-    double *step_times = calloc((size_t)c.steps, sizeof(double));
+    double *step_times = moe_xcalloc((size_t)c.steps, sizeof(double));
     live_exec_opts eo = {.stop_at = stop_at, .watchdog_s = c.watchdog_s,
                          .hard_stall = getenv("MOESIM_LIVE_HARD_STALL") != NULL};
     for (int step = 0; step < c.steps; step++) {
@@ -460,7 +461,7 @@ int main(int argc, char **argv) {
     live_breakdown bd;
     live_rank_breakdown(ops, n_ops, run.times, step_time_s, &bd);
     rank_arrays ra;
-    double *arr = calloc((size_t)6 * size, sizeof(double));
+    double *arr = moe_xcalloc((size_t)6 * size, sizeof(double));
     ra.compute_s = arr; ra.optimizer_s = arr + size; ra.exposed_s = arr + 2 * size;
     ra.bubble_s = arr + 3 * size; ra.overhead_s = arr + 4 * size; ra.end_s = arr + 5 * size;
     live_mpi_gather_double(bd.compute_s, ra.compute_s);

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 #include "sim/base/cli_args.h"
 #include "sim/plan/layout_rank.h"
 #include "sim/scenario/layouts.h"
@@ -250,7 +252,7 @@ static int run_or_search(cli_parser *p, int argc, char **argv, int search) {
                             "(the search varies the layout itself)\n", file, n);
             return EXIT_BADINPUT;
         }
-        best = malloc(sizeof *best * (size_t)top);
+        best = moe_xmalloc(sizeof *best * (size_t)top);
         int n_valid, n_fit;
         n = layouts_search(&base, top, best, &n_valid, &n_fit, &err);
         if (n < 0) { free(best); sweep_free(sw); fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
@@ -268,7 +270,7 @@ static int run_or_search(cli_parser *p, int argc, char **argv, int search) {
     }
     /* shard I of N: a contiguous slice of the point ids */
     int lo = (int)((long)n * shard_i / shard_n), hi = (int)((long)n * (shard_i + 1) / shard_n);
-    int *ids = malloc(sizeof(int) * (size_t)(hi - lo + 1));
+    int *ids = moe_xmalloc(sizeof(int) * (size_t)(hi - lo + 1));
     for (int id = lo; id < hi; id++) ids[id - lo] = id;
 
     char points_dir[4096];
@@ -320,8 +322,8 @@ static int cmd_merge(cli_parser *p, int argc, char **argv) {
     const char *out = p->common.out;
     if (!out) return cli_error(p, "--out DIR is required (the merged folder)");
     int quiet = p->common.quiet;
-    const char **dirs = calloc((size_t)argc, sizeof *dirs);
-    char (*paths)[4096] = calloc((size_t)argc, sizeof *paths);
+    const char **dirs = moe_xcalloc((size_t)argc, sizeof *dirs);
+    char (*paths)[4096] = moe_xcalloc((size_t)argc, sizeof *paths);
     int nd = 0, rc = 0;
     for (int i = optind; i < argc; i++) {
         snprintf(paths[nd], 4096, "%s/points", argv[i]);
@@ -364,11 +366,9 @@ static int cmd_plot(cli_parser *p, int argc, char **argv) {
     moe_error err = {0};
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", dir);
-    char *text = read_file_text(path, NULL, &err);
-    if (!text) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "points"))) {
+    cJSON *doc = json_load(path, 0, &err);
+    if (!doc) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
+    if (!cJSON_IsArray(json_member(doc, "points"))) {
         cJSON_Delete(doc);
         moe_error_input(&err, path, "points", NULL, "a moesim results document");
         fprintf(stderr, "simrun: %s\n", err.msg);

@@ -31,6 +31,18 @@ int moe_error_set(moe_error *err, int code, const char *fmt, ...) {
     return code;
 }
 
+int moe_error_context(moe_error *err, const char *file, const char *path) {
+    char inner[sizeof err->msg];
+    memcpy(inner, err->msg, sizeof inner);
+    inner[sizeof inner - 1] = '\0';
+    int n = 0;
+    size_t cap = sizeof err->msg;
+    if (file && *file) n += snprintf(err->msg + n, cap - (size_t)n, "%s: ", file);
+    if (path && *path && (size_t)n < cap) n += snprintf(err->msg + n, cap - (size_t)n, "%s: ", path);
+    if ((size_t)n < cap) snprintf(err->msg + n, cap - (size_t)n, "%s", inner);
+    return err->code;
+}
+
 /* Levenshtein distance, bounded to short identifiers (JSON keys). */
 static int edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);

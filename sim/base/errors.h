@@ -28,6 +28,10 @@ int moe_error_input(moe_error *err, const char *file, const char *path, const ch
 /* Free-form message with an explicit code. Returns code. */
 int moe_error_set(moe_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Put "FILE: PATH: " in front of err->msg (a file referenced from another file: the scenario and
+ * the field that named it, then the referenced file's own message). Returns err->code. */
+int moe_error_context(moe_error *err, const char *file, const char *path);
+
 /* Suggest the closest of `candidates` (NULL-terminated) to `word` (Levenshtein distance <= 3 or
  * a prefix match); NULL if none is close. Used for "did you mean" hints. */
 const char *moe_did_you_mean(const char *word, const char *const *candidates);

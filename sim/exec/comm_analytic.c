@@ -10,6 +10,7 @@
  * 2(n-1)/n x bytes / bw + 2(n-1) x latency for an all-reduce (REFERENCE.md §5).
  */
 #include "sim/exec/comm.h"
+#include "sim/base/alloc.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
@@ -37,9 +38,7 @@ static double drain_time_s(analytic_ctx *x, const gpu_flow *v, size_t n) {
             if (*slot == 0) {
                 if (x->n_touched == x->cap_touched) {
                     size_t cap = x->cap_touched ? 2 * x->cap_touched : 1024;
-                    fabric_hop *t = realloc(x->touched, cap * sizeof *t);
-                    if (!t) abort();
-                    x->touched = t;
+                    x->touched = moe_xrealloc(x->touched, cap, sizeof *x->touched);
                     x->cap_touched = cap;
                 }
                 x->touched[x->n_touched++] = h[j];
@@ -95,12 +94,12 @@ static void analytic_destroy(void *ctx) {
 
 comm_model comm_analytic_create(const scenario *s) {
     comm_model m = {0};
-    analytic_ctx *x = calloc(1, sizeof *x);
+    analytic_ctx *x = moe_xcalloc(1, sizeof *x);
     if (!x) return m;
     x->c = s->cluster;
     x->f = s->faults;
     for (int k = 0; k < FL_NCLASSES; k++) {
-        x->load[k] = calloc((size_t)fabric_class_size(&x->c, (fabric_link_class)k), sizeof(double));
+        x->load[k] = moe_xcalloc((size_t)fabric_class_size(&x->c, (fabric_link_class)k), sizeof(double));
         if (!x->load[k]) {
             analytic_destroy(x);
             return m;

@@ -1,5 +1,6 @@
 /* deepep_flows.c — all-to-all flows with DeepEP aggregation (deepep_flows.h). */
 #include "sim/exec/deepep_flows.h"
+#include "sim/base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ int a2a_flows_build(const cluster_cfg *c, const a2a_pattern *p, gpu_flow_list *o
         if (p->gpus[i] < 0 || p->gpus[i] >= G) return -1;
 
     /* Distinct destination nodes of the group, ascending (the pattern's own list when given). */
-    int *nodes = malloc((size_t)n * sizeof *nodes), n_nodes = 0;
+    int *nodes = moe_xmalloc((size_t)n * sizeof *nodes), n_nodes = 0;
     if (!nodes) return -1;
     for (int i = 0; i < n; i++) {
         int nd = fabric_node_of(c, p->gpus[i]), seen = 0;
@@ -70,7 +71,7 @@ int a2a_flows_build(const cluster_cfg *c, const a2a_pattern *p, gpu_flow_list *o
     /* NVLink: per node, per ordered GPU pair (a -> b): direct payload of a's rank to b's rank, plus
      * what a forwards to b as the landing GPU of senders on a's rail in other nodes. Accumulated in a
      * gpn x gpn matrix per node. */
-    double *m = calloc((size_t)gpn * (size_t)gpn, sizeof *m);
+    double *m = moe_xcalloc((size_t)gpn * (size_t)gpn, sizeof *m);
     if (!m) goto oom;
     for (int k = 0; k < n_nodes; k++) {
         int node = nodes[k];

@@ -1,5 +1,6 @@
 /* flows.c — flow lists (flows.h). */
 #include "sim/exec/flows.h"
+#include "sim/base/alloc.h"
 
 #include <stdlib.h>
 
@@ -13,9 +14,7 @@ int gpu_flow_push(gpu_flow_list *l, int src, int dst, double bytes, int copy, fl
     if (bytes <= 0 || src == dst) return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 256;
-        gpu_flow *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return -1;
-        l->v = v;
+        l->v = moe_xrealloc(l->v, cap, sizeof *l->v);
         l->cap = cap;
     }
     l->v[l->n++] = (gpu_flow){src, dst, bytes, copy, kind};

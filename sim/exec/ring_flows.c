@@ -1,5 +1,6 @@
 /* ring_flows.c — NCCL ring collective flows (ring_flows.h). */
 #include "sim/exec/ring_flows.h"
+#include "sim/base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_pla
         return 0;
     }
     /* Position of each GPU within its node (order of appearance) and its node's ordinal. */
-    int *pos = malloc((size_t)n * sizeof *pos), *ord = malloc((size_t)n * sizeof *ord);
+    int *pos = moe_xmalloc((size_t)n * sizeof *pos), *ord = moe_xmalloc((size_t)n * sizeof *ord);
     if (!pos || !ord) {
         free(pos);
         free(ord);

@@ -1,5 +1,6 @@
 /* step_exec.c — the fast op-level executor (see step_exec.h for semantics and accounting). */
 #include "sim/exec/step_exec.h"
+#include "sim/base/alloc.h"
 
 #include "sim/plan/plan_costs.h"
 
@@ -137,9 +138,9 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
     double *m = &x->a2a_memo[(size_t)pattern * p->n_groups + g];
     if (*m >= 0) return *m;
     int n = p->groups[g].n;
-    int *gpus = malloc((size_t)n * sizeof(int));
+    int *gpus = moe_xmalloc((size_t)n * sizeof(int));
     ep_group_gpus(x, g, gpus);
-    int gpn = p->scn->cluster.gpus_per_node, *nodes = malloc((size_t)n * sizeof(int)), nn = 0;
+    int gpn = p->scn->cluster.gpus_per_node, *nodes = moe_xmalloc((size_t)n * sizeof(int)), nn = 0;
     for (int i = 0; i < n; i++) {
         int node = gpus[i] / gpn;
         if (nn == 0 || nodes[nn - 1] != node) nodes[nn++] = node;   /* ascending under both placements */
@@ -148,7 +149,7 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
     /* combine kinds: price the mirror image (program.h "Routing"): transpose, node_bytes as is */
     double *mirror = NULL;
     if (am->is_combine) {
-        mirror = malloc((size_t)n * n * sizeof(double));
+        mirror = moe_xmalloc((size_t)n * n * sizeof(double));
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) mirror[j * n + i] = am->bytes[i * n + j];
     }
@@ -165,7 +166,7 @@ static double coll_time(exec_ctx *x, op_kind k, int g, double bytes) {
     double *m = &x->coll_memo[(size_t)g * 3 + ck];
     if (*m >= 0) return *m;
     int n = x->p->groups[g].n;
-    int *gpus = malloc((size_t)n * sizeof(int));
+    int *gpus = moe_xmalloc((size_t)n * sizeof(int));
     ep_group_gpus(x, g, gpus);
     *m = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes);
     free(gpus);
@@ -330,7 +331,7 @@ static int stall_stops(const program *p, int *stop, moe_error *err) {
     const faults_cfg *f = &p->scn->faults;
     for (int r = 0; r < p->n_ranks; r++) stop[r] = INT_MAX;
     if (f->n_stalls == 0) return 0;
-    int *rank_of_gpu = malloc((size_t)p->n_ranks * sizeof(int));
+    int *rank_of_gpu = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
     for (int r = 0; r < p->n_ranks; r++) rank_of_gpu[program_gpu_of_rank(p, r)] = r;
     int rc = 0;
     for (int k = 0; k < f->n_stalls && rc == 0; k++) {
@@ -424,16 +425,16 @@ static void describe_hang(exec_ctx *x, const int *rep_sim_of_rank, step_hang *h)
     int ref = current_comm_op(x, c);
     h->op_index = ref;
     h->group = -1; h->layer = OP_NO_LAYER; h->mb = -1;
-    int *in_group = calloc((size_t)p->n_ranks, sizeof(int));
+    int *in_group = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
     if (ref >= 0) {
         program_op o;
         program_rank_op(p, c->rank, ref, &o);
         h->op = (op_kind)o.kind; h->group = o.group; h->group_kind = p->groups[o.group].kind;
         h->layer = o.layer; h->mb = o.mb; h->phase = o.phase;
         const program_group *G = &p->groups[o.group];
-        h->waiting = malloc((size_t)G->n * sizeof(int));
-        h->missing = malloc((size_t)G->n * sizeof(int));
-        h->missing_last_op = malloc((size_t)G->n * sizeof(int));
+        h->waiting = moe_xmalloc((size_t)G->n * sizeof(int));
+        h->missing = moe_xmalloc((size_t)G->n * sizeof(int));
+        h->missing_last_op = moe_xmalloc((size_t)G->n * sizeof(int));
         for (int m = 0; m < G->n; m++) {
             int rk = G->ranks[m];
             rank_state *rr = &x->rs[x->sim_index[rep_sim_of_rank[rk]]];
@@ -474,18 +475,18 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     x.price = step_pricing_resolve(o, p, &x.own_pricing, &x.price_ctx);
     for (int i = 0; i < 4; i++) x.p2p_src[i] = -1;
     res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
-    int *stop = malloc((size_t)p->n_ranks * sizeof(int));
+    int *stop = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
     if (stall_stops(p, stop, err)) { free(stop); return err->code; }
 
     /* which replicas to simulate */
     int per_rep = p->pp * p->ep * p->tp;
-    int *rep_sim = malloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
+    int *rep_sim = moe_xmalloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
     int healthy_rep = -1;
     for (int d = 0; d < p->dp; d++) {
         if (!o->shortcut || replica_has_fault(p, d)) rep_sim[d] = d;
         else { if (healthy_rep < 0) healthy_rep = d; rep_sim[d] = healthy_rep; }
     }
-    x.sim_index = malloc((size_t)p->n_ranks * sizeof(int));
+    x.sim_index = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
     x.n_sim = 0;
     for (int r = 0; r < p->n_ranks; r++) {
         int d = r / per_rep;
@@ -495,13 +496,13 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     res->n_simulated_ranks = x.n_sim;
 
     /* stream lists per stage (RECVs are on no stream) */
-    x.stream_lists = calloc((size_t)p->pp * STREAM_N, sizeof(int *));
-    x.stream_len = calloc((size_t)p->pp * STREAM_N, sizeof(int));
+    x.stream_lists = moe_xcalloc((size_t)p->pp * STREAM_N, sizeof(int *));
+    x.stream_len = moe_xcalloc((size_t)p->pp * STREAM_N, sizeof(int));
     int max_ops = 0;
     for (int s = 0; s < p->pp; s++) {
         int n = p->stage_n_ops[s];
         if (n > max_ops) max_ops = n;
-        for (int st = 0; st < STREAM_N; st++) x.stream_lists[s * STREAM_N + st] = malloc((size_t)(n + 1) * sizeof(int));
+        for (int st = 0; st < STREAM_N; st++) x.stream_lists[s * STREAM_N + st] = moe_xmalloc((size_t)(n + 1) * sizeof(int));
         for (int i = 0; i < n; i++) {
             const program_op *op = &p->stage_ops[s][i];
             if (op->kind == OP_RECV) continue;
@@ -510,7 +511,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         }
     }
     x.n_tags = p->micro_batches * p->n_model_stages * 2;
-    x.rs = calloc((size_t)x.n_sim, sizeof *x.rs);
+    x.rs = moe_xcalloc((size_t)x.n_sim, sizeof *x.rs);
     for (int r = 0, si = 0; r < p->n_ranks; r++) {
         if (x.sim_index[r] < 0) continue;
         rank_state *rs = &x.rs[si++];
@@ -519,9 +520,9 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->rank = r;
         rs->n_ops = p->stage_n_ops[s];
         rs->mat = o->materialized ? o->materialized[r] : NULL;
-        rs->end = malloc((size_t)(rs->n_ops + 1) * sizeof(double));
+        rs->end = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(double));
         for (int i = 0; i < rs->n_ops; i++) rs->end[i] = -1;
-        rs->recv_at = malloc((size_t)x.n_tags * sizeof(double));
+        rs->recv_at = moe_xmalloc((size_t)x.n_tags * sizeof(double));
         for (int i = 0; i < x.n_tags; i++) rs->recv_at[i] = -1;
         rs->slow = slow_factor(p, r);
         rs->stop_at = stop[r];
@@ -529,8 +530,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     free(stop);
     /* traces */
     res->n_trace_ranks = o->n_trace_ranks;
-    res->trace_ranks = malloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
-    res->trace_times = calloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
+    res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
+    res->trace_times = moe_xcalloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
     for (int k = 0; k < o->n_trace_ranks; k++) {
         int r = o->trace_ranks[k];
         res->trace_ranks[k] = r;
@@ -538,23 +539,23 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         int d = r / per_rep, sr = rep_sim[d] * per_rep + r % per_rep;
         rank_state *rs = &x.rs[x.sim_index[sr]];
         if (!rs->trace) {
-            rs->trace = malloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
+            rs->trace = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
             for (int i = 0; i < rs->n_ops; i++) rs->trace[i].start_s = rs->trace[i].end_s = -1;
-            rs->recv_from = malloc((size_t)x.n_tags * sizeof(double));
+            rs->recv_from = moe_xmalloc((size_t)x.n_tags * sizeof(double));
             for (int i = 0; i < x.n_tags; i++) rs->recv_from[i] = -1;
         }
     }
     /* groups: members that are simulated */
-    x.gs = calloc((size_t)p->n_groups, sizeof *x.gs);
+    x.gs = moe_xcalloc((size_t)p->n_groups, sizeof *x.gs);
     for (int g = 0; g < p->n_groups; g++)
         for (int m = 0; m < p->groups[g].n; m++) if (x.sim_index[p->groups[g].ranks[m]] >= 0) x.gs[g].expected++;
-    x.a2a_memo = malloc((size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups * sizeof(double));
+    x.a2a_memo = moe_xmalloc((size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups * sizeof(double));
     for (size_t i = 0; i < (size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups; i++) x.a2a_memo[i] = -1;
-    x.coll_memo = malloc((size_t)p->n_groups * 3 * sizeof(double));
+    x.coll_memo = moe_xmalloc((size_t)p->n_groups * 3 * sizeof(double));
     for (int i = 0; i < p->n_groups * 3; i++) x.coll_memo[i] = -1;
-    x.a2a_last = calloc((size_t)p->n_ranks, sizeof(int));
+    x.a2a_last = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
     x.q_cap = x.n_sim + 1;
-    x.queue = malloc((size_t)x.q_cap * sizeof(int));
+    x.queue = moe_xmalloc((size_t)x.q_cap * sizeof(int));
     for (int i = 0; i < x.n_sim; i++) wake(&x, i);
 
     /* run */
@@ -567,7 +568,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     /* a rank with ops left means no op can progress any more: a hang (a stalled rank) */
     int rc = 0, hung = 0;
     for (int si = 0; si < x.n_sim && !hung; si++) hung = rank_unfinished(&x, &x.rs[si]);
-    int *rep_of = malloc((size_t)p->n_ranks * sizeof(int));   /* rank -> simulated rank */
+    int *rep_of = moe_xmalloc((size_t)p->n_ranks * sizeof(int));   /* rank -> simulated rank */
     for (int r = 0; r < p->n_ranks; r++) rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep;
     if (hung) {
         describe_hang(&x, rep_of, &res->hang);
@@ -597,14 +598,14 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int si = 0; si < x.n_sim; si++) if (x.rs[si].end_s > step) step = x.rs[si].end_s;
         res->step_time_s = hung ? 0 : step;
         res->n_ranks = p->n_ranks;
-        res->compute_s = calloc((size_t)p->n_ranks, sizeof(double));
-        res->exposed_comm_s = calloc((size_t)p->n_ranks, sizeof(double));
-        res->a2a_s = calloc((size_t)p->n_ranks, sizeof(double));
-        res->bubble_s = calloc((size_t)p->n_ranks, sizeof(double));
-        res->optimizer_s = calloc((size_t)p->n_ranks, sizeof(double));
-        res->end_s = calloc((size_t)p->n_ranks, sizeof(double));
-        res->sim_rank = calloc((size_t)p->n_ranks, sizeof(int));
-        res->a2a_last_count = calloc((size_t)p->n_ranks, sizeof(int));
+        res->compute_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->exposed_comm_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->a2a_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->bubble_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->optimizer_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->end_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->sim_rank = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
+        res->a2a_last_count = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
         double best = -1;
         for (int r = 0; r < p->n_ranks; r++) {
             int sr = rep_of[r];
@@ -625,7 +626,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             int r = o->trace_ranks[k];
             if (r < 0 || r >= p->n_ranks) continue;
             rank_state *rs = &x.rs[x.sim_index[rep_of[r]]];
-            res->trace_times[k] = malloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
+            res->trace_times[k] = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
             memcpy(res->trace_times[k], rs->trace, (size_t)rs->n_ops * sizeof(op_time));
             int pend = current_comm_op(&x, rs);
             if (hung && rs->arrived && pend >= 0) {   /* blocked inside a collective */

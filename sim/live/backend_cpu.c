@@ -2,6 +2,8 @@
  * is real and what is a stand-in). Buffers are keyed by what the program names: activations and
  * gradients by (micro-batch, chunk), MoE state by (layer, micro-batch). */
 #include "sim/live/backend_cpu.h"
+#include "sim/base/alloc.h"
+#include "sim/base/rng_seed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,14 +51,8 @@ struct live_cpu {
 };
 
 /* ---- deterministic data ---------------------------------------------------------------------------- */
-static uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 static uint64_t key(uint64_t seed, int a, int b, int c, int d) {
-    return mix64(seed ^ mix64((uint64_t)a * 1000003u ^ mix64((uint64_t)b * 7919u ^ mix64((uint64_t)c * 104729u ^ (uint64_t)(d + 17)))));
+    return moe_seed_mix(seed ^ moe_seed_mix((uint64_t)a * 1000003u ^ moe_seed_mix((uint64_t)b * 7919u ^ moe_seed_mix((uint64_t)c * 104729u ^ (uint64_t)(d + 17)))));
 }
 
 /* Token rows of (replica, ep index, micro-batch): the embedding stand-in. */
@@ -101,7 +97,7 @@ static void burn(live_cpu *c, double flops) {
 static int is_moe_layer(const live_cpu *c, int l) { return c->E > 0 && l >= c->dense_layers; }
 
 static void *xcalloc(size_t n, size_t sz, int *fail) {
-    void *v = calloc(n ? n : 1, sz);
+    void *v = moe_xcalloc(n ? n : 1, sz);
     if (!v) *fail = 1;
     return v;
 }
@@ -115,7 +111,7 @@ int live_cpu_create(const program *p, int rank, live_cpu **out, moe_error *err) 
     }
     if (s->model.experts > 0 && s->model.ffn_act != FFN_SWIGLU)
         return moe_error_input(err, s->file, "model.ffn_act", "gelu", "swiglu (the live expert kernel is SwiGLU)");
-    live_cpu *c = calloc(1, sizeof *c);
+    live_cpu *c = moe_xcalloc(1, sizeof *c);
     if (!c) return moe_error_set(err, EXIT_RUNTIME, "live: out of memory");
     c->p = p; c->s = s; c->rank = rank;
     program_coords(p, rank, &c->d, &c->stage, &c->e, &c->t);
@@ -255,7 +251,7 @@ static int permute_fwd(live_cpu *c, const program_op *o, moe_error *err) {
 /* grouped FFN over rows laid out [source member][local expert] (the all-to-all's receive order) */
 static void ffn_segments(live_cpu *c, const moe_inst *m, int layer, const moe_bf16 *rows, moe_bf16 *y) {
     int n_seg = c->R * c->El;
-    int32_t *seg_expert = malloc((size_t)n_seg * sizeof(int32_t));
+    int32_t *seg_expert = moe_xmalloc((size_t)n_seg * sizeof(int32_t));
     for (int s = 0; s < n_seg; s++) seg_expert[s] = s % c->El;
     size_t off = (size_t)c->e * c->El * c->H * c->F;   /* this rank's experts: e*El .. e*El+El-1 */
     moe_expert_ffn_cpu(rows, n_seg, m->seg_recv, seg_expert, c->w1[layer] + off, c->w3[layer] + off,
@@ -456,8 +452,8 @@ int live_cpu_coll_buffers(live_cpu *c, const program_op *o, int n, uint16_t **se
     size_t total = per * (size_t)n;
     if (total > c->coll_cap) {
         free(c->coll_send); free(c->coll_recv);
-        c->coll_send = malloc(total * sizeof(uint16_t));
-        c->coll_recv = malloc(total * sizeof(uint16_t));
+        c->coll_send = moe_xmalloc(total * sizeof(uint16_t));
+        c->coll_recv = moe_xmalloc(total * sizeof(uint16_t));
         c->coll_cap = total;
         if (!c->coll_send || !c->coll_recv) { c->coll_cap = 0; return oom(err); }
     }
@@ -495,7 +491,7 @@ static int moe_ref(live_cpu *c, int l, const moe_bf16 *x, moe_bf16 *out) {
 
 int live_cpu_check_moe(live_cpu *c, live_moe_check *k) {
     check_init(k);
-    moe_bf16 *ref = malloc((size_t)c->T * c->H * sizeof(moe_bf16));
+    moe_bf16 *ref = moe_xmalloc((size_t)c->T * c->H * sizeof(moe_bf16));
     if (!ref) return -1;
     for (int l = 0; l < c->L; l++)
         for (int mb = 0; mb < c->mbs; mb++) {
@@ -513,7 +509,7 @@ int live_cpu_check_moe(live_cpu *c, live_moe_check *k) {
 int live_cpu_check_model(live_cpu *c, live_moe_check *k) {
     check_init(k);
     size_t TH = (size_t)c->T * c->H;
-    moe_bf16 *x = malloc(TH * sizeof(moe_bf16)), *out = malloc(TH * sizeof(moe_bf16));
+    moe_bf16 *x = moe_xmalloc(TH * sizeof(moe_bf16)), *out = moe_xmalloc(TH * sizeof(moe_bf16));
     if (!x || !out) { free(x); free(out); return -1; }
     for (int mb = 0; mb < c->mbs; mb++) {
         if (!c->have_final[mb]) continue;

@@ -1,5 +1,6 @@
 /* backend_mpi.c — the "mpi" backend of simlive and the MPI services of every backend (backend_mpi.h). */
 #include "sim/live/backend_mpi.h"
+#include "sim/base/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +74,7 @@ static int mpi_fail(moe_error *err, int rc, const char *what) {
 }
 
 int live_mpi_create(const program *p, int rank, live_cpu *cpu, int n_ops, live_mpi **out, moe_error *err) {
-    live_mpi *m = calloc(1, sizeof *m);
+    live_mpi *m = moe_xcalloc(1, sizeof *m);
     if (!m) return moe_error_set(err, EXIT_RUNTIME, "live: out of memory");
     m->p = p; m->rank = rank; m->cpu = cpu; m->n_ops = n_ops;
     MPI_Comm_size(MPI_COMM_WORLD, &m->size);
@@ -87,9 +88,9 @@ int live_mpi_create(const program *p, int rank, live_cpu *cpu, int n_ops, live_m
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     m->tag_ub = flag && ub ? *ub : 32767;
     m->row_type = MPI_DATATYPE_NULL;
-    m->req = malloc((size_t)(n_ops + 1) * sizeof *m->req);
-    m->a2a_phase = calloc((size_t)(n_ops + 1), 1);
-    m->wd_req = malloc((size_t)m->size * sizeof *m->wd_req);
+    m->req = moe_xmalloc((size_t)(n_ops + 1) * sizeof *m->req);
+    m->a2a_phase = moe_xcalloc((size_t)(n_ops + 1), 1);
+    m->wd_req = moe_xmalloc((size_t)m->size * sizeof *m->wd_req);
     if (!m->req || !m->a2a_phase || !m->wd_req) { live_mpi_free(m); return moe_error_set(err, EXIT_RUNTIME, "live: out of memory"); }
     for (int i = 0; i <= n_ops; i++) m->req[i] = MPI_REQUEST_NULL;
     *out = m;
@@ -144,7 +145,7 @@ int live_mpi_watchdog(live_mpi *m, const live_rank_state *mine, live_rank_state 
     }
     all[m->rank] = *mine;
     int got = 1;
-    unsigned char *seen = calloc((size_t)m->size, 1);
+    unsigned char *seen = moe_xcalloc((size_t)m->size, 1);
     if (seen) seen[m->rank] = 1;
     if (!m->wd_sent) {
         m->wd_mine = *mine;
@@ -181,13 +182,13 @@ int live_mpi_gather_run(live_mpi *m, const live_rank_run *mine, op_time ***times
         MPI_Send(mine->measured, mine->n_ops, MPI_DOUBLE, 0, TAG_GATHER_MEAS, MPI_COMM_WORLD);
         return 0;
     }
-    op_time **t = calloc((size_t)m->size, sizeof *t);
-    double **ms = calloc((size_t)m->size, sizeof *ms);
+    op_time **t = moe_xcalloc((size_t)m->size, sizeof *t);
+    double **ms = moe_xcalloc((size_t)m->size, sizeof *ms);
     if (!t || !ms) { free(t); free(ms); return -1; }
     for (int r = 0; r < m->size; r++) {
         int n = program_n_ops(m->p, r);
-        t[r] = malloc((size_t)(n + 1) * sizeof(op_time));
-        ms[r] = malloc((size_t)(n + 1) * sizeof(double));
+        t[r] = moe_xmalloc((size_t)(n + 1) * sizeof(op_time));
+        ms[r] = moe_xmalloc((size_t)(n + 1) * sizeof(double));
         if (r == 0) {
             memcpy(t[r], mine->times, (size_t)n * sizeof(op_time));
             memcpy(ms[r], mine->measured, (size_t)n * sizeof(double));

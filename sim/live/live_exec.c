@@ -2,6 +2,7 @@
  * communication polled through the backend, the watchdog state, the per-rank breakdown, the hang
  * analysis and the trace in the simulator's format. No MPI, no CUDA, no kernels here. */
 #include "sim/live/live_exec.h"
+#include "sim/base/alloc.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -31,8 +32,8 @@ static const char *group_kind_label(group_kind k) {
 int live_rank_run_init(live_rank_run *r, int n_ops) {
     memset(r, 0, sizeof *r);
     r->n_ops = n_ops;
-    r->times = malloc((size_t)(n_ops > 0 ? n_ops : 1) * sizeof *r->times);
-    r->measured = malloc((size_t)(n_ops > 0 ? n_ops : 1) * sizeof *r->measured);
+    r->times = moe_xmalloc((size_t)(n_ops > 0 ? n_ops : 1) * sizeof *r->times);
+    r->measured = moe_xmalloc((size_t)(n_ops > 0 ? n_ops : 1) * sizeof *r->measured);
     return r->times && r->measured ? 0 : -1;
 }
 
@@ -161,11 +162,11 @@ static void describe_stop(exec_state *x, double blocked_s) {
 
 static int build_lists(exec_state *x) {
     for (int st = 0; st < STREAM_N; st++) {
-        x->list[st] = malloc((size_t)(x->n + 1) * sizeof(int));
+        x->list[st] = moe_xmalloc((size_t)(x->n + 1) * sizeof(int));
         x->len[st] = 0; x->cur[st] = 0; x->inflight[st] = -1;
         if (!x->list[st]) return -1;
     }
-    x->recvs = malloc((size_t)(x->n + 1) * sizeof(int));
+    x->recvs = moe_xmalloc((size_t)(x->n + 1) * sizeof(int));
     if (!x->recvs) return -1;
     x->n_recvs = 0;
     for (int i = 0; i < x->n; i++) {
@@ -200,7 +201,7 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
     x.p = p; x.ops = ops; x.n = n_ops; x.b = b; x.r = r; x.st = &r->state;
     x.stop = o->stop_at >= 0 ? o->stop_at : n_ops;
     if (x.stop > n_ops) x.stop = n_ops;
-    x.status = calloc((size_t)(n_ops + 1), 1);
+    x.status = moe_xcalloc((size_t)(n_ops + 1), 1);
     if (!x.status || build_lists(&x)) {
         free_lists(&x);
         return moe_error_set(err, EXIT_RUNTIME, "live: out of memory");
@@ -333,11 +334,11 @@ int live_hang_analyze(const program *p, const live_rank_state *st, live_hang *h)
     int n = p->n_ranks;
     memset(h, 0, sizeof *h);
     h->culprit = h->coll_rank = -1;
-    unsigned char *edge = calloc((size_t)n * n, 1);
-    int *outdeg = calloc((size_t)n, sizeof(int)), *indeg = calloc((size_t)n, sizeof(int));
-    h->culprits = malloc((size_t)n * sizeof(int));
-    h->waiting = malloc((size_t)n * sizeof(int));
-    h->missing = malloc((size_t)n * sizeof(int));
+    unsigned char *edge = moe_xcalloc((size_t)n * n, 1);
+    int *outdeg = moe_xcalloc((size_t)n, sizeof(int)), *indeg = moe_xcalloc((size_t)n, sizeof(int));
+    h->culprits = moe_xmalloc((size_t)n * sizeof(int));
+    h->waiting = moe_xmalloc((size_t)n * sizeof(int));
+    h->missing = moe_xmalloc((size_t)n * sizeof(int));
     if (!edge || !outdeg || !indeg || !h->culprits || !h->waiting || !h->missing) {
         free(edge); free(outdeg); free(indeg);
         return -1;
@@ -516,7 +517,7 @@ static void verdict(const program *p, const live_rank_state *st, const live_hang
 
 char *live_hang_report(const program *p, const live_rank_state *st, const live_hang *h, double watchdog_s) {
     size_t len = (size_t)(p->n_ranks + 4) * 1024, at = 0;
-    char *buf = malloc(len), line[1024];
+    char *buf = moe_xmalloc(len), line[1024];
     if (!buf) return NULL;
     at = cat(buf, len, at, "simlive watchdog: no progress for %.1f s. Where every rank is (seed 000 §3.1: all "
              "ranks but one wait inside a collective; the odd one out is the culprit):\n", watchdog_s);
@@ -607,7 +608,7 @@ cJSON *live_trace_build(const program *p, const char *backend, int n_trace_ranks
     /* annotate events with what the live run really moved/computed: trace_build emits, per rank, the
      * ops in index order that started and are not RECVs; walk them in the same order */
     cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
-    int *next = calloc((size_t)(n_trace_ranks + 1), sizeof(int));
+    int *next = moe_xcalloc((size_t)(n_trace_ranks + 1), sizeof(int));
     cJSON *e;
     cJSON_ArrayForEach(e, ev) {
         cJSON *ph = cJSON_GetObjectItem(e, "ph"), *pid = cJSON_GetObjectItem(e, "pid");

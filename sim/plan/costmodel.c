@@ -2,7 +2,7 @@
  * functions of sim/plan/costmodel.h. The model file format is documented in calibration/README.md. */
 #include "sim/plan/costmodel.h"
 
-#include "sim/base/fileio.h"
+#include "sim/base/json_read.h"
 #include "sim/plan/recipes.h"
 
 #include <cjson/cJSON.h>
@@ -159,179 +159,138 @@ costmodel costmodel_from_cluster(const cluster_cfg *c) {
 
 /* ---- JSON reading --------------------------------------------------------------------------------- */
 
-typedef struct {
-    const char *file;
-    moe_error *err;
-} reader;
+/* Keys a model file may hold besides the ones read: documentation and the fit's own record. */
+static const char *const top_keys[] = {"format", "source", "device", "measured", "notes", "provenance",
+                                       "traces", "base", "collectives", "peak_tflops", "gemm", "memory",
+                                       "attention", "kernels", "links", NULL};
+static const char *const peak_keys[] = {"bf16", "fp8", "fp16", "fp32", "fp4", NULL};
+static const char *const gemm_keys[] = {"eff_max", "operand_GBps", "launch_us", "fit", "stderr", "dropped", NULL};
+static const char *const attention_keys[] = {"eff", "launch_us", "fit", "stderr", "dropped", NULL};
+static const char *const mem_keys[] = {"GBps", "launch_us", "fit", "stderr", "dropped", NULL};
+static const char *const link_keys[] = {"alpha_us", "GBps", "from", NULL};
 
-static int bad(reader *r, const char *path, const cJSON *v, const char *expected) {
-    char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
-    char shown[128];
-    snprintf(shown, sizeof shown, "%s", txt ? txt : "nothing");
-    if (txt && strlen(txt) > 100) snprintf(shown + 96, sizeof shown - 96, "...");
-    free(txt);
-    moe_error_input(r->err, r->file, path, shown, "%s", expected);
-    return EXIT_BADINPUT;
-}
-
-/* Number at obj.key with lo < x <= hi (lo_incl: lo <= x). Missing and !required -> *out untouched. */
-static int get_num(reader *r, const cJSON *obj, const char *prefix, const char *key, int required,
-                   double lo, int lo_incl, double hi, double *out) {
-    char path[256];
-    snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!v) {
-        if (!required) return 0;
-        return bad(r, path, NULL, "a number (required field)");
-    }
-    char expect[128];
-    snprintf(expect, sizeof expect, "a number in %s%g, %g]", lo_incl ? "[" : "(", lo, hi);
-    if (!cJSON_IsNumber(v)) return bad(r, path, v, expect);
-    double x = v->valuedouble;
-    if (!isfinite(x) || x > hi || (lo_incl ? x < lo : x <= lo)) return bad(r, path, v, expect);
-    *out = x;
-    return 0;
-}
-
-static const cJSON *get_obj(reader *r, const cJSON *obj, const char *path, const char *key,
-                            int required, int *rc) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    *rc = 0;
-    if (!v && !required) return NULL;
-    if (!cJSON_IsObject(v)) {
-        *rc = bad(r, path, v, "an object");
-        return NULL;
-    }
-    return v;
-}
-
-static int get_str(reader *r, const cJSON *obj, const char *key, char *dst, size_t cap) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsString(v) || !v->valuestring[0]) return bad(r, key, v, "a non-empty string");
-    snprintf(dst, cap, "%s", v->valuestring);
-    return 0;
-}
-
-static int parse_mem(reader *r, const cJSON *o, const char *path, cm_mem_params *p) {
+static int parse_mem(const json_reader *r, const cJSON *o, const char *path, cm_mem_params *p) {
     double gbps = 0, launch_us = 0;
-    if (get_num(r, o, path, "GBps", 1, 0, 0, 1e6, &gbps)) return EXIT_BADINPUT;
-    if (get_num(r, o, path, "launch_us", 1, 0, 1, 1e6, &launch_us)) return EXIT_BADINPUT;
+    if (json_check_keys(r, o, path, mem_keys) ||
+        json_get_number(r, o, path, "GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &gbps) ||
+        json_get_number(r, o, path, "launch_us", JSON_REQUIRED, 0, 1e6, &launch_us))
+        return EXIT_BADINPUT;
     p->bw_Bps = gbps * 1e9;
     p->launch_s = launch_us * 1e-6;
     return 0;
 }
 
-static int parse_model(reader *r, const cJSON *root, costmodel *cm) {
-    int rc;
-    if (!cJSON_IsObject(root)) return bad(r, "(root)", root, "a JSON object");
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
+    if (!cJSON_IsObject(root)) return json_bad(r, "(root)", root, "a JSON object");
+    if (json_check_keys(r, root, "", top_keys)) return EXIT_BADINPUT;
+    const cJSON *fmt = json_member(root, "format");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, CM_FORMAT) != 0)
-        return bad(r, "format", fmt, "\"" CM_FORMAT "\"");
-    if (get_str(r, root, "source", cm->source, sizeof cm->source)) return EXIT_BADINPUT;
-    if (get_str(r, root, "device", cm->device, sizeof cm->device)) return EXIT_BADINPUT;
-    const cJSON *meas = cJSON_GetObjectItemCaseSensitive(root, "measured");
-    if (!cJSON_IsBool(meas)) return bad(r, "measured", meas, "true or false");
-    cm->measured = cJSON_IsTrue(meas);
+        return json_bad(r, "format", fmt, "\"" CM_FORMAT "\"");
+    if (json_get_string(r, root, "", "source", JSON_REQUIRED | JSON_NONEMPTY, cm->source, sizeof cm->source) ||
+        json_get_string(r, root, "", "device", JSON_REQUIRED | JSON_NONEMPTY, cm->device, sizeof cm->device) ||
+        json_get_bool(r, root, "", "measured", JSON_REQUIRED, &cm->measured))
+        return EXIT_BADINPUT;
 
     /* peaks: bf16 required; the others default to the H100-class ratios */
-    const cJSON *pk = get_obj(r, root, "peak_tflops", "peak_tflops", 1, &rc);
-    if (rc) return rc;
+    const cJSON *pk, *g, *m, *a, *ks, *ls;
     double bf16 = 0, fp8 = -1, fp16 = -1, fp32 = -1, fp4 = 0;
-    if (get_num(r, pk, "peak_tflops", "bf16", 1, 0, 0, 1e6, &bf16)) return EXIT_BADINPUT;
-    if (get_num(r, pk, "peak_tflops", "fp8", 0, 0, 0, 1e6, &fp8)) return EXIT_BADINPUT;
-    if (get_num(r, pk, "peak_tflops", "fp16", 0, 0, 0, 1e6, &fp16)) return EXIT_BADINPUT;
-    if (get_num(r, pk, "peak_tflops", "fp32", 0, 0, 0, 1e6, &fp32)) return EXIT_BADINPUT;
-    if (get_num(r, pk, "peak_tflops", "fp4", 0, 0, 0, 1e6, &fp4)) return EXIT_BADINPUT;
+    if (json_get_object(r, root, "", "peak_tflops", JSON_REQUIRED, &pk) ||
+        json_check_keys(r, pk, "peak_tflops", peak_keys) ||
+        json_get_number(r, pk, "peak_tflops", "bf16", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &bf16) ||
+        json_get_number(r, pk, "peak_tflops", "fp8", JSON_LO_OPEN, 0, 1e6, &fp8) ||
+        json_get_number(r, pk, "peak_tflops", "fp16", JSON_LO_OPEN, 0, 1e6, &fp16) ||
+        json_get_number(r, pk, "peak_tflops", "fp32", JSON_LO_OPEN, 0, 1e6, &fp32) ||
+        json_get_number(r, pk, "peak_tflops", "fp4", JSON_LO_OPEN, 0, 1e6, &fp4))
+        return EXIT_BADINPUT;
     cm->peak_fp4_flops = fp4 * 1e12;
     cm->peak_flops[DT_BF16] = bf16 * 1e12;
     cm->peak_flops[DT_FP8] = (fp8 > 0 ? fp8 : 2.0 * bf16) * 1e12;
     cm->peak_flops[DT_FP16] = (fp16 > 0 ? fp16 : bf16) * 1e12;
     cm->peak_flops[DT_FP32] = (fp32 > 0 ? fp32 : bf16 / 14.7) * 1e12;
 
-    const cJSON *g = get_obj(r, root, "gemm", "gemm", 1, &rc);
-    if (rc) return rc;
-    double launch_us = 0, op_gbps = 0;
-    if (get_num(r, g, "gemm", "eff_max", 1, 0, 0, 1.0, &cm->gemm.eff_max)) return EXIT_BADINPUT;
-    /* null: the operand term was not resolved by the data (CPU fits): no streaming cost */
-    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(g, "operand_GBps"))) op_gbps = INFINITY;
-    else if (get_num(r, g, "gemm", "operand_GBps", 1, 0, 0, 1e6, &op_gbps)) return EXIT_BADINPUT;
-    if (get_num(r, g, "gemm", "launch_us", 1, 0, 1, 1e6, &launch_us)) return EXIT_BADINPUT;
+    double launch_us = 0, op_gbps = INFINITY;
+    /* operand_GBps null: the operand term was not resolved by the data (CPU fits): no streaming cost */
+    if (json_get_object(r, root, "", "gemm", JSON_REQUIRED, &g) || json_check_keys(r, g, "gemm", gemm_keys) ||
+        json_get_number(r, g, "gemm", "eff_max", JSON_REQUIRED | JSON_LO_OPEN, 0, 1.0, &cm->gemm.eff_max) ||
+        (!cJSON_IsNull(json_member(g, "operand_GBps")) &&
+         json_get_number(r, g, "gemm", "operand_GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &op_gbps)) ||
+        json_get_number(r, g, "gemm", "launch_us", JSON_REQUIRED, 0, 1e6, &launch_us))
+        return EXIT_BADINPUT;
     cm->gemm.operand_Bps = op_gbps * 1e9;
     cm->gemm.launch_s = launch_us * 1e-6;
 
-    const cJSON *m = get_obj(r, root, "memory", "memory", 1, &rc);
-    if (rc) return rc;
-    if (parse_mem(r, m, "memory", &cm->memory)) return EXIT_BADINPUT;
+    if (json_get_object(r, root, "", "memory", JSON_REQUIRED, &m) || parse_mem(r, m, "memory", &cm->memory))
+        return EXIT_BADINPUT;
 
-    const cJSON *a = get_obj(r, root, "attention", "attention", 1, &rc);
-    if (rc) return rc;
     double a_launch_us = launch_us;
-    if (get_num(r, a, "attention", "eff", 1, 0, 0, 1.0, &cm->attention_eff)) return EXIT_BADINPUT;
-    if (get_num(r, a, "attention", "launch_us", 0, 0, 1, 1e6, &a_launch_us)) return EXIT_BADINPUT;
+    if (json_get_object(r, root, "", "attention", JSON_REQUIRED, &a) ||
+        json_check_keys(r, a, "attention", attention_keys) ||
+        json_get_number(r, a, "attention", "eff", JSON_REQUIRED | JSON_LO_OPEN, 0, 1.0, &cm->attention_eff) ||
+        json_get_number(r, a, "attention", "launch_us", 0, 0, 1e6, &a_launch_us))
+        return EXIT_BADINPUT;
     cm->attention_launch_s = a_launch_us * 1e-6;
 
-    const cJSON *ks = get_obj(r, root, "kernels", "kernels", 0, &rc);
-    if (rc) return rc;
-    const cJSON *k;
-    cJSON_ArrayForEach(k, ks) {
+    if (json_get_object(r, root, "", "kernels", 0, &ks)) return EXIT_BADINPUT;
+    for (const cJSON *k = ks ? ks->child : NULL; k; k = k->next) {
         char path[160];
-        snprintf(path, sizeof path, "kernels.%s", k->string);
+        json_path_key(path, sizeof path, "kernels", k->string);
         if (cm->n_kernels >= CM_MAX_KERNELS)
-            return bad(r, path, NULL, "at most " "16" " per-kernel models");
-        if (!cJSON_IsObject(k)) return bad(r, path, k, "an object");
+            return json_bad(r, path, NULL, "at most %d per-kernel models", CM_MAX_KERNELS);
+        if (!cJSON_IsObject(k)) return json_bad(r, path, k, "an object");
+        if (strlen(k->string) >= CM_NAME_MAX || !k->string[0])
+            return json_bad(r, "kernels", NULL, "kernel names of 1 to %d characters", CM_NAME_MAX - 1);
         cm_kernel_params *kp = &cm->kernels[cm->n_kernels];
         snprintf(kp->name, sizeof kp->name, "%s", k->string);
         if (parse_mem(r, k, path, &kp->p)) return EXIT_BADINPUT;
         cm->n_kernels++;
     }
 
-    const cJSON *ls = get_obj(r, root, "links", "links", 0, &rc);
-    if (rc) return rc;
-    const cJSON *l;
-    cJSON_ArrayForEach(l, ls) {
+    if (json_get_object(r, root, "", "links", 0, &ls)) return EXIT_BADINPUT;
+    for (const cJSON *l = ls ? ls->child : NULL; l; l = l->next) {
         char path[160];
-        snprintf(path, sizeof path, "links.%s", l->string);
+        json_path_key(path, sizeof path, "links", l->string);
         int cls = cm_link_class_parse(l->string);
         if (cls < 0) {
             char q[96];
-            snprintf(q, sizeof q, "\"%s\"", l->string);
-            moe_error_input(r->err, r->file, "links", q, "a link class: nvlink, rdma or pcie");
-            return EXIT_BADINPUT;
+            json_truncate_into(l->string, q + 1, sizeof q - 2);
+            q[0] = '"';
+            strcat(q, "\"");
+            return moe_error_input(r->err, r->file, "links", q, "a link class: nvlink, rdma or pcie");
         }
-        if (!cJSON_IsObject(l)) return bad(r, path, l, "an object");
+        if (!cJSON_IsObject(l)) return json_bad(r, path, l, "an object");
         double alpha_us = 0, gbps = 0;
-        if (get_num(r, l, path, "alpha_us", 1, 0, 1, 1e7, &alpha_us)) return EXIT_BADINPUT;
-        if (get_num(r, l, path, "GBps", 1, 0, 0, 1e6, &gbps)) return EXIT_BADINPUT;
+        if (json_check_keys(r, l, path, link_keys) ||
+            json_get_number(r, l, path, "alpha_us", JSON_REQUIRED, 0, 1e7, &alpha_us) ||
+            json_get_number(r, l, path, "GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &gbps))
+            return EXIT_BADINPUT;
         cm->link[cls] = (cm_link_params){ 1, alpha_us * 1e-6, gbps * 1e9 };
     }
     return 0;
 }
 
-int costmodel_parse(const char *file_label, const char *json_text, costmodel *out, moe_error *err) {
+static int costmodel_from_json(const char *file, const cJSON *root, costmodel *out, moe_error *err) {
     memset(out, 0, sizeof *out);
-    reader r = { file_label ? file_label : "(model)", err };
-    snprintf(out->file, sizeof out->file, "%s", r.file);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);
-    if (!root) {
-        long off = end ? (long)(end - json_text) : 0;
-        long line = 1;
-        for (long i = 0; i < off && json_text[i]; i++) line += json_text[i] == '\n';
-        char where[64];
-        snprintf(where, sizeof where, "line %ld", line);
-        return moe_error_input(err, r.file, where, NULL, "valid JSON");
-    }
-    int rc = parse_model(&r, root, out);
+    json_reader r = { file, err };
+    snprintf(out->file, sizeof out->file, "%s", file);
+    return parse_model(&r, root, out);
+}
+
+int costmodel_parse(const char *file_label, const char *json_text, costmodel *out, moe_error *err) {
+    const char *file = file_label ? file_label : "(model)";
+    memset(out, 0, sizeof *out);
+    cJSON *root = json_parse_strict(file, json_text, json_text ? strlen(json_text) : 0, err);
+    if (!root) return err->code;
+    int rc = costmodel_from_json(file, root, out, err);
     cJSON_Delete(root);
     return rc;
 }
 
 int costmodel_load(const char *path, costmodel *out, moe_error *err) {
     memset(out, 0, sizeof *out);
-    char *text = read_file_text(path, NULL, err);
-    if (!text) return err->code;
-    int rc = costmodel_parse(path, text, out, err);
-    free(text);
+    cJSON *root = json_load(path, 0, err);
+    if (!root) return err->code;
+    int rc = costmodel_from_json(path, root, out, err);
+    cJSON_Delete(root);
     return rc;
 }
 
@@ -356,10 +315,10 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
         return moe_error_input(err, s->file, "calibration", s->calibration,
                                "a readable cost-model JSON (moesim-costmodel/1), e.g. "
                                "calibration/models/h800-published.json");
-    int rc = costmodel_load(path, out, err);
+    if (costmodel_load(path, out, err)) return moe_error_context(err, s->file, "calibration");
     /* a model fitted without FP4 GEMMs takes the FP4 peak of the scenario's GPU */
-    if (rc == 0 && out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
-    return rc;
+    if (out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
+    return 0;
 }
 
 cJSON *costmodel_provenance_json(const costmodel *cm) {

@@ -1,5 +1,6 @@
 /* layout_rank.c — rank valid layouts by the plan's step time (layout_rank.h). */
 #include "sim/plan/layout_rank.h"
+#include "sim/base/alloc.h"
 
 #include <stdlib.h>
 
@@ -21,8 +22,8 @@ int layouts_search(const scenario *base, int top, layout_cfg *best, int *n_valid
     int n = layouts_enumerate(base, NULL, 0);
     *n_valid = n;
     *n_fit = 0;
-    layout_cfg *all = malloc(sizeof *all * (size_t)(n + 1));
-    ranked_layout *fit = malloc(sizeof *fit * (size_t)(n + 1));
+    layout_cfg *all = moe_xmalloc(sizeof *all * (size_t)(n + 1));
+    ranked_layout *fit = moe_xmalloc(sizeof *fit * (size_t)(n + 1));
     layouts_enumerate(base, all, n);
     scenario s = *base;
     for (int i = 0; i < n; i++) {

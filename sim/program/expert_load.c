@@ -1,5 +1,6 @@
 /* expert_load.c — load-imbalance metrics (seed 000 §4.2) on GSL statistics. */
 #include "sim/program/expert_load.h"
+#include "sim/base/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ double expert_load_max_min(const double *counts, size_t n) {
 }
 
 double expert_load_gini(const double *counts, size_t n) {
-    double *x = malloc(n * sizeof *x);
+    double *x = moe_xmalloc(n * sizeof *x);
     if (!x) return NAN;
     memcpy(x, counts, n * sizeof *x);
     gsl_sort(x, 1, n);

@@ -15,6 +15,7 @@
  * segment by segment, alternately, so that one item's all-to-all runs under the other's compute.
  */
 #include "sim/program/program.h"
+#include "sim/base/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -110,10 +111,10 @@ static void build_groups(program *p) {
     int first[GROUP_NKINDS];
     p->n_groups = 0;
     for (int k = 0; k < GROUP_NKINDS; k++) { first[k] = p->n_groups; p->n_groups += group_count(p, k); }
-    p->groups = calloc((size_t)p->n_groups, sizeof *p->groups);
-    p->group_members = malloc((size_t)p->n_ranks * GROUP_NKINDS * sizeof(int));
-    p->rank_group = malloc((size_t)p->n_ranks * GROUP_NKINDS * sizeof(int));
-    int *fill = calloc((size_t)p->n_groups, sizeof(int));
+    p->groups = moe_xcalloc((size_t)p->n_groups, sizeof *p->groups);
+    p->group_members = moe_xmalloc((size_t)p->n_ranks * GROUP_NKINDS * sizeof(int));
+    p->rank_group = moe_xmalloc((size_t)p->n_ranks * GROUP_NKINDS * sizeof(int));
+    int *fill = moe_xcalloc((size_t)p->n_groups, sizeof(int));
     int off = 0;
     for (int k = 0; k < GROUP_NKINDS; k++) {
         int n = p->n_ranks / group_count(p, k);
@@ -142,7 +143,7 @@ static void build_groups(program *p) {
 #define ROUTING_POOL_DRAWS 4
 
 static double *dup_scaled(const double *src, size_t n, double scale) {
-    double *d = malloc((n ? n : 1) * sizeof(double));
+    double *d = moe_xmalloc((n ? n : 1) * sizeof(double));
     for (size_t i = 0; i < n; i++) d[i] = src[i] * scale;
     return d;
 }
@@ -170,7 +171,7 @@ static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
             m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
             break;
         default: /* A2A_COMBINE_B: transpose of the dispatch token sets */
-            m->bytes = malloc((size_t)n * n * sizeof(double));
+            m->bytes = moe_xmalloc((size_t)n * n * sizeof(double));
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < n; j++) m->bytes[j * n + i] = rs->dispatch_tokens[i * n + j] * h * grad;
             m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
@@ -190,17 +191,17 @@ static int build_routing(program *p, moe_error *err) {
     int n = p->ep, E = s->model.experts, m = p->micro_batches;
     p->moe_first_layer = E > 0 ? s->model.dense_layers : s->model.layers;
     p->n_moe_layers = E > 0 ? s->model.layers - s->model.dense_layers : 0;
-    p->draw_of = calloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
-    p->step_expert_tokens = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
-    p->step_expert_routed = calloc((size_t)(E > 0 ? E : 1), sizeof(double));
+    p->draw_of = moe_xcalloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
+    p->step_expert_tokens = moe_xcalloc((size_t)(E > 0 ? E : 1), sizeof(double));
+    p->step_expert_routed = moe_xcalloc((size_t)(E > 0 ? E : 1), sizeof(double));
     if (E <= 0 || p->n_moe_layers <= 0) {
         p->n_draws = 1; p->n_patterns = 0;
-        p->recv_tokens = calloc((size_t)n, sizeof(double));
-        p->expert_tokens = calloc(1, sizeof(double));
+        p->recv_tokens = moe_xcalloc((size_t)n, sizeof(double));
+        p->expert_tokens = moe_xcalloc(1, sizeof(double));
         return 0;
     }
     const program_group *g0 = &p->groups[0];           /* EP group 0: replica 0, stage 0, tp 0 */
-    int *gpus = malloc((size_t)n * sizeof(int));
+    int *gpus = moe_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) gpus[i] = program_gpu_of_rank(p, g0->ranks[i]);
     /* with a dropping capacity limit, keep every token's choices to count what the router assigned
      * before the limit (step_expert_routed: the imbalance the limit hides); ~K*T int32 per sample */
@@ -220,8 +221,8 @@ static int build_routing(program *p, moe_error *err) {
     p->a2a_n_nodes = routing_ctx_n_nodes(ctx);
 
     int cap = ROUTING_POOL_DRAWS + 1, n_distinct = 0;
-    const routing_sample **distinct = malloc((size_t)cap * sizeof *distinct);
-    long *uses = calloc((size_t)cap, sizeof(long));
+    const routing_sample **distinct = moe_xmalloc((size_t)cap * sizeof *distinct);
+    long *uses = moe_xcalloc((size_t)cap, sizeof(long));
     int rc = 0;
     for (int l = 0; l < p->n_moe_layers && rc == 0; l++)
         for (int mb = 0; mb < m; mb++) {
@@ -232,8 +233,8 @@ static int build_routing(program *p, moe_error *err) {
             if (d == n_distinct) {
                 if (n_distinct == cap) {
                     cap *= 2;
-                    distinct = realloc(distinct, (size_t)cap * sizeof *distinct);
-                    uses = realloc(uses, (size_t)cap * sizeof(long));
+                    distinct = moe_xrealloc(distinct, (size_t)cap, sizeof *distinct);
+                    uses = moe_xrealloc(uses, (size_t)cap, sizeof(long));
                 }
                 distinct[n_distinct] = rs; uses[n_distinct++] = 0;
             }
@@ -243,9 +244,9 @@ static int build_routing(program *p, moe_error *err) {
     if (rc == 0) {
         p->n_draws = n_distinct;
         p->n_patterns = n_distinct * A2A_NKINDS;
-        p->patterns = calloc((size_t)p->n_patterns, sizeof *p->patterns);
-        p->recv_tokens = calloc((size_t)n_distinct * n, sizeof(double));
-        p->expert_tokens = calloc((size_t)n_distinct * E, sizeof(double));
+        p->patterns = moe_xcalloc((size_t)p->n_patterns, sizeof *p->patterns);
+        p->recv_tokens = moe_xcalloc((size_t)n_distinct * n, sizeof(double));
+        p->expert_tokens = moe_xcalloc((size_t)n_distinct * E, sizeof(double));
         double cv = 0, mm = 0, gini = 0, n_uses = 0;
         for (int d = 0; d < n_distinct; d++) {
             const routing_sample *rs = distinct[d];
@@ -299,7 +300,7 @@ typedef struct { program_op *v; int n, cap; } op_buf;
 static int emit(op_buf *b, program_op op) {
     if (b->n == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 256;
-        b->v = realloc(b->v, (size_t)b->cap * sizeof *b->v);
+        b->v = moe_xrealloc(b->v, (size_t)b->cap, sizeof *b->v);
     }
     b->v[b->n] = op;
     return b->n++;
@@ -530,14 +531,14 @@ static void gen_item(op_buf *b, const gen_ctx *g, const sched_item *it) {
 static void append_whole(op_buf *dst, const op_buf *src) {
     /* deps point to earlier ops, so every remap entry read is written first (calloc: the compiler
      * cannot see that) */
-    int *map = calloc((size_t)src->n + 1, sizeof(int));
+    int *map = moe_xcalloc((size_t)src->n + 1, sizeof(int));
     append_ops(dst, src, 0, src->n, map, map);
     free(map);
 }
 
 /* DualPipe F/B pair: alternate segments so each one's all-to-all overlaps the other's compute. */
 static void append_pair(op_buf *dst, const op_buf *a, const op_buf *bb) {
-    int *ma = calloc((size_t)a->n + 1, sizeof(int)), *mb = calloc((size_t)bb->n + 1, sizeof(int));
+    int *ma = moe_xcalloc((size_t)a->n + 1, sizeof(int)), *mb = moe_xcalloc((size_t)bb->n + 1, sizeof(int));
     int ia = 0, ib = 0;
     while (ia < a->n || ib < bb->n) {
         if (ia < a->n) { int e = next_segment_end(a, ia); append_ops(dst, a, ia, e, ma, ma); ia = e; }
@@ -644,7 +645,7 @@ void program_rank_op(const program *p, int rank, int i, program_op *out) {
 
 int program_materialize(const program *p, int rank, program_op **ops) {
     int n = program_n_ops(p, rank);
-    *ops = malloc((size_t)(n > 0 ? n : 1) * sizeof **ops);
+    *ops = moe_xmalloc((size_t)(n > 0 ? n : 1) * sizeof **ops);
     for (int i = 0; i < n; i++) program_rank_op(p, rank, i, &(*ops)[i]);
     return n;
 }
@@ -674,7 +675,7 @@ int program_build(const scenario *s, program **out, moe_error *err) {
         return moe_error_input(err, s->file, "model.layers", v, "at least one layer per model stage (%d)", n_ms);
     }
 
-    program *p = calloc(1, sizeof *p);
+    program *p = moe_xcalloc(1, sizeof *p);
     p->scn = s;
     p->pp = L->pp; p->ep = L->ep; p->dp = L->dp; p->tp = L->tp;
     p->vpp = sp.vpp; p->n_chunks = sp.n_chunks;
@@ -682,8 +683,8 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     p->n_ranks = gpus;
     p->tokens_per_mb = L->micro_batch * s->model.seq_len;
     p->n_model_stages = n_ms;
-    p->stage_layer_begin = malloc((size_t)n_ms * sizeof(int));
-    p->stage_layer_end = malloc((size_t)n_ms * sizeof(int));
+    p->stage_layer_begin = moe_xmalloc((size_t)n_ms * sizeof(int));
+    p->stage_layer_end = moe_xmalloc((size_t)n_ms * sizeof(int));
     for (int ms = 0; ms < n_ms; ms++) {   /* balanced split, as pipeline_forms.c stage_layers() */
         p->stage_layer_begin[ms] = (int)((long)ms * s->model.layers / n_ms);
         p->stage_layer_end[ms] = (int)((long)(ms + 1) * s->model.layers / n_ms);
@@ -699,8 +700,8 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     li.wbytes = dtype_bytes(s->precision.compute);
     li.moe_first = s->model.experts > 0 ? s->model.dense_layers : s->model.layers;
     li.tp = p->tp;
-    p->stage_ops = calloc((size_t)p->pp, sizeof *p->stage_ops);
-    p->stage_n_ops = calloc((size_t)p->pp, sizeof(int));
+    p->stage_ops = moe_xcalloc((size_t)p->pp, sizeof *p->stage_ops);
+    p->stage_n_ops = moe_xcalloc((size_t)p->pp, sizeof(int));
     for (int st = 0; st < p->pp; st++) gen_stage(p, &li, &sp, st);
 
     /* model FLOPs of the step: every rank's compute ops, resolved */

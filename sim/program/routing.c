@@ -9,6 +9,10 @@
 #define HAVE_INLINE 1
 #include "sim/program/routing.h"
 #include "kernels/moe_capacity.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
+#include "sim/base/rng_seed.h"
+#include "sim/scenario/scenario_paths.h"
 
 #include <errno.h>
 #include <math.h>
@@ -74,19 +78,12 @@ struct routing_scratch {
 };
 
 /* ---- seeding ------------------------------------------------------------------------------------ */
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 uint32_t routing_seed(uint64_t seed, uint32_t tag, int layer, int micro_batch, int group) {
-    uint64_t h = splitmix64(seed ^ ((uint64_t)tag << 56));
-    h = splitmix64(h ^ (uint64_t)(uint32_t)layer);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)micro_batch);
-    h = splitmix64(h ^ (uint64_t)(uint32_t)group);
-    return (uint32_t)(h ^ (h >> 32));
+    uint64_t h = moe_seed_mix(seed ^ ((uint64_t)tag << 56));
+    h = moe_seed_mix(h ^ (uint64_t)(uint32_t)layer);
+    h = moe_seed_mix(h ^ (uint64_t)(uint32_t)micro_batch);
+    h = moe_seed_mix(h ^ (uint64_t)(uint32_t)group);
+    return moe_seed_fold32(h);
 }
 
 /* ---- context: validation ------------------------------------------------------------------------ */
@@ -155,113 +152,43 @@ static int validate(const scenario *s, const int *group_gpus, int tokens_per_ran
 }
 
 /* ---- context: trace file ------------------------------------------------------------------------ */
-static char *read_text(const char *path, size_t *len_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) break;
-        if (cap - len - 1 == 0) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[len] = '\0';
-    if (len_out) *len_out = len;
-    return buf;
-}
-
-/* Relative trace paths: the working directory first (tools run from the repo root), then the
- * scenario file's directory. */
-static void resolve_trace_path(const scenario *s, char *out, size_t cap) {
-    const char *p = s->routing.trace;
-    FILE *f = fopen(p, "rb");
-    const char *slash = strrchr(s->file, '/');
-    if (f || p[0] == '/' || !slash) {
-        if (f) fclose(f);
-        snprintf(out, cap, "%s", p);
-        return;
-    }
-    snprintf(out, cap, "%.*s/%s", (int)(slash - s->file), s->file, p);
-}
-
-/* Fill weights[n_laws * E] from the trace file; sets *n_laws. */
-static int load_trace(const scenario *s, int E, int K, double **weights, int *n_laws, moe_error *err) {
-    char path[2 * SCN_PATH_MAX + 2];
-    if (!s->routing.trace[0])
-        return moe_error_input(err, s->file, "routing.trace", "\"\"",
-                               "a per-expert load file for distribution \"trace\"");
-    resolve_trace_path(s, path, sizeof path);
-    char *text = read_text(path, NULL);
-    if (!text)
-        return moe_error_input(err, s->file, "routing.trace", path, "a readable file (%s)", strerror(errno));
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    int rc = 0;
-    if (!root || !cJSON_IsObject(root)) {
-        rc = moe_error_input(err, path, "", NULL, "a JSON object {\"format\": \"moesim-expert-load/1\", "
-                             "\"layers\": [[counts per expert], ...]}");
-        goto out;
-    }
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "moesim-expert-load/1") != 0) {
-        rc = moe_error_input(err, path, "format", cJSON_IsString(fmt) ? fmt->valuestring : "(missing)",
-                             "\"moesim-expert-load/1\"");
-        goto out;
-    }
-    for (const cJSON *it = root->child; it; it = it->next) {
-        static const char *const keys[] = {"format", "experts", "layers", NULL};
-        int known = 0;
-        for (const char *const *k = keys; *k; k++) known |= strcmp(it->string, *k) == 0;
-        if (!known) {
-            const char *hint = moe_did_you_mean(it->string, keys);
-            rc = moe_error_input(err, path, it->string, NULL, "one of format, experts, layers%s%s%s",
-                                 hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
-            goto out;
-        }
-    }
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(root, "experts");
-    if (ex && (!cJSON_IsNumber(ex) || ex->valuedouble != E)) {
-        char v[32];
-        snprintf(v, sizeof v, "%g", cJSON_IsNumber(ex) ? ex->valuedouble : NAN);
-        rc = moe_error_input(err, path, "experts", v, "model.experts = %d", E);
-        goto out;
-    }
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+int routing_trace_from_json(const char *path, const cJSON *root, int E, int K, double **weights,
+                            int *n_laws, moe_error *err) {
+    static const char *const keys[] = {"format", "experts", "layers", NULL};
+    json_reader r = {path, err};
+    if (!cJSON_IsObject(root))
+        return json_bad(&r, "(root)", root, "a JSON object {\"format\": \"moesim-expert-load/1\", "
+                        "\"layers\": [[counts per expert], ...]}");
+    const cJSON *fmt = json_member(root, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "moesim-expert-load/1") != 0)
+        return json_bad(&r, "format", fmt, "\"moesim-expert-load/1\"");
+    if (json_check_keys(&r, root, "", keys)) return EXIT_BADINPUT;
+    const cJSON *ex = json_member(root, "experts");
+    if (ex && (!cJSON_IsNumber(ex) || ex->valuedouble != E)) return json_bad(&r, "experts", ex, "model.experts = %d", E);
+    const cJSON *layers = json_member(root, "layers");
     int nl = cJSON_IsArray(layers) ? cJSON_GetArraySize(layers) : 0;
-    if (nl < 1) {
-        rc = moe_error_input(err, path, "layers", NULL, "a non-empty array of per-layer count arrays");
-        goto out;
-    }
-    double *w = calloc((size_t)nl * (size_t)E, sizeof *w);
-    if (!w) { rc = moe_error_set(err, EXIT_RUNTIME, "out of memory"); goto out; }
-    int l = 0;
+    if (nl < 1) return json_bad(&r, "layers", layers, "a non-empty array of per-layer count arrays");
     char jp[64], v[64];
-    for (const cJSON *row = layers->child; row; row = row->next, l++) {
-        snprintf(jp, sizeof jp, "layers[%d]", l);
+    int l = 0;
+    /* shapes first: the allocation below is then bounded by what the file holds */
+    for (const cJSON *row = layers->child; row; row = row->next, l++)
         if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != E) {
             snprintf(v, sizeof v, "%d entries", cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 0);
-            rc = moe_error_input(err, path, jp, v, "an array of %d per-expert token counts", E);
-            free(w);
-            goto out;
+            return moe_error_input(err, path, json_path_index(jp, sizeof jp, "layers", l), v,
+                                   "an array of %d per-expert token counts", E);
         }
+    double *w = moe_xcalloc((size_t)nl * (size_t)E, sizeof *w);
+    l = 0;
+    for (const cJSON *row = layers->child; row; row = row->next, l++) {
+        json_path_index(jp, sizeof jp, "layers", l);
         int e = 0, nonzero = 0;
         double sum = 0.0;
         for (const cJSON *c = row->child; c; c = c->next, e++) {
-            double x = cJSON_IsNumber(c) ? c->valuedouble : NAN;
-            if (!(x >= 0.0 && isfinite(x))) {
-                snprintf(jp, sizeof jp, "layers[%d][%d]", l, e);
-                char *pv = cJSON_PrintUnformatted(c);
-                rc = moe_error_input(err, path, jp, pv ? pv : "?", "a non-negative token count");
-                free(pv);
+            char ep[80];
+            double x = 0;
+            if (json_number_value(&r, c, json_path_index(ep, sizeof ep, jp, e), 0, 0, INFINITY, &x)) {
                 free(w);
-                goto out;
+                return EXIT_BADINPUT;
             }
             w[(size_t)l * E + e] = x;
             sum += x;
@@ -269,16 +196,28 @@ static int load_trace(const scenario *s, int E, int K, double **weights, int *n_
         }
         if (!(sum > 0.0) || nonzero < K) {
             snprintf(v, sizeof v, "%d non-zero experts", nonzero);
-            rc = moe_error_input(err, path, jp, v, "at least top_k = %d experts with tokens", K);
             free(w);
-            goto out;
+            return moe_error_input(err, path, jp, v, "at least top_k = %d experts with tokens", K);
         }
     }
     *weights = w;
     *n_laws = nl;
-out:
+    return 0;
+}
+
+/* Fill weights[n_laws * E] from the scenario's routing.trace file; sets *n_laws. A bad file is
+ * reported as the file's own error behind "SCENARIO: routing.trace: ". */
+static int load_trace(const scenario *s, int E, int K, double **weights, int *n_laws, moe_error *err) {
+    char path[2 * SCN_PATH_MAX + 2];
+    if (!s->routing.trace[0])
+        return moe_error_input(err, s->file, "routing.trace", "\"\"",
+                               "a per-expert load file for distribution \"trace\"");
+    if (scenario_resolve_path(s, s->routing.trace, path, sizeof path) == -2)
+        return moe_error_input(err, s->file, "routing.trace", s->routing.trace, "a shorter path");
+    cJSON *root = json_load(path, 0, err);
+    int rc = root ? routing_trace_from_json(path, root, E, K, weights, n_laws, err) : err->code;
     cJSON_Delete(root);
-    return rc;
+    return rc ? moe_error_context(err, s->file, "routing.trace") : 0;
 }
 
 /* ---- context: construction ---------------------------------------------------------------------- */
@@ -291,8 +230,8 @@ static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
     case ROUTE_ZIPF: {
         int moe = scn_moe_layers(s);
         c->n_laws = moe > 0 ? moe : 1;
-        c->weights = malloc((size_t)c->n_laws * E * sizeof *c->weights);
-        int *perm = malloc((size_t)E * sizeof *perm);
+        c->weights = moe_xmalloc((size_t)c->n_laws * E * sizeof *c->weights);
+        int *perm = moe_xmalloc((size_t)E * sizeof *perm);
         gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
         if (!c->weights || !perm || !rng) {
             free(perm);
@@ -313,13 +252,13 @@ static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
     case ROUTE_BALANCED:
     case ROUTE_HOT:
         c->n_laws = 1;
-        c->weights = malloc((size_t)E * sizeof *c->weights);
+        c->weights = moe_xmalloc((size_t)E * sizeof *c->weights);
         if (!c->weights) return moe_error_set(err, EXIT_RUNTIME, "out of memory");
         /* hot: the fallback scan draws the token's OTHER experts, uniform over the non-hot ones */
         for (int e = 0; e < E; e++) c->weights[e] = (c->dist == ROUTE_HOT && e == c->hot_expert) ? 0.0 : 1.0;
         return 0;
     }
-    c->tables = calloc((size_t)c->n_laws, sizeof *c->tables);
+    c->tables = moe_xcalloc((size_t)c->n_laws, sizeof *c->tables);
     if (!c->tables) return moe_error_set(err, EXIT_RUNTIME, "out of memory");
     for (int l = 0; l < c->n_laws; l++) {
         c->tables[l] = gsl_ran_discrete_preproc((size_t)E, c->weights + (size_t)l * E);
@@ -335,12 +274,12 @@ static int cmp_int(const void *a, const void *b) {
 
 static int build_placement(routing_ctx *c, const int *group_gpus, int gpus_per_node, moe_error *err) {
     int n = c->n, E = c->E;
-    c->gpus = malloc((size_t)n * sizeof *c->gpus);
-    c->rank_node = malloc((size_t)n * sizeof *c->rank_node);
-    c->nodes = malloc((size_t)n * sizeof *c->nodes);
-    c->expert_rank = malloc((size_t)E * sizeof *c->expert_rank);
-    c->expert_node = malloc((size_t)E * sizeof *c->expert_node);
-    c->expert_group = malloc((size_t)E * sizeof *c->expert_group);
+    c->gpus = moe_xmalloc((size_t)n * sizeof *c->gpus);
+    c->rank_node = moe_xmalloc((size_t)n * sizeof *c->rank_node);
+    c->nodes = moe_xmalloc((size_t)n * sizeof *c->nodes);
+    c->expert_rank = moe_xmalloc((size_t)E * sizeof *c->expert_rank);
+    c->expert_node = moe_xmalloc((size_t)E * sizeof *c->expert_node);
+    c->expert_group = moe_xmalloc((size_t)E * sizeof *c->expert_group);
     if (!c->gpus || !c->rank_node || !c->nodes || !c->expert_rank || !c->expert_node || !c->expert_group)
         return moe_error_set(err, EXIT_RUNTIME, "out of memory");
     memcpy(c->gpus, group_gpus, (size_t)n * sizeof *c->gpus);
@@ -370,7 +309,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
                   ? opts->tokens_per_rank
                   : (s->layout.tp > 0 ? s->layout.micro_batch * s->model.seq_len / s->layout.tp : 0);
     if (validate(s, group_gpus, tpr, err)) return NULL;
-    routing_ctx *c = calloc(1, sizeof *c);
+    routing_ctx *c = moe_xcalloc(1, sizeof *c);
     if (!c) { moe_error_set(err, EXIT_RUNTIME, "out of memory"); return NULL; }
     const model_cfg *m = &s->model;
     c->n = s->layout.ep;
@@ -396,7 +335,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     c->nodes_on = c->node_limit > 0 && c->node_limit < c->n_nodes;
     if (c->nodes_on) {
         /* the node_limit nodes holding the fewest experts must still hold top_k of them */
-        int *per_node = calloc((size_t)c->n_nodes, sizeof *per_node);
+        int *per_node = moe_xcalloc((size_t)c->n_nodes, sizeof *per_node);
         if (!per_node) { moe_error_set(err, EXIT_RUNTIME, "out of memory"); goto fail; }
         for (int e = 0; e < c->E; e++) per_node[c->expert_node[e]]++;
         qsort(per_node, (size_t)c->n_nodes, sizeof *per_node, cmp_int);
@@ -467,23 +406,23 @@ static void scratch_free(routing_scratch *x) {
 }
 
 static routing_scratch *scratch_alloc(const routing_ctx *c) {
-    routing_scratch *x = calloc(1, sizeof *x);
+    routing_scratch *x = moe_xcalloc(1, sizeof *x);
     if (!x) return NULL;
     size_t n = (size_t)c->n, nn = (size_t)c->n_nodes, E = (size_t)c->E;
     x->rng = gsl_rng_alloc(gsl_rng_mt19937);
-    x->load = malloc(n * E * sizeof *x->load);
-    x->pairs = malloc(n * n * sizeof *x->pairs);
-    x->node_pairs = malloc(n * nn * sizeof *x->node_pairs);
-    x->seen_expert = malloc(E * sizeof *x->seen_expert);
-    x->seen_group = malloc((size_t)c->n_groups * sizeof *x->seen_group);
-    x->seen_node = malloc(nn * sizeof *x->seen_node);
-    x->sent_rank = malloc(n * sizeof *x->sent_rank);
-    x->sent_node = malloc(nn * sizeof *x->sent_node);
+    x->load = moe_xmalloc(n * E * sizeof *x->load);
+    x->pairs = moe_xmalloc(n * n * sizeof *x->pairs);
+    x->node_pairs = moe_xmalloc(n * nn * sizeof *x->node_pairs);
+    x->seen_expert = moe_xmalloc(E * sizeof *x->seen_expert);
+    x->seen_group = moe_xmalloc((size_t)c->n_groups * sizeof *x->seen_group);
+    x->seen_node = moe_xmalloc(nn * sizeof *x->seen_node);
+    x->sent_rank = moe_xmalloc(n * sizeof *x->sent_rank);
+    x->sent_node = moe_xmalloc(nn * sizeof *x->sent_node);
     size_t units = (size_t)(c->n_groups > c->n_nodes ? c->n_groups : c->n_nodes);
-    x->unit_order = malloc(units * sizeof *x->unit_order);
-    x->unit_start = malloc((units + 1) * sizeof *x->unit_start);
-    x->unit_experts = malloc(E * sizeof *x->unit_experts);
-    x->unit_used = malloc(n * units * sizeof *x->unit_used);
+    x->unit_order = moe_xmalloc(units * sizeof *x->unit_order);
+    x->unit_start = moe_xmalloc((units + 1) * sizeof *x->unit_start);
+    x->unit_experts = moe_xmalloc(E * sizeof *x->unit_experts);
+    x->unit_used = moe_xmalloc(n * units * sizeof *x->unit_used);
     if (!x->rng || !x->load || !x->pairs || !x->node_pairs || !x->seen_expert || !x->seen_group ||
         !x->seen_node || !x->sent_rank || !x->sent_node || !x->unit_order || !x->unit_start ||
         !x->unit_experts || !x->unit_used) {
@@ -517,16 +456,16 @@ int routing_sample_init(const routing_ctx *c, routing_sample *s, moe_error *err)
     s->top_k = c->K;
     s->tokens_per_rank = c->tokens_per_rank;
     s->capacity = c->capacity;
-    s->expert_tokens = calloc((size_t)c->E, sizeof(double));
-    s->rank_tokens = calloc(n, sizeof(double));
-    s->dispatch_tokens = calloc(n * n, sizeof(double));
-    s->dispatch_bytes = calloc(n * n, sizeof(double));
-    s->combine_bytes = calloc(n * n, sizeof(double));
-    s->node_tokens = calloc(n * nn, sizeof(double));
-    s->dispatch_node_bytes = calloc(n * nn, sizeof(double));
-    s->combine_node_bytes = calloc(n * nn, sizeof(double));
+    s->expert_tokens = moe_xcalloc((size_t)c->E, sizeof(double));
+    s->rank_tokens = moe_xcalloc(n, sizeof(double));
+    s->dispatch_tokens = moe_xcalloc(n * n, sizeof(double));
+    s->dispatch_bytes = moe_xcalloc(n * n, sizeof(double));
+    s->combine_bytes = moe_xcalloc(n * n, sizeof(double));
+    s->node_tokens = moe_xcalloc(n * nn, sizeof(double));
+    s->dispatch_node_bytes = moe_xcalloc(n * nn, sizeof(double));
+    s->combine_node_bytes = moe_xcalloc(n * nn, sizeof(double));
     if (c->keep_choices)
-        s->choices = malloc(n * (size_t)c->tokens_per_rank * (size_t)c->K * sizeof *s->choices);
+        s->choices = moe_xmalloc(n * (size_t)c->tokens_per_rank * (size_t)c->K * sizeof *s->choices);
     s->scratch = scratch_alloc(c);
     if (!s->expert_tokens || !s->rank_tokens || !s->dispatch_tokens || !s->dispatch_bytes ||
         !s->combine_bytes || !s->node_tokens || !s->dispatch_node_bytes || !s->combine_node_bytes ||
@@ -837,11 +776,11 @@ routing_pool *routing_pool_create(const routing_ctx *c, int samples_per_layer, i
         return NULL;
     }
     int laws = max_laws > 0 && max_laws < c->n_laws ? max_laws : c->n_laws;
-    routing_pool *p = calloc(1, sizeof *p);
+    routing_pool *p = moe_xcalloc(1, sizeof *p);
     size_t n = (size_t)laws * (size_t)samples_per_layer;
     if (p) {
-        p->slots = calloc(n, sizeof *p->slots);
-        p->ready = calloc(n, 1);
+        p->slots = moe_xcalloc(n, sizeof *p->slots);
+        p->ready = moe_xcalloc(n, 1);
     }
     if (!p || !p->slots || !p->ready) {
         if (p) { free(p->slots); free(p->ready); free(p); }

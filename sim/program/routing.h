@@ -168,6 +168,13 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
                                      moe_error *err);
 void routing_ctx_free(routing_ctx *ctx);
 
+/* An expert-load trace ("moesim-expert-load/1": {"format", "experts", "layers": [[count per expert]
+ * per layer]}) already parsed: weights[n_laws * E] (caller frees), n_laws = its layers. Every error
+ * names `path` and the JSON path; exit 2. */
+struct cJSON;
+int routing_trace_from_json(const char *path, const struct cJSON *root, int E, int K, double **weights,
+                            int *n_laws, moe_error *err);
+
 int routing_ctx_ranks(const routing_ctx *ctx);
 int routing_ctx_tokens_per_rank(const routing_ctx *ctx);
 int routing_ctx_n_nodes(const routing_ctx *ctx);

@@ -1,5 +1,6 @@
 /* schedule.c — per-stage work order of the pipeline schedules (see schedule.h). */
 #include "sim/program/schedule.h"
+#include "sim/base/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,7 @@ typedef struct { sched_item *v; int n, cap; } item_buf;
 static void push(item_buf *b, int mb, int chunk, sched_phase ph, int with_w, int overlap_next) {
     if (b->n == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 64;
-        b->v = realloc(b->v, (size_t)b->cap * sizeof *b->v);
+        b->v = moe_xrealloc(b->v, (size_t)b->cap, sizeof *b->v);
     }
     b->v[b->n++] = (sched_item){.mb = mb, .chunk = (uint8_t)chunk, .phase = (uint8_t)ph,
                                 .with_w = (uint8_t)with_w, .overlap_next = (uint8_t)overlap_next};
@@ -155,7 +156,7 @@ static void dp_fb(dp_state *st, int f, int bph) { dp_f(st, f, 1); dp_b(st, bph, 
 
 static void sched_dualpipe(const schedule_spec *sp, int r, item_buf *b) {
     int P = sp->pp, half = P / 2, hm = sp->m / 2;
-    dp_state *st = calloc(1, sizeof *st);
+    dp_state *st = moe_xcalloc(1, sizeof *st);
     st->sp = sp; st->b = b; st->second_half = r >= half;
     int h = r < P - 1 - r ? r : P - 1 - r;          /* half rank */
     int middle = (r == half - 1) || (r == half);

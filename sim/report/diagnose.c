@@ -13,6 +13,7 @@
  * catches what happens outside the synchronous core (a slow optimizer tail, a late last stage).
  */
 #include "sim/report/diagnose.h"
+#include "sim/base/alloc.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -63,10 +64,10 @@ int diag_stragglers(const diag_trace *t, const double *times, const char *signal
     if (!times) return 0;
     out->signal = signal;
     int per = t->ranks / t->pp;
-    double *x = malloc((size_t)per * sizeof *x);
-    int *who = malloc((size_t)per * sizeof *who);
-    out->stages = calloc((size_t)t->pp, sizeof *out->stages);
-    out->stragglers = calloc((size_t)t->ranks, sizeof *out->stragglers);
+    double *x = moe_xmalloc((size_t)per * sizeof *x);
+    int *who = moe_xmalloc((size_t)per * sizeof *who);
+    out->stages = moe_xcalloc((size_t)t->pp, sizeof *out->stages);
+    out->stragglers = moe_xcalloc((size_t)t->ranks, sizeof *out->stragglers);
     if (!x || !who || !out->stages || !out->stragglers) {
         free(x);
         free(who);
@@ -142,7 +143,7 @@ int diag_expert_load(const diag_trace *t, const diag_rules *rules, diag_expert_r
      * what its GEMMs (and its all-to-all receive) are sized by. */
     int per = E % t->ep == 0 ? E / t->ep : 0;
     if (per > 0 && t->ep > 1) {
-        double *ep_load = calloc((size_t)t->ep, sizeof *ep_load);
+        double *ep_load = moe_xcalloc((size_t)t->ep, sizeof *ep_load);
         if (!ep_load) return -1;
         for (int x = 0; x < E; x++) ep_load[x / per] += counts[x];
         int rc = expert_load_analyze(ep_load, (size_t)t->ep, &out->ep_ranks);
@@ -151,9 +152,9 @@ int diag_expert_load(const diag_trace *t, const diag_rules *rules, diag_expert_r
         out->ep_ranks_valid = 1;
     }
 
-    ranked *order = malloc((size_t)E * sizeof *order);
+    ranked *order = moe_xmalloc((size_t)E * sizeof *order);
     int k = rules->top_experts < E ? rules->top_experts : E;
-    out->hot = calloc((size_t)(k > 0 ? k : 1), sizeof *out->hot);
+    out->hot = moe_xcalloc((size_t)(k > 0 ? k : 1), sizeof *out->hot);
     if (!order || !out->hot) {
         free(order);
         diag_expert_report_free(out);
@@ -173,7 +174,7 @@ int diag_expert_load(const diag_trace *t, const diag_rules *rules, diag_expert_r
         h->ep_index = per > 0 ? h->expert / per : -1;
         out->n_hot++;
         if (h->ep_index < 0) continue;
-        h->holders = calloc((size_t)(t->ranks / t->ep), sizeof *h->holders);
+        h->holders = moe_xcalloc((size_t)(t->ranks / t->ep), sizeof *h->holders);
         if (!h->holders) {
             free(order);
             diag_expert_report_free(out);
@@ -228,8 +229,8 @@ int diag_slow_links(const diag_trace *t, diag_link_report *out) {
     const int per_stage = t->dp * t->tp;   /* EP groups per pipeline stage */
     if (!t->rank_a2a_s || per_stage < 2 || t->ep < 1) return 0;
     out->present = 1;
-    double *mean = malloc(sizeof(double) * (size_t)per_stage), *others = malloc(sizeof(double) * (size_t)per_stage);
-    out->groups = malloc(sizeof *out->groups * (size_t)(per_stage * t->pp));
+    double *mean = moe_xmalloc(sizeof(double) * (size_t)per_stage), *others = moe_xmalloc(sizeof(double) * (size_t)per_stage);
+    out->groups = moe_xmalloc(sizeof *out->groups * (size_t)(per_stage * t->pp));
     if (!mean || !others || !out->groups) {
         free(mean);
         free(others);
@@ -340,7 +341,7 @@ static double error_pct(double predicted, double measured) {
 
 int diag_compare(const diag_trace *pred, const diag_trace *meas, diag_compare_report *out) {
     memset(out, 0, sizeof *out);
-    out->rows = calloc((size_t)(pred->n_classes + meas->n_classes + 1), sizeof *out->rows);
+    out->rows = moe_xcalloc((size_t)(pred->n_classes + meas->n_classes + 1), sizeof *out->rows);
     if (!out->rows) return -1;
     out->max_abs_error_pct = NAN;
     /* both class lists are sorted by name: merge them */

@@ -12,42 +12,28 @@
 
 #include <cjson/cJSON.h>
 
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 #include "sim/report/results.h"
 
 #define MAX_RANKS (1 << 20)
 #define MAX_EXPERTS (1 << 20)
 
-/* The value as the user wrote it (compact JSON, truncated) for "got ...". */
-static const char *shown(const cJSON *item, char *buf, size_t cap) {
-    if (!item) return "nothing (missing)";
-    char *s = cJSON_PrintUnformatted(item);
-    snprintf(buf, cap, "%s", s ? s : "?");
-    if (s && strlen(s) >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
-    free(s);
-    return buf;
-}
-
 static int bad(moe_error *err, const diag_trace *t, const char *path, const cJSON *item, const char *expected) {
-    char v[96];
-    return moe_error_input(err, t->file, path, shown(item, v, sizeof v), "%s", expected);
+    json_reader r = {t->file, err};
+    return json_bad(&r, path, item, "%s", expected);
 }
 
+/* obj.key (the member's full path given) as an integer in [lo, hi]; required. */
 static int get_int(const cJSON *obj, const char *key, const char *path, int lo, int hi, int *out,
                    const diag_trace *t, moe_error *err) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < lo ||
-        it->valuedouble > hi) {
-        char what[96];
-        snprintf(what, sizeof what, "an integer in [%d, %d]", lo, hi);
-        return bad(err, t, path, it, what);
-    }
-    *out = (int)it->valuedouble;
-    return 0;
+    json_reader r = {t->file, err};
+    return json_int_value(&r, json_member(obj, key), path, JSON_REQUIRED, lo, hi, out);
 }
 
 static int get_string(const cJSON *obj, const char *key, const char *path, char *out, size_t cap,
                       const diag_trace *t, moe_error *err) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *it = json_member(obj, key);
     if (!cJSON_IsString(it) || strlen(it->valuestring) >= cap)
         return bad(err, t, path, it, "a (short) string");
     snprintf(out, cap, "%s", it->valuestring);
@@ -67,8 +53,7 @@ static int get_times(const cJSON *arr, const char *path, int n, double **out, in
         snprintf(got, sizeof got, "%d elements", len);
         return moe_error_input(err, t->file, path, got, "%s", what);
     }
-    double *v = calloc((size_t)len + 1, sizeof *v);
-    if (!v) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    double *v = moe_xcalloc((size_t)len + 1, sizeof *v);
     int i = 0;
     for (const cJSON *e = arr->child; e; e = e->next, i++) {
         if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0) {
@@ -91,8 +76,7 @@ static int get_ranks(const cJSON *arr, const char *path, int ranks, int **out, i
     else snprintf(what, sizeof what, "an array of GPU indices >= 0");
     if (!cJSON_IsArray(arr)) return bad(err, t, path, arr, what);
     int len = cJSON_GetArraySize(arr);
-    int *v = calloc((size_t)len + 1, sizeof *v);
-    if (!v) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    int *v = moe_xcalloc((size_t)len + 1, sizeof *v);
     int i = 0;
     for (const cJSON *e = arr->child; e; e = e->next, i++) {
         if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
@@ -110,8 +94,7 @@ static int get_ranks(const cJSON *arr, const char *path, int ranks, int **out, i
 
 static int parse_hang(const cJSON *h, diag_trace *t, moe_error *err) {
     if (!cJSON_IsObject(h)) return bad(err, t, "otherData.hang", h, "null or an object {\"op\", \"waiting\", \"missing\", ...}");
-    diag_hang *g = calloc(1, sizeof *g);
-    if (!g) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    diag_hang *g = moe_xcalloc(1, sizeof *g);
     t->hang = g;
     int big = 1 << 30;
     if (get_string(h, "op", "otherData.hang.op", g->op, sizeof g->op, t, err) ||
@@ -132,8 +115,7 @@ static int parse_hang(const cJSON *h, diag_trace *t, moe_error *err) {
     if (!cJSON_IsArray(lo))
         return bad(err, t, "otherData.hang.missing_last_op", lo, "an array of {\"rank\", \"op\", \"layer\", \"micro_batch\"}");
     int n = cJSON_GetArraySize(lo), i = 0;
-    g->last = calloc((size_t)n + 1, sizeof *g->last);
-    if (!g->last) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
+    g->last = moe_xcalloc((size_t)n + 1, sizeof *g->last);
     for (const cJSON *e = lo->child; e; e = e->next, i++) {
         char p[128];
         diag_last_op *l = &g->last[i];
@@ -188,9 +170,7 @@ static int parse_events(const cJSON *ev, diag_trace *t, moe_error *err) {
         if (k == t->n_classes) {
             if (t->n_classes == cap) {
                 cap = cap ? 2 * cap : 32;
-                diag_op_class *c = realloc(t->classes, (size_t)cap * sizeof *c);
-                if (!c) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", t->file);
-                t->classes = c;
+                t->classes = moe_xrealloc(t->classes, (size_t)cap, sizeof *t->classes);
             }
             memset(&t->classes[k], 0, sizeof t->classes[k]);
             snprintf(t->classes[k].name, DIAG_NAME_MAX, "%s", name->valuestring);
@@ -280,38 +260,34 @@ static int parse_other(const cJSON *od, diag_trace *t, moe_error *err) {
     return 0;
 }
 
-int diag_trace_parse(const char *text, const char *file, diag_trace *t, moe_error *err) {
-    memset(t, 0, sizeof *t);
-    snprintf(t->file, sizeof t->file, "%s", file ? file : "");
-    cJSON *doc = cJSON_Parse(text);
-    if (!doc) {
-        const char *at = cJSON_GetErrorPtr();
-        int line = 1;
-        for (const char *c = text; at && c < at && *c; c++) line += *c == '\n';
-        char got[64];
-        snprintf(got, sizeof got, "invalid JSON near line %d", line);
-        return moe_error_input(err, t->file, NULL, got, "a trace.json document");
-    }
-    int rc = 0;
-    const cJSON *od = cJSON_GetObjectItemCaseSensitive(doc, "otherData");
-    if (!cJSON_IsObject(doc)) rc = bad(err, t, "(document)", doc, "a JSON object {\"traceEvents\", \"otherData\"}");
-    else if (!cJSON_IsObject(od)) rc = bad(err, t, "otherData", od, "an object with the step's per-rank data (sim/exec/trace.h)");
-    else if (!(rc = parse_other(od, t, err))) {
-        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
-        if (ev) rc = parse_events(ev, t, err);
-    }
+static int trace_from_json(const cJSON *doc, diag_trace *t, moe_error *err) {
+    const cJSON *od = json_member(doc, "otherData");
+    if (!cJSON_IsObject(doc)) return bad(err, t, "(document)", doc, "a JSON object {\"traceEvents\", \"otherData\"}");
+    if (!cJSON_IsObject(od)) return bad(err, t, "otherData", od, "an object with the step's per-rank data (sim/exec/trace.h)");
+    int rc = parse_other(od, t, err);
+    const cJSON *ev = json_member(doc, "traceEvents");
+    if (!rc && ev) rc = parse_events(ev, t, err);
+    return rc;
+}
+
+static int trace_from_doc(cJSON *doc, diag_trace *t, moe_error *err) {
+    if (!doc) return err->code;
+    int rc = trace_from_json(doc, t, err);
     cJSON_Delete(doc);
     if (rc) diag_trace_free(t);
     return rc;
 }
 
+int diag_trace_parse(const char *text, const char *file, diag_trace *t, moe_error *err) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->file, sizeof t->file, "%s", file ? file : "");
+    return trace_from_doc(json_parse_strict(t->file, text, text ? strlen(text) : 0, err), t, err);
+}
+
 int diag_trace_load(const char *path, diag_trace *t, moe_error *err) {
     memset(t, 0, sizeof *t);
-    char *text = read_file_text(path, NULL, err);
-    if (!text) return err->code ? err->code : EXIT_BADINPUT;
-    int rc = diag_trace_parse(text, path, t, err);
-    free(text);
-    return rc;
+    snprintf(t->file, sizeof t->file, "%s", path);
+    return trace_from_doc(json_load(path, 0, err), t, err);
 }
 
 void diag_trace_free(diag_trace *t) {

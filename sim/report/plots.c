@@ -2,6 +2,7 @@
  * extraction (series grouped by the sweep values other than the x axis) and the drawing (one script
  * rendered twice: PNG and SVG). */
 #include "sim/report/plots.h"
+#include "sim/base/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -40,7 +41,7 @@ static void series_label(const cJSON *p, const char *xkey, char *out, size_t cap
     for (const cJSON *e = sw ? sw->child : NULL; e; e = e->next) {
         if (strcmp(e->string, xkey) == 0 || len >= cap - 1) continue;
         /* strings unquoted: labels go inside gnuplot's quotes */
-        char *v = cJSON_IsString(e) ? strdup(e->valuestring) : cJSON_PrintUnformatted(e);
+        char *v = cJSON_IsString(e) ? moe_xstrdup(e->valuestring) : cJSON_PrintUnformatted(e);
         const char *k = strrchr(e->string, '.') ? strrchr(e->string, '.') + 1 : e->string;
         for (char *c = v; *c; c++)
             if (*c == '"' || *c == '\'') *c = ' ';
@@ -104,7 +105,7 @@ static int render(const char *dir, const char *fig, const char *body, moe_error 
     snprintf(png, sizeof png, "%s/%s.png", dir, fig);
     snprintf(svg, sizeof svg, "%s/%s.svg", dir, fig);
     size_t cap = strlen(body) + 8192;
-    char *script = malloc(cap);
+    char *script = moe_xmalloc(cap);
     snprintf(script, cap,
              "# %s — drawn by moesim from results.json; rerun: gnuplot %s.gp\n"
              "datafile = '%s/%s.dat'\n"
@@ -137,10 +138,9 @@ static int render(const char *dir, const char *fig, const char *body, moe_error 
                              gp, out);
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", png);
-    if (rename(tmp, png)) return moe_error_set(err, EXIT_RUNTIME, "plots: cannot rename %s", tmp);
+    if ((rc = file_publish(tmp, png, err))) return rc;
     snprintf(tmp, sizeof tmp, "%s.tmp", svg);
-    if (rename(tmp, svg)) return moe_error_set(err, EXIT_RUNTIME, "plots: cannot rename %s", tmp);
-    return 0;
+    return file_publish(tmp, svg, err);
 }
 
 /* Write FIG.dat with the series, then render with a plot command built per series. */

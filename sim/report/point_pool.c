@@ -1,5 +1,7 @@
 /* point_pool.c — a small fork/wait worker pool over sweep points. */
 #include "sim/report/point_pool.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -102,15 +104,15 @@ int run_points(const int *ids, int n, point_fn fn, void *ctx, const point_run_op
     if (make_dirs(opt->points_dir, err)) return err->code;
     int jobs = opt->jobs > 0 ? opt->jobs : 1, chunk = opt->chunk > 1 ? opt->chunk : 1;
     /* the ids still to evaluate (resume skips finished points) */
-    int *todo = malloc(sizeof(int) * (size_t)(n + 1)), n_todo = 0, done = 0;
+    int *todo = moe_xmalloc(sizeof(int) * (size_t)(n + 1)), n_todo = 0, done = 0;
     for (int i = 0; i < n; i++) {
         char path[4096];
         point_file_path(opt->points_dir, ids[i], path, sizeof path);
         if (opt->resume && access(path, R_OK) == 0) done++;
         else todo[n_todo++] = ids[i];
     }
-    pid_t *pids = calloc((size_t)jobs, sizeof *pids);
-    int *slot_first = calloc((size_t)jobs, sizeof *slot_first), *slot_n = calloc((size_t)jobs, sizeof *slot_n);
+    pid_t *pids = moe_xcalloc((size_t)jobs, sizeof *pids);
+    int *slot_first = moe_xcalloc((size_t)jobs, sizeof *slot_first), *slot_n = moe_xcalloc((size_t)jobs, sizeof *slot_n);
     int next = 0, running = 0, worst = 0;
     double t0 = now_s();
     fflush(stdout);
@@ -179,18 +181,16 @@ cJSON *collect_points(const char *const *dirs, int n_dirs, moe_error *err) {
             if (sscanf(de->d_name, "point-%d.%7s", &id, tail) != 2 || strcmp(tail, "json") != 0) continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-            char *text = read_file_text(path, NULL, err);
-            if (!text) { closedir(dp); goto fail; }
-            cJSON *p = cJSON_Parse(text);
-            free(text);
-            const cJSON *pid = p ? cJSON_GetObjectItemCaseSensitive(p, "id") : NULL;
+            cJSON *p = json_load(path, 0, err);
+            if (!p) { closedir(dp); goto fail; }
+            const cJSON *pid = json_member(p, "id");
             if (!cJSON_IsNumber(pid)) {
                 cJSON_Delete(p);
                 closedir(dp);
                 moe_error_input(err, path, "id", NULL, "a point object with a numeric id");
                 goto fail;
             }
-            if (n == cap) items = realloc(items, sizeof *items * (size_t)(cap = cap ? 2 * cap : 256));
+            if (n == cap) items = moe_xrealloc(items, (size_t)(cap = cap ? 2 * cap : 256), sizeof *items);
             items[n++] = p;
         }
         closedir(dp);

@@ -1,5 +1,6 @@
 /* report_table.c — results as an aligned text table. */
 #include "sim/report/report_table.h"
+#include "sim/base/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -38,7 +39,7 @@ void print_results_table(FILE *out, const cJSON *doc) {
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
     int n = cJSON_GetArraySize(points);
     if (n == 0) { fprintf(out, "(no points)\n"); return; }
-    row *rows = calloc((size_t)n, sizeof *rows);
+    row *rows = moe_xcalloc((size_t)n, sizeof *rows);
     int i = 0, ranked = n > 1;
     for (const cJSON *p = points->child; p; p = p->next, i++) {
         double st = num(p, "step.step_time_s");

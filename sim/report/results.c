@@ -1,5 +1,6 @@
 /* results.c — atomic file output, results.json and its flattened CSV. */
 #include "sim/report/results.h"
+#include "sim/base/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -34,9 +35,9 @@ static void column_add(columns *c, const char *name) {
     if (column_index(c, name) >= 0) return;
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 64;
-        c->names = realloc(c->names, sizeof(char *) * (size_t)c->cap);
+        c->names = moe_xrealloc(c->names, (size_t)c->cap, sizeof(char *));
     }
-    c->names[c->n++] = strdup(name);
+    c->names[c->n++] = moe_xstrdup(name);
 }
 
 static int is_scalar_array(const cJSON *a) {
@@ -68,13 +69,13 @@ static void collect_column(const char *name, const cJSON *v, void *ctx) {
 static void append_cell(char **buf, size_t *len, size_t *cap, const cJSON *v) {
     char *text = NULL;
     if (cJSON_IsString(v)) {
-        text = strdup(v->valuestring);
+        text = moe_xstrdup(v->valuestring);
     } else if (cJSON_IsArray(v)) {
         size_t tl = 0;
-        text = calloc(1, 1);
+        text = moe_xcalloc(1, 1);
         for (const cJSON *e = v->child; e; e = e->next) {
-            char *p = cJSON_IsString(e) ? strdup(e->valuestring) : cJSON_PrintUnformatted(e);
-            text = realloc(text, tl + strlen(p) + 2);
+            char *p = cJSON_IsString(e) ? moe_xstrdup(e->valuestring) : cJSON_PrintUnformatted(e);
+            text = moe_xrealloc(text, tl + strlen(p) + 2, 1);
             tl += (size_t)sprintf(text + tl, "%s%s", tl ? ";" : "", p);
             free(p);
         }
@@ -85,7 +86,7 @@ static void append_cell(char **buf, size_t *len, size_t *cap, const cJSON *v) {
     size_t need = *len + 2 * strlen(text) + 4;
     if (need > *cap) {
         while (need > *cap) *cap *= 2;
-        *buf = realloc(*buf, *cap);
+        *buf = moe_xrealloc(*buf, *cap, 1);
     }
     if (quote) (*buf)[(*len)++] = '"';
     for (const char *p = text; *p; p++) {
@@ -114,7 +115,7 @@ char *results_csv(const cJSON *doc) {
     for (const cJSON *p = points ? points->child : NULL; p; p = p->next) flatten(p, "", collect_column, &cols);
 
     size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
+    char *buf = moe_xmalloc(cap);
     buf[0] = '\0';
     for (int i = 0; i < cols.n; i++) {
         cJSON *name = cJSON_CreateString(cols.names[i]);
@@ -124,18 +125,18 @@ char *results_csv(const cJSON *doc) {
     }
     buf[len++] = '\n';
     buf[len] = '\0';
-    const cJSON **cells = calloc((size_t)cols.n + 1, sizeof *cells);
+    const cJSON **cells = moe_xcalloc((size_t)cols.n + 1, sizeof *cells);
     for (const cJSON *p = points ? points->child : NULL; p; p = p->next) {
         memset(cells, 0, sizeof *cells * (size_t)cols.n);
         row_ctx r = {&cols, cells};
         flatten(p, "", collect_cell, &r);
         for (int i = 0; i < cols.n; i++) {
-            if (len + 2 > cap) buf = realloc(buf, cap *= 2);
+            if (len + 2 > cap) buf = moe_xrealloc(buf, cap *= 2, 1);
             if (i) buf[len++] = ',';
             buf[len] = '\0';
             if (cells[i]) append_cell(&buf, &len, &cap, cells[i]);
         }
-        if (len + 2 > cap) buf = realloc(buf, cap *= 2);
+        if (len + 2 > cap) buf = moe_xrealloc(buf, cap *= 2, 1);
         buf[len++] = '\n';
         buf[len] = '\0';
     }
@@ -151,7 +152,7 @@ int results_write(const char *dir, const cJSON *doc, moe_error *err) {
     char *json = cJSON_Print(doc);
     snprintf(path, sizeof path, "%s/results.json", dir);
     size_t jl = strlen(json);
-    json = realloc(json, jl + 2);
+    json = moe_xrealloc(json, jl + 2, 1);
     json[jl] = '\n';
     json[jl + 1] = '\0';
     int rc = write_file_atomic(path, json, err);

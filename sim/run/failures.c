@@ -1,5 +1,7 @@
 /* failures.c — per-class failure renewal processes and failure-log replay (see failures.h). */
 #include "sim/run/failures.h"
+#include "sim/base/alloc.h"
+#include "sim/base/fileio.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -184,42 +186,44 @@ static int parse_event(const char *path, char *line, int lineno, const int col_o
     return 0;
 }
 
-int failure_trace_load(const char *path, int n_gpus, failure_trace *out, moe_error *err) {
+int failure_trace_parse(const char *path, const char *text, size_t len, int n_gpus, failure_trace *out,
+                        moe_error *err) {
     out->n = 0;
     out->ev = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f) return moe_error_input(err, path, NULL, NULL, "a readable failure log (%s)", strerror(errno));
     char line[LINE_MAX_CHARS];
     int lineno = 0, have_header = 0, n_cols = 0, cap = 0, rc = 0;
     int col_of[NCOLS];
-    while (fgets(line, sizeof line, f)) {
+    for (size_t at = 0; at < len && rc == 0;) {
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
-            char where[32];
-            snprintf(where, sizeof where, "line %d", lineno);
-            rc = moe_error_input(err, path, where, NULL, "lines shorter than %d characters",
-                                 LINE_MAX_CHARS - 1);
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+        char where[32];
+        snprintf(where, sizeof where, "line %d", lineno);
+        if (n >= sizeof line) {
+            rc = moe_error_input(err, path, where, NULL, "lines shorter than %d characters", LINE_MAX_CHARS - 1);
+            break;
+        }
+        memcpy(line, text + at, n);
+        line[n] = '\0';
+        at += n + 1;
+        if (strlen(line) != n) {
+            rc = moe_error_input(err, path, where, "a NUL byte", "a text file (CSV)");
             break;
         }
         char *s = trim(line);
         if (*s == '\0' || *s == '#') continue;
         if (!have_header) {
-            if ((rc = parse_header(path, s, lineno, col_of, &n_cols, err)) != 0) break;
+            rc = parse_header(path, s, lineno, col_of, &n_cols, err);
             have_header = 1;
             continue;
         }
         if (out->n == cap) {
             cap = cap ? 2 * cap : 64;
-            failure_event *grown = realloc(out->ev, sizeof *grown * (size_t)cap);
-            if (!grown) { rc = moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", path); break; }
-            out->ev = grown;
+            out->ev = moe_xrealloc(out->ev, (size_t)cap, sizeof *out->ev);
         }
-        if ((rc = parse_event(path, s, lineno, col_of, n_cols, n_gpus, &out->ev[out->n], err)) != 0)
-            break;
-        out->n++;
+        rc = parse_event(path, s, lineno, col_of, n_cols, n_gpus, &out->ev[out->n], err);
+        if (rc == 0) out->n++;
     }
-    fclose(f);
     if (rc == 0 && !have_header)
         rc = moe_error_input(err, path, "line 1", NULL, "a header line time_h,component,rank");
     if (rc != 0) {
@@ -227,9 +231,21 @@ int failure_trace_load(const char *path, int n_gpus, failure_trace *out, moe_err
         return rc;
     }
     /* A log may list simultaneous failures in any order; the replay needs them by time.
-     * Ties: qsort is not stable, so break them by rank then class for a deterministic order. */
-    qsort(out->ev, (size_t)out->n, sizeof *out->ev, cmp_event_time);
+     * Ties: qsort is not stable, so break them by rank then class for a deterministic order.
+     * A log of only a header has no events (and qsort must not see a NULL array). */
+    if (out->n > 1) qsort(out->ev, (size_t)out->n, sizeof *out->ev, cmp_event_time);
     return 0;
+}
+
+int failure_trace_load(const char *path, int n_gpus, failure_trace *out, moe_error *err) {
+    out->n = 0;
+    out->ev = NULL;
+    size_t len = 0;
+    char *text = read_file_text(path, &len, err);
+    if (!text) return err->code;
+    int rc = failure_trace_parse(path, text, len, n_gpus, out, err);
+    free(text);
+    return rc;
 }
 
 void failure_trace_free(failure_trace *t) {

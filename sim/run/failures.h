@@ -42,6 +42,9 @@ typedef struct {
  * the offending value: missing header or column, a line with a missing field, a time that is not a
  * finite number >= 0, an unknown component, a rank outside [0, n_gpus). */
 int failure_trace_load(const char *path, int n_gpus, failure_trace *out, moe_error *err);
+/* The same from text[0, len) read already (`path` labels the messages). */
+int failure_trace_parse(const char *path, const char *text, size_t len, int n_gpus, failure_trace *out,
+                        moe_error *err);
 void failure_trace_free(failure_trace *t);
 
 typedef struct {

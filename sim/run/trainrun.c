@@ -75,6 +75,9 @@
  * the optimum — Young's form — so a quadratic in ln tau fits it symmetrically.)
  */
 #include "sim/run/trainrun.h"
+#include "sim/base/alloc.h"
+#include "sim/base/rng_seed.h"
+#include "sim/scenario/scenario_paths.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -151,16 +154,9 @@ typedef struct {
 
 /* ---- seeding ---------------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 static unsigned long stream_seed(uint64_t seed, int trial, int stream) {
-    uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ (uint64_t)trial) ^ (uint64_t)stream);
-    return (unsigned long)((h >> 32) ^ (h & 0xffffffffull));
+    uint64_t h = moe_seed_mix(moe_seed_mix(moe_seed_mix(seed) ^ (uint64_t)trial) ^ (uint64_t)stream);
+    return moe_seed_fold32(h);
 }
 
 /* ---- one trial ---------------------------------------------------------------------------------- */
@@ -466,8 +462,8 @@ static int trial_ctx_init(trial_ctx *cx, const run_params *pr, const scenario *s
     cx->rng_fail = gsl_rng_alloc(gsl_rng_mt19937);
     cx->rng_slow = gsl_rng_alloc(gsl_rng_mt19937);
     cx->rng_spike = gsl_rng_alloc(gsl_rng_mt19937);
-    cx->onsets = malloc(sizeof(double) * (size_t)(pr->n_stragglers + 1));
-    cx->repairs = malloc(sizeof(double) * (size_t)(pr->spare_pool + 1));
+    cx->onsets = moe_xmalloc(sizeof(double) * (size_t)(pr->n_stragglers + 1));
+    cx->repairs = moe_xmalloc(sizeof(double) * (size_t)(pr->spare_pool + 1));
     if (!cx->rng_fail || !cx->rng_slow || !cx->rng_spike || !cx->onsets || !cx->repairs)
         return moe_error_set(err, EXIT_RUNTIME, "trainrun: out of memory");
     const reliability_cfg *rc = &s->reliability;
@@ -490,18 +486,16 @@ static int bad(moe_error *err, const scenario *s, const char *path, double v, co
     return moe_error_input(err, s->file, path, val, "%s", what);
 }
 
-/* Open the failure log: as given, else relative to the scenario file's folder. */
+/* The failure log: as given, else relative to the scenario file's folder (scenario_paths.h). A bad
+ * log is reported behind "SCENARIO: reliability.failure_trace: ". */
 static int load_trace(const scenario *s, failure_trace *trace, moe_error *err) {
-    const char *path = s->reliability.failure_trace;
-    char alt[2 * SCN_PATH_MAX];
-    if (path[0] != '/' && access(path, R_OK) != 0 && s->file[0]) {
-        const char *slash = strrchr(s->file, '/');
-        if (slash) {
-            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - s->file), s->file, path);
-            if (access(alt, R_OK) == 0) path = alt;
-        }
-    }
-    return failure_trace_load(path, scn_gpus(s), trace, err);
+    char path[2 * SCN_PATH_MAX];
+    if (scenario_resolve_path(s, s->reliability.failure_trace, path, sizeof path) == -2)
+        return moe_error_input(err, s->file, "reliability.failure_trace", s->reliability.failure_trace,
+                               "a shorter path");
+    if (failure_trace_load(path, scn_gpus(s), trace, err))
+        return moe_error_context(err, s->file, "reliability.failure_trace");
+    return 0;
 }
 
 static int resolve_params(const scenario *s, const plan_result *plan, double step_time_s,
@@ -775,7 +769,7 @@ static int simulate(const scenario *s, const plan_result *plan, double step_time
     failure_trace trace = {0, NULL};
     if (s->reliability.failure_trace[0] && (rc = load_trace(s, &trace, err)) != 0) return rc;
     trial_ctx cx;
-    double *days = malloc(sizeof(double) * (size_t)trials);
+    double *days = moe_xmalloc(sizeof(double) * (size_t)trials);
     rc = trial_ctx_init(&cx, &pr, s, trace.n || s->reliability.failure_trace[0] ? &trace : NULL, err);
     if (rc == 0 && !days) rc = moe_error_set(err, EXIT_RUNTIME, "trainrun: out of memory");
     if (rc == 0) {

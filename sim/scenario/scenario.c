@@ -10,13 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/fileio.h"
+#include "sim/base/json_read.h"
 #include "sim/scenario/presets.h"
 #include "sim/scenario/failure_classes.h"
 #include "sim/scenario/scenario_defaults.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/sweep.h"
 
-#define MAX_SCENARIO_BYTES (16u << 20)
+/* A scenario is a few KiB; 16 MiB leaves room for generated sweeps and refuses anything else. */
+#define SCENARIO_MAX_BYTES ((size_t)16 << 20)
 
 /* ---- defaults ----------------------------------------------------------------------------------- */
 
@@ -58,29 +61,6 @@ void scenario_defaults(scenario *s) {
 
 /* ---- parsing -------------------------------------------------------------------------------------- */
 
-/* cJSON reports where it stopped; users want a line and a column. */
-static int syntax_error(const char *file, const char *text, const char *at, moe_error *err) {
-    size_t len = strlen(text);
-    size_t off = (at && at >= text && at <= text + len) ? (size_t)(at - text) : len;
-    int line = 1, col = 1;
-    for (size_t i = 0; i < off; i++) {
-        if (text[i] == '\n') { line++; col = 1; }
-        else col++;
-    }
-    char near[64], where[64];
-    if (off >= len) {
-        snprintf(near, sizeof near, "the end of the file");
-    } else {
-        size_t n = strcspn(text + off, "\r\n");
-        if (n > 24) n = 24;
-        snprintf(near, sizeof near, "'%.*s'", (int)n, text + off);
-    }
-    snprintf(where, sizeof where, "line %d, column %d", line, col);
-    return moe_error_input(err, file, where, near,
-                           "valid JSON: malformed here (a missing or extra comma, quote or bracket, or "
-                           "a truncated file?)");
-}
-
 /* A name from the file name when the scenario has none: "scenarios/seed-4096.json" -> "seed-4096". */
 static void derive_name(scenario *s) {
     const char *base = strrchr(s->file, '/');
@@ -102,7 +82,7 @@ static void derive_name(scenario *s) {
 static int parse_root(scenario *s, const cJSON *root, sweep **sw, moe_error *err) {
     if (!cJSON_IsObject(root)) {
         char val[128];
-        scn_format_value(root, val, sizeof val);
+        json_shown(root, val, sizeof val);
         return moe_error_input(err, s->file, NULL, val, "a JSON object (the scenario) at the top level");
     }
     if (scn_apply_object(s, "", root, 0, err)) return EXIT_BADINPUT;
@@ -124,6 +104,15 @@ static int parse_root(scenario *s, const cJSON *root, sweep **sw, moe_error *err
     return 0;
 }
 
+/* Parse text[0, len) as the scenario s->file (defaults already set). */
+static int scenario_parse_text(scenario *s, const char *text, size_t len, sweep **sw, moe_error *err) {
+    cJSON *root = json_parse_strict(s->file, text, len, err);
+    if (!root) return err->code;
+    int rc = parse_root(s, root, sw, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
 int scenario_parse(const char *file_label, const char *json_text, scenario *out, sweep **sw,
                    moe_error *err) {
     if (sw) *sw = NULL;
@@ -134,47 +123,21 @@ int scenario_parse(const char *file_label, const char *json_text, scenario *out,
                                sizeof out->file);
     snprintf(out->file, sizeof out->file, "%s", label);
     if (!json_text) return moe_error_input(err, label, NULL, NULL, "scenario text");
-    size_t len = strlen(json_text);
-    if (strspn(json_text, " \t\r\n") == len)
-        return moe_error_input(err, label, NULL, "an empty file", "a JSON object (the scenario)");
-    const char *end = NULL;
-    /* length + 1: cJSON's require_null_terminated looks for the NUL inside the buffer, which also
-     * rejects trailing garbage after the object */
-    cJSON *root = cJSON_ParseWithLengthOpts(json_text, len + 1, &end, 1);
-    if (!root) return syntax_error(label, json_text, end, err);
-    int rc = parse_root(out, root, sw, err);
-    cJSON_Delete(root);
-    return rc;
+    return scenario_parse_text(out, json_text, strlen(json_text), sw, err);
 }
 
 int scenario_load(const char *path, scenario *out, sweep **sw, moe_error *err) {
     if (sw) *sw = NULL;
     scenario_defaults(out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return moe_error_input(err, path, NULL, NULL, "a readable scenario file (%s)", strerror(errno));
-    char *buf = malloc(MAX_SCENARIO_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", path);
-    }
-    size_t n = fread(buf, 1, MAX_SCENARIO_BYTES + 1, f);
-    int read_err = ferror(f);
-    int saved_errno = errno;
-    fclose(f);
-    int rc;
-    if (read_err) {
-        rc = moe_error_input(err, path, NULL, NULL, "a readable scenario file (%s)", strerror(saved_errno));
-    } else if (n > MAX_SCENARIO_BYTES) {
-        rc = moe_error_input(err, path, NULL, "a file over 16 MiB", "a scenario file of at most 16 MiB");
-    } else if (memchr(buf, '\0', n)) {
-        char val[64];
-        snprintf(val, sizeof val, "a NUL byte at offset %zu", (size_t)((char *)memchr(buf, '\0', n) - buf));
-        rc = moe_error_input(err, path, NULL, val, "a JSON text file");
-    } else {
-        buf[n] = '\0';
-        rc = scenario_parse(path, buf, out, sw, err);
-    }
-    free(buf);
+    if (strlen(path) >= sizeof out->file)
+        return moe_error_input(err, NULL, NULL, NULL, "a scenario path shorter than %zu characters",
+                               sizeof out->file);
+    size_t len = 0;
+    char *text = read_file_bounded(path, SCENARIO_MAX_BYTES, &len, err);
+    if (!text) return err->code;
+    snprintf(out->file, sizeof out->file, "%s", path);
+    int rc = scenario_parse_text(out, text, len, sw, err);
+    free(text);
     return rc;
 }
 
@@ -185,7 +148,7 @@ int scenario_set_path(scenario *s, const char *path, const cJSON *value, moe_err
     if (!f && *p && scn_path_is_section(p)) {
         if (!cJSON_IsObject(value)) {
             char val[128];
-            scn_format_value(value, val, sizeof val);
+            json_shown(value, val, sizeof val);
             return moe_error_input(err, s->file, p, val, "an object (the \"%s\" section)", p);
         }
         return scn_apply_object(s, p, value, 0, err);

@@ -296,7 +296,8 @@ int scenario_load(const char *path, scenario *out, sweep **sw, moe_error *err);
 int scenario_parse(const char *file_label, const char *json_text, scenario *out, sweep **sw,
                    moe_error *err);
 /* Set one field by dotted path ("layout.pp", "cluster.gpu.mem_GiB") from a JSON value; type- and
- * range-checked. Presets ("model.preset") reset that section to the preset first. */
+ * range-checked. Presets ("model.preset") reset that section to the preset first. A value parsed
+ * from text comes from json_parse_strict (sim/base/json_read.h), which refuses duplicate keys. */
 int scenario_set_path(scenario *s, const char *path, const struct cJSON *value, moe_error *err);
 /* Cross-field checks (layout product == GPUs, EP divides experts, top_k <= experts, batches...). */
 int scenario_validate(const scenario *s, moe_error *err);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/json_read.h"
+
 #include "sim/scenario/presets.h"
 
 /* Enums are stored as int-sized values and read/written as int. */
@@ -312,42 +314,7 @@ const char *scn_path_suggest(const char *path) {
     return hit ? hit : scn_field_suggest("", dot + 1);
 }
 
-/* ---- formatting ------------------------------------------------------------------------------------- */
-static void format_number(double d, char *buf, size_t cap) {
-    if (isnan(d)) snprintf(buf, cap, "nan");
-    else if (isinf(d)) snprintf(buf, cap, d > 0 ? "inf" : "-inf");
-    else {
-        snprintf(buf, cap, "%.15g", d);
-        if (strtod(buf, NULL) != d) snprintf(buf, cap, "%.17g", d);
-    }
-}
-
-static void truncate_into(const char *text, char *buf, size_t cap) {
-    size_t len = strlen(text);
-    if (len < cap) {
-        memcpy(buf, text, len + 1);
-    } else {
-        memcpy(buf, text, cap - 4);
-        memcpy(buf + cap - 4, "...", 4);
-    }
-    for (char *c = buf; *c; c++)
-        if ((unsigned char)*c < 0x20) *c = '?'; /* keep the message on one line */
-}
-
-void scn_format_value(const cJSON *v, char *buf, size_t cap) {
-    if (cap < 8) { if (cap) buf[0] = '\0'; return; }
-    if (!v) { snprintf(buf, cap, "nothing"); return; }
-    if (cJSON_IsNumber(v)) { format_number(v->valuedouble, buf, cap); return; }
-    if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && cJSON_GetArraySize(v) > 32) {
-        snprintf(buf, cap, "%s of %d %s", cJSON_IsArray(v) ? "a list" : "an object", cJSON_GetArraySize(v),
-                 cJSON_IsArray(v) ? "values" : "members");
-        return;
-    }
-    char *text = cJSON_PrintUnformatted(v);
-    if (!text) { snprintf(buf, cap, "(unprintable)"); return; }
-    truncate_into(text, buf, cap);
-    cJSON_free(text);
-}
+/* ---- formatting: json_shown / json_format_number (sim/base/json_read.h) ---------------------------- */
 
 /* What a field accepts, in words, for "expected ..." */
 static void range_words(const scn_field *f, int integer, char *buf, size_t cap) {
@@ -407,7 +374,7 @@ static void expect_words(const scn_field *f, char *buf, size_t cap) {
 static int bad_json(moe_error *err, const char *file, const char *label, const cJSON *v,
                     const scn_field *f, const char *extra) {
     char val[128], exp[400];
-    scn_format_value(v, val, sizeof val);
+    json_shown(v, val, sizeof val);
     expect_words(f, exp, sizeof exp);
     return moe_error_input(err, file, label, val, "%s%s", exp, extra ? extra : "");
 }
@@ -578,7 +545,7 @@ static int set_item(scenario *s, char *elem, const scn_field *f, const cJSON *ob
             char exp[400];
             expect_words(&f->items[k], exp, sizeof exp);
             char val[128];
-            scn_format_value(obj, val, sizeof val);
+            json_shown(obj, val, sizeof val);
             return moe_error_input(err, s->file, label, val, "a \"%s\" key: %s", f->items[k].path, exp);
         }
     return 0;
@@ -697,7 +664,7 @@ static int check_value(const char *base, const scn_field *f, const char *file, c
         memcpy(&x, src, sizeof x);
         if (f->type == SF_AUTO && x < 0) return 0;
         if (isfinite(x) && in_range(f, x)) return 0;
-        format_number(x, val, sizeof val);
+        json_format_number(x, val, sizeof val);
         break;
     }
     case SF_BOOL: {
@@ -839,9 +806,9 @@ static int unknown_field(const scenario *s, const char *prefix, const char *key,
                          moe_error *err) {
     char val[96], label[160];
     char quoted[80];
-    truncate_into(key, quoted, sizeof quoted);
+    json_truncate_into(key, quoted, sizeof quoted);
     snprintf(val, sizeof val, "unknown field \"%s\"", quoted);
-    truncate_into(path, label, sizeof label);
+    json_truncate_into(path, label, sizeof label);
     const char *where = *prefix ? prefix : "the top level";
     if (strchr(key, '.') && (scn_field_find(path) || scn_path_is_section(path)))
         return moe_error_input(err, s->file, label, val,
@@ -860,18 +827,7 @@ static int unknown_field(const scenario *s, const char *prefix, const char *key,
 
 int scn_apply_object(scenario *s, const char *prefix, const cJSON *obj, int skip_preset, moe_error *err) {
     char path[256];
-    /* Duplicate keys are legal JSON but ambiguous; cJSON keeps both, so reject them here. */
-    for (const cJSON *a = obj->child; a; a = a->next)
-        for (const cJSON *b = obj->child; b != a; b = b->next)
-            if (a->string && b->string && strcmp(a->string, b->string) == 0) {
-                char label[160], val[96];
-                if (!join_path(prefix, a->string, path, sizeof path)) snprintf(path, sizeof path, "%s", prefix);
-                truncate_into(path, label, sizeof label);
-                truncate_into(a->string, val, 60);
-                char got[128];
-                snprintf(got, sizeof got, "\"%s\" a second time", val);
-                return moe_error_input(err, s->file, label, got, "each key at most once per object");
-            }
+    /* duplicate keys: refused by the parser (json_parse_strict) */
     /* Pass 0 applies the section's preset, pass 1 everything else: a preset never undoes a field
      * given beside it, whatever the order of the keys in the file. A model section with
      * "preset": null must then have given every field a model needs. */
@@ -891,14 +847,14 @@ int scn_apply_object(scenario *s, const char *prefix, const cJSON *obj, int skip
             } else if (plain && scn_path_is_section(path)) {
                 if (!cJSON_IsObject(m)) {
                     char val[128];
-                    scn_format_value(m, val, sizeof val);
+                    json_shown(m, val, sizeof val);
                     return moe_error_input(err, s->file, path, val, "an object (the \"%s\" section)", path);
                 }
                 if (scn_apply_object(s, path, m, 0, err)) return EXIT_BADINPUT;
             } else {
                 /* the label is truncated in the message; a 10,000-character key is still named */
                 char shown[160];
-                truncate_into(key, shown, sizeof shown);
+                json_truncate_into(key, shown, sizeof shown);
                 snprintf(path, sizeof path, "%.80s%s%s", prefix, *prefix ? "." : "", shown);
                 return unknown_field(s, prefix, key, path, err);
             }

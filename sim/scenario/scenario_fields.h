@@ -95,7 +95,5 @@ struct cJSON *scn_field_get(const scenario *s, const scn_field *f);
 int scn_apply_object(scenario *s, const char *prefix, const struct cJSON *obj, int skip_preset,
                      moe_error *err);
 
-/* Print a JSON value for an error message ("16.5", "\"abc\"", "[1,2]"), truncated to fit `cap`. */
-void scn_format_value(const struct cJSON *v, char *buf, size_t cap);
 
 #endif

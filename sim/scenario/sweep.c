@@ -1,12 +1,15 @@
 /* sweep.c — the "sweep" section of a scenario: cartesian products and lockstep ("zip") lists over
  * dotted field paths, expanded one point at a time (see sweep.h). */
 #include "sim/scenario/sweep.h"
+#include "sim/base/alloc.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sim/base/json_read.h"
 
 #include "sim/scenario/layouts.h"
 #include "sim/scenario/scenario_fields.h"
@@ -59,19 +62,15 @@ static int add_key(sweep *sw, const cJSON *m, const char *label_prefix, const sc
         return moe_error_input(err, base->file, label, NULL, "at most %d swept fields", SWEEP_MAX_KEYS);
     int len = cJSON_IsArray(m) ? cJSON_GetArraySize(m) : 0;
     if (len == 0) {
-        scn_format_value(m, val, sizeof val);
+        json_shown(m, val, sizeof val);
         return moe_error_input(err, base->file, label, val, "a non-empty list of values for %s", f->path);
     }
     /* every value must be a valid value of the field now, not halfway through a long sweep */
-    scenario *scratch = malloc(sizeof *scratch);
+    scenario *scratch = moe_xmalloc(sizeof *scratch);
     sweep_key_t *k = &sw->keys[sw->n_keys];
-    k->items = malloc((size_t)len * sizeof *k->items);
+    k->items = moe_xmalloc((size_t)len * sizeof *k->items);
     k->values = cJSON_Duplicate(m, 1);
     sw->n_keys++; /* owned by sw from here: sweep_free releases it on any error */
-    if (!scratch || !k->items || !k->values) {
-        free(scratch);
-        return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", base->file);
-    }
     snprintf(k->path, sizeof k->path, "%s", f->path);
     k->f = f;
     int i = 0;
@@ -100,7 +99,7 @@ static int add_dim(sweep *sw, int first_key, int len, const char *file, moe_erro
 static int parse_zip(sweep *sw, const cJSON *zip, const scenario *base, moe_error *err) {
     if (!cJSON_IsObject(zip) || !zip->child) {
         char val[160];
-        scn_format_value(zip, val, sizeof val);
+        json_shown(zip, val, sizeof val);
         return moe_error_input(err, base->file, "sweep.zip", val,
                                "an object of equally long lists walked in lockstep, {\"a.b\": [..], \"c.d\": [..]}");
     }
@@ -125,7 +124,7 @@ static int parse_zip(sweep *sw, const cJSON *zip, const scenario *base, moe_erro
 static int parse_layouts(sweep *sw, const cJSON *m, const scenario *base, moe_error *err) {
     if (!cJSON_IsString(m) || strcmp(m->valuestring, "all") != 0) {
         char val[160];
-        scn_format_value(m, val, sizeof val);
+        json_shown(m, val, sizeof val);
         return moe_error_input(err, base->file, "sweep.layouts", val,
                                "\"all\" (every valid tp*pp*ep*dp factorization of the GPU count)");
     }
@@ -134,7 +133,7 @@ static int parse_layouts(sweep *sw, const cJSON *m, const scenario *base, moe_er
         return moe_error_input(err, base->file, "sweep.layouts", "\"all\"",
                                "a cluster and model with at least one valid layout (none of tp*pp*ep*dp = %d "
                                "passes validation: check global_batch divisibility and experts)", scn_gpus(base));
-    layout_cfg *ls = malloc(sizeof *ls * (size_t)n);
+    layout_cfg *ls = moe_xmalloc(sizeof *ls * (size_t)n);
     layouts_enumerate(base, ls, n);
     cJSON *zip = cJSON_CreateObject();
     cJSON *tp = cJSON_AddArrayToObject(zip, "layout.tp"), *pp = cJSON_AddArrayToObject(zip, "layout.pp");
@@ -154,7 +153,7 @@ static int parse_layouts(sweep *sw, const cJSON *m, const scenario *base, moe_er
 static int parse_sweep(sweep *sw, const cJSON *obj, const scenario *base, moe_error *err) {
     if (!cJSON_IsObject(obj)) {
         char val[160];
-        scn_format_value(obj, val, sizeof val);
+        json_shown(obj, val, sizeof val);
         return moe_error_input(err, base->file, "sweep", val, "%s", SWEEP_SHAPE);
     }
     long long count = 1;
@@ -181,8 +180,7 @@ static int parse_sweep(sweep *sw, const cJSON *obj, const scenario *base, moe_er
 
 int sweep_build(const cJSON *root, const scenario *base, sweep **out, moe_error *err) {
     *out = NULL;
-    sweep *sw = calloc(1, sizeof *sw);
-    if (!sw) return moe_error_set(err, EXIT_RUNTIME, "%s: out of memory", base->file);
+    sweep *sw = moe_xcalloc(1, sizeof *sw);
     sw->count = 1;
     const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "sweep");
     if (obj && parse_sweep(sw, obj, base, err)) {
@@ -207,7 +205,7 @@ static void describe_point(const sweep *sw, const int *idx, char *buf, size_t ca
     buf[0] = '\0';
     for (int k = 0; k < sw->n_keys && n < cap; k++) {
         char val[64];
-        scn_format_value(sw->keys[k].items[idx[k]], val, sizeof val);
+        json_shown(sw->keys[k].items[idx[k]], val, sizeof val);
         n += (size_t)snprintf(buf + n, cap - n, "%s%s=%s", k ? ", " : "", sw->keys[k].path, val);
     }
 }

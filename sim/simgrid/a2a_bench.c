@@ -8,6 +8,7 @@
  * per (token, node) (DeepEP), the NVLink fan-out one copy per (token, rank).
  */
 #include "sim/simgrid/a2a_bench.h"
+#include "sim/base/alloc.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
 #include "sim/simgrid/comm_simgrid.h"
@@ -37,10 +38,10 @@ static int make_case(const scenario *s, int ep, int tokens, int hidden, int topk
     const int E = s->model.experts > 0 ? s->model.experts : ep;
     bc->n = ep;
     bc->n_nodes = (ep + gpn - 1) / gpn;
-    bc->gpus = malloc((size_t)ep * sizeof(int));
-    bc->nodes = malloc((size_t)bc->n_nodes * sizeof(int));
-    bc->bytes = calloc((size_t)ep * ep, sizeof(double));
-    bc->node_bytes = calloc((size_t)ep * bc->n_nodes, sizeof(double));
+    bc->gpus = moe_xmalloc((size_t)ep * sizeof(int));
+    bc->nodes = moe_xmalloc((size_t)bc->n_nodes * sizeof(int));
+    bc->bytes = moe_xcalloc((size_t)ep * ep, sizeof(double));
+    bc->node_bytes = moe_xcalloc((size_t)ep * bc->n_nodes, sizeof(double));
     if (!bc->gpus || !bc->nodes || !bc->bytes || !bc->node_bytes) return -1;
     for (int i = 0; i < ep; i++) bc->gpus[i] = i;
     for (int k = 0; k < bc->n_nodes; k++) bc->nodes[k] = k;

@@ -1,6 +1,7 @@
 /* comm_simgrid.c — comm.h on SimGrid: flow-level runs of each distinct pattern, memoized. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime: wall time of the SimGrid runs (statistics only) */
 #include "sim/simgrid/comm_simgrid.h"
+#include "sim/base/alloc.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
@@ -35,8 +36,8 @@ static void memo_put(memo *m, uint64_t k, double v) {
     if (2 * (m->n + 1) > m->cap) {
         memo old = *m;
         size_t cap = old.cap ? 2 * old.cap : 1024;
-        m->key = calloc(cap, sizeof *m->key);
-        m->val = calloc(cap, sizeof *m->val);
+        m->key = moe_xcalloc(cap, sizeof *m->key);
+        m->val = moe_xcalloc(cap, sizeof *m->val);
         if (!m->key || !m->val) { /* keep working without memoization */
             free(m->key);
             free(m->val);
@@ -109,12 +110,8 @@ static double run_flows(sg_ctx *x, const gpu_flow_list *fl) {
     if (fl->n == 0) return 0.0;
     if (fl->n > x->cap) {
         size_t cap = fl->n;
-        rail_flow *f = realloc(x->flows, cap * sizeof *f);
-        if (!f) return -1;
-        x->flows = f;
-        double *fin = realloc(x->finish, cap * sizeof *fin);
-        if (!fin) return -1;
-        x->finish = fin;
+        x->flows = moe_xrealloc(x->flows, cap, sizeof *x->flows);
+        x->finish = moe_xrealloc(x->finish, cap, sizeof *x->finish);
         x->cap = cap;
     }
     for (size_t i = 0; i < fl->n; i++)
@@ -232,7 +229,7 @@ static void sg_destroy(void *ctx) {
 comm_model sg_comm_create(const scenario *s, moe_error *err) {
     comm_model m = {0};
     if (rail_fabric_init(s, err)) return m;
-    sg_ctx *x = calloc(1, sizeof *x);
+    sg_ctx *x = moe_xcalloc(1, sizeof *x);
     if (!x) {
         moe_error_set(err, EXIT_RUNTIME, "out of memory creating the SimGrid communication model");
         return m;

@@ -1,5 +1,6 @@
 /* exec_full.c — the step program executed by SimGrid actors, every transfer a flow (see the header). */
 #include "sim/simgrid/exec_full.h"
+#include "sim/base/alloc.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
@@ -100,8 +101,7 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
     if (seq >= G->cap) {
         int cap = G->cap ? G->cap : 16;
         while (cap <= seq) cap *= 2;
-        instance **v = realloc(G->v, (size_t)cap * sizeof *v);
-        if (!v) abort();
+        instance **v = moe_xrealloc(G->v, (size_t)cap, sizeof *v);
         memset(v + G->cap, 0, (size_t)(cap - G->cap) * sizeof *v);
         G->v = v;
         G->cap = cap;
@@ -116,7 +116,7 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
     }
     const program *p = x->p;
     const int n = p->groups[o->group].n;
-    instance *in = calloc(1, sizeof *in);
+    instance *in = moe_xcalloc(1, sizeof *in);
     if (!in) abort();
     in->n = n;
     in->cond = cond;
@@ -124,7 +124,7 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
     if (o->kind == OP_A2A_DISPATCH || o->kind == OP_A2A_COMBINE) {
         /* Count, per receiver, the flows that carry its data (see a2a_issue). */
         const a2a_matrix *am = &p->patterns[o->pattern];
-        in->left = calloc((size_t)n, sizeof(int));
+        in->left = moe_xcalloc((size_t)n, sizeof(int));
         for (int i = 0; i < n; i++) {
             int gi = gpu_of_member(x, o->group, i), ni = fabric_node_of(x->c, gi);
             for (int j = 0; j < n; j++) {
@@ -137,15 +137,15 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
         }
         for (int j = 0; j < n; j++) in->total_left += in->left[j];
     } else {
-        int *gpus = malloc((size_t)n * sizeof(int));
+        int *gpus = moe_xmalloc((size_t)n * sizeof(int));
         for (int m = 0; m < n; m++) gpus[m] = gpu_of_member(x, o->group, m);
         coll_kind ck = o->kind == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER
                      : o->kind == OP_ALL_GATHER     ? COLL_ALL_GATHER
                                                     : COLL_ALL_REDUCE;
         ring_plan rp = ring_plan_make(x->c, gpus, n, o->bytes);
         for (int ph = 0; ph < 2; ph++) {
-            in->got[ph] = calloc((size_t)n, sizeof(int));
-            in->succ[ph] = malloc((size_t)n * sizeof(int));
+            in->got[ph] = moe_xcalloc((size_t)n, sizeof(int));
+            in->succ[ph] = moe_xmalloc((size_t)n * sizeof(int));
             for (int m = 0; m < n; m++) in->succ[ph][m] = -1;
             int size = ph == 0 ? rp.n_intra : rp.n_inter;
             in->steps[ph] = ring_steps(ck, size);
@@ -193,7 +193,7 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
     const int n = in->n, g = o->group, gi = gpu_of_member(x, g, me), ni = fabric_node_of(x->c, gi);
     const int rail = fabric_rail_of(x->c, gi);
     /* the group's nodes, ascending (node_bytes' second index) */
-    int *nodes = malloc((size_t)n * sizeof(int)), nn = 0;
+    int *nodes = moe_xmalloc((size_t)n * sizeof(int)), nn = 0;
     for (int m = 0; m < n; m++) {
         int nd = fabric_node_of(x->c, gpu_of_member(x, g, m)), k = 0;
         while (k < nn && nodes[k] < nd) k++;
@@ -202,8 +202,8 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
         nodes[k] = nd;
         nn++;
     }
-    a2a_flow *f = calloc((size_t)(n + nn), sizeof *f);
-    rail_xfer *xs = calloc((size_t)(n + nn), sizeof *xs);
+    a2a_flow *f = moe_xcalloc((size_t)(n + nn), sizeof *f);
+    rail_xfer *xs = moe_xcalloc((size_t)(n + nn), sizeof *xs);
     int nf = 0;
     for (int k = 0; k < nn; k++) {
         if (nodes[k] == ni) continue;
@@ -419,28 +419,28 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     res->worst_a2a.group = -1;
     res->worst_a2a.spread_s = -1;
     const int R = p->n_ranks;
-    x.r = calloc((size_t)R, sizeof *x.r);
-    x.g = calloc((size_t)p->n_groups, sizeof *x.g);
-    x.member = malloc((size_t)R * GROUP_NKINDS * sizeof(int));
-    x.a2a_last = calloc((size_t)R, sizeof(int));
+    x.r = moe_xcalloc((size_t)R, sizeof *x.r);
+    x.g = moe_xcalloc((size_t)p->n_groups, sizeof *x.g);
+    x.member = moe_xmalloc((size_t)R * GROUP_NKINDS * sizeof(int));
+    x.a2a_last = moe_xcalloc((size_t)R, sizeof(int));
     for (int g = 0; g < p->n_groups; g++)
         for (int m = 0; m < p->groups[g].n; m++)
             x.member[(size_t)p->groups[g].ranks[m] * GROUP_NKINDS + p->groups[g].kind] = m;
 
-    int *trace_k = malloc((size_t)(R + 1) * sizeof(int));
+    int *trace_k = moe_xmalloc((size_t)(R + 1) * sizeof(int));
     for (int r = 0; r < R; r++) trace_k[r] = -1;
     for (int k = 0; k < o->n_trace_ranks; k++)
         if (o->trace_ranks[k] >= 0 && o->trace_ranks[k] < R) trace_k[o->trace_ranks[k]] = k;
 
-    int *count = calloc((size_t)p->n_groups, sizeof(int)); /* per-rank scratch: collectives seen per group */
+    int *count = moe_xcalloc((size_t)p->n_groups, sizeof(int)); /* per-rank scratch: collectives seen per group */
     for (int r = 0; r < R; r++) {
         rank_rt *rr = &x.r[r];
         rr->rank = r;
         rr->gpu = program_gpu_of_rank(p, r);
         rr->n_ops = program_materialize(p, r, &rr->ops);
-        rr->end = malloc((size_t)(rr->n_ops + 1) * sizeof(double));
-        rr->seq = malloc((size_t)(rr->n_ops + 1) * sizeof(int));
-        rr->tag_op = malloc((size_t)(x.n_tags + 1) * sizeof(int));
+        rr->end = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(double));
+        rr->seq = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(int));
+        rr->tag_op = moe_xmalloc((size_t)(x.n_tags + 1) * sizeof(int));
         for (int t = 0; t < x.n_tags; t++) rr->tag_op[t] = -1;
         for (int i = 0; i < rr->n_ops; i++) {
             const program_op *op = &rr->ops[i];
@@ -454,13 +454,13 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         rr->slow = slow_factor(p, rr->gpu);
         rr->cond = sg_cond_init();
         if (trace_k[r] >= 0) {
-            rr->trace = malloc((size_t)(rr->n_ops + 1) * sizeof(op_time));
+            rr->trace = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(op_time));
             for (int i = 0; i < rr->n_ops; i++) rr->trace[i] = (op_time){-1, -1};
         }
     }
     free(count);
 
-    actor_arg *args = malloc((size_t)R * STREAM_N * sizeof *args);
+    actor_arg *args = moe_xmalloc((size_t)R * STREAM_N * sizeof *args);
     x.t0 = simgrid_get_clock();
     for (int r = 0; r < R; r++)
         for (int st = 0; st < STREAM_N; st++) {
@@ -497,13 +497,13 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         res->n_ranks = R;
         res->n_simulated_ranks = R;
         res->n_simulated_replicas = p->dp;
-        res->compute_s = calloc((size_t)R, sizeof(double));
-        res->exposed_comm_s = calloc((size_t)R, sizeof(double));
-        res->bubble_s = calloc((size_t)R, sizeof(double));
-        res->optimizer_s = calloc((size_t)R, sizeof(double));
-        res->end_s = calloc((size_t)R, sizeof(double));
-        res->sim_rank = calloc((size_t)R, sizeof(int));
-        res->a2a_last_count = calloc((size_t)R, sizeof(int));
+        res->compute_s = moe_xcalloc((size_t)R, sizeof(double));
+        res->exposed_comm_s = moe_xcalloc((size_t)R, sizeof(double));
+        res->bubble_s = moe_xcalloc((size_t)R, sizeof(double));
+        res->optimizer_s = moe_xcalloc((size_t)R, sizeof(double));
+        res->end_s = moe_xcalloc((size_t)R, sizeof(double));
+        res->sim_rank = moe_xcalloc((size_t)R, sizeof(int));
+        res->a2a_last_count = moe_xcalloc((size_t)R, sizeof(int));
         double best = -1;
         for (int r = 0; r < R; r++) {
             rank_rt *rr = &x.r[r];
@@ -522,13 +522,13 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
             }
         }
         res->n_trace_ranks = o->n_trace_ranks;
-        res->trace_ranks = malloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
-        res->trace_times = calloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
+        res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
+        res->trace_times = moe_xcalloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
         for (int k = 0; k < o->n_trace_ranks; k++) {
             int r = o->trace_ranks[k];
             res->trace_ranks[k] = r;
             if (r < 0 || r >= R || !x.r[r].trace) continue;
-            res->trace_times[k] = malloc((size_t)(x.r[r].n_ops + 1) * sizeof(op_time));
+            res->trace_times[k] = moe_xmalloc((size_t)(x.r[r].n_ops + 1) * sizeof(op_time));
             memcpy(res->trace_times[k], x.r[r].trace, (size_t)x.r[r].n_ops * sizeof(op_time));
         }
         res->n_ops_executed = x.executed;

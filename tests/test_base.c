@@ -1,0 +1,328 @@
+/* test_base.c — the base layer's contracts: strict JSON (RFC 8259 grammar, duplicate keys, range),
+ * typed getters' messages, the bounded file reader (FIFOs, devices, folders, size cap), the atomic
+ * writer, the allocation policy and the seed mixer.
+ *
+ * Truths: RFC 8259 section 6 (number grammar) and 4 (names SHOULD be unique; we refuse repeats);
+ * the splitmix64 outputs published with Vigna's reference implementation (seed 0: e220a8397b1dcdaf,
+ * 6e789e6aa1b965f4, 06c45d188009454f; seed 1234567: 6457827717110365317); POSIX file types. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/base/alloc.h"
+#include "sim/base/fileio.h"
+#include "sim/base/json_read.h"
+#include "sim/base/rng_seed.h"
+
+static char DIR_[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(DIR_, sizeof DIR_, "/tmp/moesim_base_XXXXXX");
+    return mkdtemp(DIR_) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- strict JSON -------------------------------------------------------------------------------- */
+
+static void expect_refused(const char *text, size_t len, const char *needle1, const char *needle2) {
+    moe_error err = {0};
+    cJSON *j = json_parse_strict("t.json", text, len, &err);
+    if (j) {
+        cJSON_Delete(j);
+        fail_msg("accepted: %s", text);
+    }
+    assert_int_equal(err.code, EXIT_BADINPUT);
+    if (!strstr(err.msg, "t.json") || !strstr(err.msg, needle1) || (needle2 && !strstr(err.msg, needle2)))
+        fail_msg("for %s: message lacks [%s]/[%s]: %s", text, needle1, needle2 ? needle2 : "", err.msg);
+    assert_null(strchr(err.msg, '\n'));
+}
+
+static void refused(const char *text, const char *needle1, const char *needle2) {
+    expect_refused(text, strlen(text), needle1, needle2);
+}
+
+static void accepted(const char *text) {
+    moe_error err = {0};
+    cJSON *j = json_parse_strict("t.json", text, strlen(text), &err);
+    if (!j) fail_msg("refused %s: %s", text, err.msg);
+    cJSON_Delete(j);
+}
+
+static void test_json_number_grammar(void **state) {
+    (void)state;
+    /* RFC 8259 section 6: int = zero / (digit1-9 *DIGIT); frac = "." 1*DIGIT; exp = e [sign] 1*DIGIT */
+    const char *bad[] = {"01", "00", "1.", "-.5", "1.e5", "-01.5", "0001", "-00"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "{\"a\": {\"b\": [1, %s]}}", bad[i]);
+        refused(text, "a.b[1]", bad[i]);
+    }
+    refused("{\"seed\": 00}", "seed: got 00", "JSON number");
+    refused("{\"x\": 25.}", "x: got 25.", NULL);
+    refused("{\"x\": +1}", "valid JSON", NULL);          /* cJSON refuses these as syntax */
+    refused("{\"x\": .5}", "line 1, column 7", "valid JSON");
+    refused("{\"x\": 1e999}", "x: got 1e999", "finite");
+    refused("{\"x\": -1e400}", "x: got -1e400", "finite");
+    const char *good[] = {"0", "-0", "10", "1.5", "0.5", "-0.25", "1e5", "1E+5", "2.5e-3", "1.7976931348623157e308"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "[%s]", good[i]);
+        accepted(text);
+    }
+    accepted("{\"s\": \"01 and 1. inside strings are text\", \"e\": \"\\\"01\"}");
+}
+
+static void test_json_structure(void **state) {
+    (void)state;
+    refused("{\"a\": 1} verdict: healthy", "line 1, column 10", "trailing");
+    refused("{\"a\": 1}\n{}", "line 2, column 1", "trailing");
+    refused("{\"a\": 1,}", "line 1", "valid JSON");
+    refused("", "an empty file", NULL);
+    refused(" \n\t", "an empty file", NULL);
+    expect_refused("{\"a\": 1}\0{}", 11, "NUL byte at offset 8", NULL);
+    refused("{\"a\": \"tab\there\"}", "control character", NULL);
+    refused("{\"a\":\x01 1}", "control character (byte 0x01)", NULL);
+    refused("{\"a\": \"\xff\"}", "UTF-8", NULL);
+    accepted("\xEF\xBB\xBF{\"byte-order mark\": true}");
+    accepted("{\"\xc3\xa9t\xc3\xa9\": \"\xe2\x82\xac\"}");
+}
+
+static void test_json_duplicate_keys(void **state) {
+    (void)state;
+    refused("{\"gemm\": {\"eff_max\": 0.01}, \"gemm\": {\"eff_max\": 0.8}}", "gemm: got \"gemm\" a second time",
+            "at most once");
+    refused("{\"layout\": {\"pp\": 8, \"pp\": 16}}", "layout.pp", "a second time");
+    refused("{\"a\": [{\"x\": 1}, {\"y\": 1, \"y\": 2}]}", "a[1].y", "a second time");
+    /* a large object is checked too (sorted, not pairwise) */
+    char big[8192];
+    size_t n = (size_t)snprintf(big, sizeof big, "{");
+    for (int i = 0; i < 200; i++) n += (size_t)snprintf(big + n, sizeof big - n, "\"k%d\": %d, ", i, i);
+    snprintf(big + n, sizeof big - n, "\"k117\": 0}");
+    refused(big, "k117", "a second time");
+    big[n - 2] = '}';
+    big[n - 1] = '\0';
+    accepted(big);
+}
+
+static void test_json_getters(void **state) {
+    (void)state;
+    moe_error err = {0};
+    const char *text = "{\"n\": 1.5, \"i\": 16.5, \"s\": \"abc\", \"b\": \"yes\", \"o\": [], \"z\": null}";
+    cJSON *j = json_parse_strict("g.json", text, strlen(text), &err);
+    assert_non_null(j);
+    json_reader r = {"g.json", &err};
+    double d = -1;
+    int i = -1;
+    char s[4];
+    assert_int_equal(json_get_number(&r, j, "", "n", JSON_REQUIRED, 0, 2, &d), 0);
+    assert_true(d == 1.5);
+    assert_int_equal(json_get_number(&r, j, "", "n", 0, 0, 1, &d), EXIT_BADINPUT);
+    assert_string_equal(err.msg, "g.json: n: got 1.5; expected a number in [0, 1]");
+    assert_int_equal(json_get_number(&r, j, "sec", "missing", JSON_REQUIRED | JSON_LO_OPEN, 0, INFINITY, &d),
+                     EXIT_BADINPUT);
+    assert_string_equal(err.msg, "g.json: sec.missing: got nothing (missing); expected a number > 0 (required)");
+    d = 7;
+    assert_int_equal(json_get_number(&r, j, "", "missing", 0, 0, 1, &d), 0);
+    assert_true(d == 7); /* untouched */
+    assert_int_equal(json_get_int(&r, j, "", "i", JSON_REQUIRED, 1, 64, &i), EXIT_BADINPUT);
+    assert_string_equal(err.msg, "g.json: i: got 16.5; expected an integer in [1, 64]");
+    assert_int_equal(json_get_string(&r, j, "", "s", JSON_REQUIRED, s, sizeof s), 0);
+    assert_string_equal(s, "abc");
+    assert_int_equal(json_get_string(&r, j, "", "s", JSON_REQUIRED, s, 3), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "at most 2 characters"));
+    assert_int_equal(json_get_bool(&r, j, "", "b", JSON_REQUIRED, &i), EXIT_BADINPUT);
+    assert_string_equal(err.msg, "g.json: b: got \"yes\"; expected true or false");
+    const cJSON *o = NULL;
+    assert_int_equal(json_get_object(&r, j, "", "o", JSON_REQUIRED, &o), EXIT_BADINPUT);
+    assert_string_equal(err.msg, "g.json: o: got []; expected an object");
+    assert_int_equal(json_get_number(&r, j, "", "z", JSON_NULL_OK, 0, 1, &d), 0);
+    assert_int_equal(json_get_number(&r, j, "", "z", JSON_NULL_OK | JSON_REQUIRED, 0, 1, &d), EXIT_BADINPUT);
+    static const char *const keys[] = {"n", "i", "s", "b", "o", NULL};
+    assert_int_equal(json_check_keys(&r, j, "", keys), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "g.json: z: got unknown key \"z\"; expected one of n, i, s, b, o"));
+    cJSON_Delete(j);
+}
+
+/* ---- bounded reader ----------------------------------------------------------------------------- */
+
+static void expect_read_refused(const char *path, size_t cap, const char *needle) {
+    moe_error err = {0};
+    size_t len = 0;
+    char *t = read_file_bounded(path, cap, &len, &err);
+    if (t) {
+        free(t);
+        fail_msg("read %s", path);
+    }
+    assert_int_equal(err.code, EXIT_BADINPUT);
+    if (!strstr(err.msg, path) || !strstr(err.msg, needle)) fail_msg("message lacks [%s]: %s", needle, err.msg);
+}
+
+static void test_bounded_reader(void **state) {
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/small.txt", DIR_);
+    moe_error err = {0};
+    assert_int_equal(write_file_atomic(path, "0123456789", &err), 0);
+    size_t len = 0;
+    char *t = read_file_bounded(path, 10, &len, &err);
+    assert_non_null(t);
+    assert_int_equal(len, 10);
+    assert_string_equal(t, "0123456789");
+    free(t);
+    /* one byte over the cap: refused with its size and the cap */
+    expect_read_refused(path, 9, "a file of 10 bytes; expected a file of at most 9 bytes");
+    expect_read_refused("/dev/zero", 0, "a character device");
+    expect_read_refused(DIR_, 0, "a folder");
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo", DIR_);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    expect_read_refused(fifo, 0, "FIFO"); /* returns at once: nobody writes to it */
+    char missing[128];
+    snprintf(missing, sizeof missing, "%s/none.json", DIR_);
+    expect_read_refused(missing, 0, "No such file");
+    /* a sparse file above the default cap: refused by its size, without reading it */
+    char big[128];
+    snprintf(big, sizeof big, "%s/big.json", DIR_);
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)MOE_FILE_MAX_BYTES + 1), 0);
+    close(fd);
+    expect_read_refused(big, 0, "expected a file of at most 256 MiB");
+    cJSON *j = json_load(big, 0, &err);
+    assert_null(j);
+    assert_int_equal(err.code, EXIT_BADINPUT);
+}
+
+/* ---- atomic writer ------------------------------------------------------------------------------ */
+
+static int count_entries(const char *dir) {
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p && fscanf(p, "%d", &n) != 1) n = -1;
+    if (p) pclose(p);
+    return n;
+}
+
+static void test_atomic_writer(void **state) {
+    (void)state;
+    char sub[128], path[160];
+    snprintf(sub, sizeof sub, "%s/out/a/b", DIR_);
+    moe_error err = {0};
+    assert_int_equal(make_dirs(sub, &err), 0);
+    snprintf(path, sizeof path, "%s/x.json", sub);
+    assert_int_equal(write_file_atomic(path, "first\n", &err), 0);
+    assert_int_equal(write_file_atomic(path, "second\n", &err), 0);
+    char *t = read_file_text(path, NULL, &err);
+    assert_string_equal(t, "second\n");
+    free(t);
+    assert_int_equal(count_entries(sub), 1); /* no temporary left behind */
+    /* a folder that does not exist / an empty name: the user's path, exit 2 */
+    char bad[200];
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.json", DIR_);
+    assert_int_equal(write_file_atomic(bad, "x", &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, bad));
+    assert_int_equal(write_file_atomic("", "x", &err), EXIT_BADINPUT);
+    assert_int_equal(make_dirs("", &err), EXIT_BADINPUT);
+    /* a folder path through a regular file */
+    snprintf(bad, sizeof bad, "%s/x.json/sub", sub);
+    assert_int_equal(make_dirs(bad, &err), EXIT_BADINPUT);
+    /* the output is a folder: rename refuses, the folder stays */
+    assert_int_equal(write_file_atomic(sub, "x", &err), EXIT_BADINPUT);
+    struct stat st;
+    assert_int_equal(stat(sub, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    /* the stream form */
+    atomic_file af;
+    snprintf(path, sizeof path, "%s/y.txt", sub);
+    assert_int_equal(atomic_file_open(&af, path, &err), 0);
+    fprintf(af.f, "%d\n", 42);
+    assert_int_not_equal(access(path, F_OK), 0); /* not there before commit */
+    assert_int_equal(atomic_file_commit(&af, &err), 0);
+    t = read_file_text(path, NULL, &err);
+    assert_string_equal(t, "42\n");
+    free(t);
+    assert_int_equal(atomic_file_open(&af, path, &err), 0);
+    fprintf(af.f, "half");
+    atomic_file_abort(&af);
+    t = read_file_text(path, NULL, &err);
+    assert_string_equal(t, "42\n"); /* the old content stays */
+    free(t);
+    assert_int_equal(count_entries(sub), 2);
+}
+
+/* ---- allocation policy -------------------------------------------------------------------------- */
+
+static void test_alloc_policy(void **state) {
+    (void)state;
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], 2);
+        void *p = moe_xcalloc(SIZE_MAX / 2, 4); /* overflows size_t */
+        (void)p;
+        _exit(0);
+    }
+    close(pfd[1]);
+    char msg[256] = "";
+    ssize_t n = read(pfd[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = '\0';
+    close(pfd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), EXIT_RUNTIME);
+    assert_non_null(strstr(msg, "out of memory: "));
+    void *z = moe_xmalloc(0);
+    assert_non_null(z);
+    free(z);
+    char *d = moe_xstrdup("abc");
+    assert_string_equal(d, "abc");
+    free(d);
+}
+
+/* ---- seeds -------------------------------------------------------------------------------------- */
+
+static void test_seed_mix(void **state) {
+    (void)state;
+    uint64_t st = 0;
+    assert_true(moe_seed_next(&st) == 0xe220a8397b1dcdafull);
+    assert_true(moe_seed_next(&st) == 0x6e789e6aa1b965f4ull);
+    assert_true(moe_seed_next(&st) == 0x06c45d188009454full);
+    st = 1234567;
+    assert_true(moe_seed_next(&st) == 6457827717110365317ull);
+    assert_true(moe_seed_mix(1234567) == 6457827717110365317ull);
+    assert_true(moe_seed_fold32(0x0123456789abcdefull) == (0x01234567u ^ 0x89abcdefu));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_number_grammar), cmocka_unit_test(test_json_structure),
+        cmocka_unit_test(test_json_duplicate_keys), cmocka_unit_test(test_json_getters),
+        cmocka_unit_test(test_bounded_reader),      cmocka_unit_test(test_atomic_writer),
+        cmocka_unit_test(test_alloc_policy),        cmocka_unit_test(test_seed_mix),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
