@@ -467,8 +467,9 @@ static void test_node_limited_uniform_marginals(void **state) {
 }
 
 /* Forced balance (routing.distribution "balanced"): 32 ranks on 4 nodes x 64 tokens = 2048 tokens,
- * 64 experts, top-8: every expert gets exactly 2048 x 8 / 64 = 256 pairs (CV 0), nothing over a
- * capacity of exactly 1.0 x the share, without limits, under node_limit 2 and under 4-of-8 group
+ * 64 experts, top-8: every expert gets exactly 2048 x 8 / 64 = 256 pairs (CV 0), every source rank
+ * sends it exactly 64 x 8 / 64 = 8, so nothing is over a per-rank capacity of exactly 1.0 x the
+ * share (moe_capacity.h: ceil(1.0 x 64 x 8 / 64) = 8), without limits, under node_limit 2 and 4-of-8 group
  * limits (check_tokens checks every token's experts and recounts the byte matrices); two draws
  * differ (the balance is exact, the assignment random). */
 static int same_sample(const routing_sample *a, const routing_sample *b);
