@@ -69,7 +69,7 @@ static int child_routes(void) {
 
     /* Bandwidths: NVLink 160 GB/s, NIC 50 GB/s, leaf uplinks 32 x 50 / 2 = 800 GB/s. */
     struct { const char *name; double Bps; } bw[] = {
-        {"nvl-0_UP", 160e9}, {"nic-26_DOWN", 50e9}, {"up-r2-l1_UP", 800e9}, {"pfs", 2000e9}, {"pcie-3_UP", 64e9}};
+        {"nvl-0_UP", 160e9}, {"nic-26_DOWN", 50e9}, {"up-r2-l1_UP", 800e9}, {"pfs", 500e9}, {"pcie-3_UP", 64e9}};
     for (size_t i = 0; i < sizeof bw / sizeof bw[0]; i++) {
         double got = rail_fabric_link_bandwidth(bw[i].name);
         printf("  %-12s %.4g B/s (want %.4g)\n", bw[i].name, got, bw[i].Bps);

@@ -28,6 +28,7 @@
 #include "sim/report/report_table.h"
 #include "sim/report/results.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_docs.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/simgrid/a2a_bench.h"
 #include "sim/point/point_eval.h"
@@ -88,6 +89,13 @@ static const char PLOT_OPTIONS[] =
     "  -o, --out DIR        draw into DIR/plots (default: the results folder itself)\n"
     "  -j, --jobs N         accepted; plotting runs in one process\n"
     "  -q, --quiet          do not list the figures drawn\n";
+
+static const char FIELDS_OPTIONS[] =
+    "      --format F       text (default), markdown or json\n"
+    "  -o, --out FILE       write to FILE instead of stdout; a markdown FILE that holds the generated-block\n"
+    "                       markers (docs/scenario-fields.md) gets only that block rewritten\n"
+    "  -j, --jobs N         accepted; nothing runs in parallel\n"
+    "  -q, --quiet          no summary line with --out\n";
 
 static const char DUMP_OPTIONS[] =
     "  -o, --out FILE       the SimGrid XML to write (also --dump-platform FILE)\n"
@@ -450,6 +458,36 @@ static int cmd_a2a(cli_parser *p, int argc, char **argv) {
     return rc;
 }
 
+/* simrun fields: every scenario field from the field table (sim/scenario/scenario_docs.h). */
+static int cmd_fields(cli_parser *p, int argc, char **argv) {
+    static const struct option opts[] = {{"format", required_argument, NULL, 256}, CLI_COMMON_OPTIONS};
+    int fmt = SCN_DOC_TEXT;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (cli_enum_opt(p, optarg, scn_doc_format_names, &fmt)) return p->rc;
+    }
+    if (cli_positionals(p, argc, argv, 0, 0, "no arguments besides options")) return p->rc;
+    char *text = scn_fields_describe_text((scn_doc_format)fmt);
+    if (!text) { fprintf(stderr, "simrun: out of memory\n"); return EXIT_RUNTIME; }
+    int rc = 0;
+    moe_error err = {0};
+    if (!p->common.out) {
+        fputs(text, stdout);
+    } else {
+        /* a document that holds the markers keeps its prose: only the generated block is rewritten */
+        char *old = access(p->common.out, F_OK) == 0 ? read_file_text(p->common.out, NULL, &err) : NULL;
+        char *spliced = old && fmt == SCN_DOC_MARKDOWN ? scn_doc_splice(old, text) : NULL;
+        rc = write_file_atomic(p->common.out, spliced ? spliced : text, &err);
+        if (!rc && !p->common.quiet)
+            printf("wrote %s (%s)\n", p->common.out, spliced ? "the generated block" : "the whole file");
+        free(spliced);
+        free(old);
+        if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
+    }
+    free(text);
+    return rc;
+}
+
 /* ---- the command table ------------------------------------------------------------------------ */
 
 /* One row per subcommand: name, handler, synopsis, one-line summary, options. */
@@ -465,6 +503,9 @@ static const cli_command COMMANDS[] = {
     {"merge", cmd_merge, "DIR... --out DIR",
      "Combine the points of several shards (--shard) into one results.json/results.csv.", MERGE_OPTIONS},
     {"plot", cmd_plot, "DIR [--out DIR]", "Redraw the figures from DIR/results.json.", PLOT_OPTIONS},
+    {"fields", cmd_fields, "[--format text|markdown|json] [--out FILE]",
+     "Every scenario field: type, unit, default and where it comes from, allowed values, meaning, source.",
+     FIELDS_OPTIONS},
     {"dump-platform", cmd_dump_platform, "SCENARIO.json --out FILE",
      "Write the scenario's fabric as SimGrid XML (up to 256 GPUs).", DUMP_OPTIONS},
     {NULL, NULL, NULL, NULL, NULL},

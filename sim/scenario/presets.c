@@ -92,11 +92,15 @@ static const model_cfg MODELS[] = {
      .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 39e9},
 };
 
-/* 512 nodes x 8 GPUs, one 400 Gb/s NIC per GPU on its rail, 32 nodes under one leaf per rail. */
+/* 512 nodes x 8 GPUs, one 400 Gb/s NIC per GPU on its rail, 32 nodes under one leaf per rail.
+ * Storage: Llama 3's file system (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.1:
+ * Tectonic, 240 PB on 7,500 SSD servers) sustains 2 TB/s (7 TB/s peak) for a 16,384-GPU job, i.e.
+ * 122 MB/s per GPU: 500 GB/s for these 4096 GPUs. Host memory: a DGX H100 has 2 TB; PCIe 5.0 x16
+ * moves about 64 GB/s per direction. */
 #define EIGHT_RAIL_FABRIC                                                                          \
     .nodes = 512, .gpus_per_node = 8, .nic_gbps = 400, .rails = 8, .leaf_down_ports = 32,          \
     .oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7},   \
-    .storage_GBps = 2000, .host_mem_GiB = 2048, .pcie_GBps = 64
+    .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64
 
 static const cluster_cfg CLUSTERS[] = {
     {.preset = "h800-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 160,

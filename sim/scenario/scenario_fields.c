@@ -39,50 +39,61 @@ const char *const scn_failure_class_names[] = {"gpu", "hbm", "nic", "nvlink", "s
                                                "software", NULL};
 
 /* ---- row builders --------------------------------------------------------------------------------- */
+/* Each takes the field's documentation last: unit, meaning[, source of the default] (scn_doc). */
 #define OFF(m) offsetof(scenario, m)
 #define SZ(m) sizeof(((scenario *)0)->m)
 #define NOMAX ((double)INT_MAX)
-#define F_INT(p, m, lo, hi) {.path = p, .type = SF_INT, .offset = OFF(m), .min = (lo), .max = (hi)}
-#define F_DBL(p, m, lo, hi, fl) {.path = p, .type = SF_DOUBLE, .offset = OFF(m), .min = (lo), .max = (hi), .flags = (fl)}
-#define F_POS(p, m) F_DBL(p, m, 0, INFINITY, SCN_MIN_OPEN)
-#define F_NONNEG(p, m) F_DBL(p, m, 0, INFINITY, 0)
-#define F_FRAC(p, m) F_DBL(p, m, 0, 1, 0)
-#define F_BOOL(p, m) {.path = p, .type = SF_BOOL, .offset = OFF(m)}
-#define F_STR(p, m, fl) {.path = p, .type = SF_STRING, .offset = OFF(m), .size = SZ(m), .flags = (fl)}
-#define F_NSTR(p, m) {.path = p, .type = SF_NSTRING, .offset = OFF(m), .size = SZ(m)}
-#define F_ENUM(p, m, nm) {.path = p, .type = SF_ENUM, .offset = OFF(m), .names = nm}
-#define F_AUTO(p, m, lo, fl) {.path = p, .type = SF_AUTO, .offset = OFF(m), .min = (lo), .max = INFINITY, .flags = (fl)}
-#define F_PRESET(p, m, nm) {.path = p, .type = SF_PRESET, .offset = OFF(m), .size = SZ(m), .names = nm}
-#define F_CLASS(c, C)                                                                              \
-    F_FRAC("reliability.classes." c ".share", reliability.classes[C].share),                       \
-    F_BOOL("reliability.classes." c ".needs_node_swap", reliability.classes[C].needs_node_swap)
+#define DOC(...) .doc = {__VA_ARGS__}
+#define F_INT(p, m, lo, hi, ...) {.path = p, .type = SF_INT, .offset = OFF(m), .min = (lo), .max = (hi), DOC(__VA_ARGS__)}
+#define F_DBL(p, m, lo, hi, fl, ...) \
+    {.path = p, .type = SF_DOUBLE, .offset = OFF(m), .min = (lo), .max = (hi), .flags = (fl), DOC(__VA_ARGS__)}
+#define F_POS(p, m, ...) F_DBL(p, m, 0, INFINITY, SCN_MIN_OPEN, __VA_ARGS__)
+#define F_NONNEG(p, m, ...) F_DBL(p, m, 0, INFINITY, 0, __VA_ARGS__)
+#define F_FRAC(p, m, ...) F_DBL(p, m, 0, 1, 0, __VA_ARGS__)
+#define F_BOOL(p, m, ...) {.path = p, .type = SF_BOOL, .offset = OFF(m), DOC(__VA_ARGS__)}
+#define F_STR(p, m, fl, ...) {.path = p, .type = SF_STRING, .offset = OFF(m), .size = SZ(m), .flags = (fl), DOC(__VA_ARGS__)}
+#define F_NSTR(p, m, ...) {.path = p, .type = SF_NSTRING, .offset = OFF(m), .size = SZ(m), DOC(__VA_ARGS__)}
+#define F_ENUM(p, m, nm, ...) {.path = p, .type = SF_ENUM, .offset = OFF(m), .names = nm, DOC(__VA_ARGS__)}
+#define F_AUTO(p, m, lo, fl, ...) \
+    {.path = p, .type = SF_AUTO, .offset = OFF(m), .min = (lo), .max = INFINITY, .flags = (fl), DOC(__VA_ARGS__)}
+#define F_PRESET(p, m, nm, ...) {.path = p, .type = SF_PRESET, .offset = OFF(m), .size = SZ(m), .names = nm, DOC(__VA_ARGS__)}
+/* The default class mix: Llama 3 405B pre-training, 419 unexpected interruptions in 54 days on 16,384
+ * H100 (failure_classes.c has the grouping). */
+#define LLAMA3_MIX "Llama 3 405B pre-training: 419 unexpected interruptions in 54 days on 16,384 H100, by root cause (Dubey et al. 2024, Table 5), grouped into these classes"
+#define F_CLASS(c, C, what)                                                                        \
+    F_FRAC("reliability.classes." c ".share", reliability.classes[C].share, "fraction",             \
+           "share of all failures that are " what " (the shares of all classes sum to 1; they split reliability.gpu_mtbf_h)", \
+           LLAMA3_MIX),                                                                            \
+    F_BOOL("reliability.classes." c ".needs_node_swap", reliability.classes[C].needs_node_swap, "", \
+           "a failure of this class takes the node out of the job (a hot-spare swap, or a wait for repair) instead of restarting in place", \
+           "hardware classes swap the node, software restarts in place")
 
 /* Fields of one element of faults.slow_gpus / faults.links (offsets into the element). */
 static const scn_field SLOW_GPU_ITEMS[] = {
     {.path = "gpu", .type = SF_INT, .offset = offsetof(slow_gpu_fault, gpu), .min = 0, .max = NOMAX,
-     .flags = SCN_REQUIRED},
+     .flags = SCN_REQUIRED, DOC("", "the global GPU id (node x gpus_per_node + local GPU)")},
     /* compute takes `factor` times longer: a slow GPU, never a faster one */
     {.path = "factor", .type = SF_DOUBLE, .offset = offsetof(slow_gpu_fault, factor), .min = 1,
-     .max = INFINITY, .flags = SCN_REQUIRED},
+     .max = INFINITY, .flags = SCN_REQUIRED, DOC("x", "every compute op of that GPU takes this many times longer")},
 };
 static const scn_field LINK_ITEMS[] = {
     {.path = "gpu", .type = SF_INT, .offset = offsetof(link_fault, gpu), .min = 0, .max = NOMAX,
-     .flags = SCN_REQUIRED},
+     .flags = SCN_REQUIRED, DOC("", "the global GPU id whose link is degraded")},
     {.path = "kind", .type = SF_ENUM, .offset = offsetof(link_fault, kind), .names = scn_link_kind_names,
-     .flags = SCN_REQUIRED},
+     .flags = SCN_REQUIRED, DOC("", "which link: the GPU's NIC or its NVLink")},
     /* the link keeps `factor` of its bandwidth: 0 < factor <= 1 (a dead link is a failure, not a fault) */
     {.path = "factor", .type = SF_DOUBLE, .offset = offsetof(link_fault, factor), .min = 0, .max = 1,
-     .flags = SCN_REQUIRED | SCN_MIN_OPEN},
+     .flags = SCN_REQUIRED | SCN_MIN_OPEN, DOC("fraction", "the share of its bandwidth the link keeps (a dead link is a failure, not a fault)")},
 };
 
 /* faults.stalls: the rank on `gpu` stops before (layer, micro_batch) and never arrives again. */
 static const scn_field STALL_ITEMS[] = {
     {.path = "gpu", .type = SF_INT, .offset = offsetof(stall_fault, gpu), .min = 0, .max = NOMAX,
-     .flags = SCN_REQUIRED},
+     .flags = SCN_REQUIRED, DOC("", "the global GPU id whose rank stops")},
     {.path = "layer", .type = SF_INT, .offset = offsetof(stall_fault, layer), .min = 0, .max = NOMAX,
-     .flags = SCN_REQUIRED},
+     .flags = SCN_REQUIRED, DOC("", "the block before whose forward it stops (0-based)")},
     {.path = "micro_batch", .type = SF_INT, .offset = offsetof(stall_fault, micro_batch), .min = 0,
-     .max = NOMAX, .flags = SCN_REQUIRED},
+     .max = NOMAX, .flags = SCN_REQUIRED, DOC("", "the micro-batch (0-based)")},
 };
 
 /* Upper bounds on counts keep every product the consumers form (gpus, tp*pp, ...) inside int. */
@@ -90,141 +101,211 @@ static const scn_field STALL_ITEMS[] = {
 #define MAX_GPUS_PER_NODE 1024
 #define MAX_PAR (1 << 20)
 
+/* Sources quoted by several rows. */
+#define DSV3_REPORT "DeepSeek-V3 technical report (arXiv:2412.19437)"
+#define REF_DESIGN "the 4096-GPU reference design this simulator reproduces (DeepSeek-V3-like MoE on 512 x 8 H800)"
+
 const scn_field scn_fields[] = {
-    {.path = "format", .type = SF_FORMAT},
-    F_STR("name", name, SCN_NONEMPTY | SCN_IDENT),
-    {.path = "seed", .type = SF_U64, .offset = OFF(seed), .min = 0, .max = 9007199254740992.0 /* 2^53 */},
+    {.path = "format", .type = SF_FORMAT,
+     DOC("", "the format version; optional, and when given it must be \"" SCN_FORMAT "\"")},
+    F_STR("name", name, SCN_NONEMPTY | SCN_IDENT, "", "the scenario's name, used in output folders, plot titles and traces"),
+    {.path = "seed", .type = SF_U64, .offset = OFF(seed), .min = 0, .max = 9007199254740992.0 /* 2^53 */,
+     DOC("", "the random seed of routing draws and Monte Carlo trials: the same scenario and seed give the same results")},
 
-    F_PRESET("model.preset", model.preset, preset_model_names),
-    F_INT("model.layers", model.layers, 1, NOMAX),
-    F_INT("model.dense_layers", model.dense_layers, 0, NOMAX),
-    F_INT("model.hidden", model.hidden, 1, NOMAX),
-    F_INT("model.heads", model.heads, 1, NOMAX),
-    F_INT("model.head_dim", model.head_dim, 1, NOMAX),
-    F_INT("model.ffn_hidden", model.ffn_hidden, 0, NOMAX),
-    F_INT("model.experts", model.experts, 0, NOMAX),
-    F_INT("model.shared_experts", model.shared_experts, 0, NOMAX),
-    F_INT("model.expert_hidden", model.expert_hidden, 0, NOMAX),
-    F_INT("model.top_k", model.top_k, 0, NOMAX),
-    F_INT("model.vocab", model.vocab, 1, NOMAX),
-    F_INT("model.seq_len", model.seq_len, 1, NOMAX),
-    F_ENUM("model.attention", model.attention, scn_attention_names),
-    F_INT("model.kv_heads", model.kv_heads, 1, NOMAX),
-    F_INT("model.q_lora_rank", model.q_lora_rank, 0, NOMAX),
-    F_INT("model.kv_lora_rank", model.kv_lora_rank, 0, NOMAX),
-    F_INT("model.rope_head_dim", model.rope_head_dim, 0, NOMAX),
-    F_INT("model.v_head_dim", model.v_head_dim, 1, NOMAX),
-    F_ENUM("model.ffn_act", model.ffn_act, scn_ffn_act_names),
-    F_INT("model.expert_groups", model.expert_groups, 0, NOMAX),
-    F_INT("model.topk_groups", model.topk_groups, 0, NOMAX),
-    F_BOOL("model.tie_embeddings", model.tie_embeddings),
+    F_PRESET("model.preset", model.preset, preset_model_names, "",
+             "a built-in model: sets every model.* field, which fields given beside it override; null = a model given field by field"),
+    F_INT("model.layers", model.layers, 1, NOMAX, "", "transformer blocks, dense and MoE (not counting embedding and head)"),
+    F_INT("model.dense_layers", model.dense_layers, 0, NOMAX, "", "the first blocks, which have a dense FFN; the rest are MoE blocks"),
+    F_INT("model.hidden", model.hidden, 1, NOMAX, "", "hidden (model) dimension"),
+    F_INT("model.heads", model.heads, 1, NOMAX, "", "attention (query) heads"),
+    F_INT("model.head_dim", model.head_dim, 1, NOMAX, "", "per-head dimension of queries and keys (MLA: the part without rotary embedding)"),
+    F_INT("model.ffn_hidden", model.ffn_hidden, 0, NOMAX, "", "intermediate size of a dense FFN block"),
+    F_INT("model.experts", model.experts, 0, NOMAX, "", "routed experts per MoE block; 0 = a dense model"),
+    F_INT("model.shared_experts", model.shared_experts, 0, NOMAX, "", "shared experts every token passes through, per MoE block"),
+    F_INT("model.expert_hidden", model.expert_hidden, 0, NOMAX, "", "intermediate size of one routed (and shared) expert"),
+    F_INT("model.top_k", model.top_k, 0, NOMAX, "", "routed experts per token"),
+    F_INT("model.vocab", model.vocab, 1, NOMAX, "tokens", "vocabulary size (embedding and output head)"),
+    F_INT("model.seq_len", model.seq_len, 1, NOMAX, "tokens", "sequence length of one training sample"),
+    F_ENUM("model.attention", model.attention, scn_attention_names, "", "attention kind: multi-head, grouped-query or multi-head latent (DeepSeek)"),
+    F_INT("model.kv_heads", model.kv_heads, 1, NOMAX, "", "key/value heads of grouped-query attention (= heads for MHA; unused by MLA)"),
+    F_INT("model.q_lora_rank", model.q_lora_rank, 0, NOMAX, "", "MLA: rank of the low-rank query compression; 0 = none"),
+    F_INT("model.kv_lora_rank", model.kv_lora_rank, 0, NOMAX, "", "MLA: rank of the joint key/value compression"),
+    F_INT("model.rope_head_dim", model.rope_head_dim, 0, NOMAX, "", "MLA: per-head dimension of the decoupled rotary part of queries and keys"),
+    F_INT("model.v_head_dim", model.v_head_dim, 1, NOMAX, "", "per-head dimension of values"),
+    F_ENUM("model.ffn_act", model.ffn_act, scn_ffn_act_names, "", "FFN activation: SwiGLU (3 matrices) or GeLU (2 matrices)"),
+    F_INT("model.expert_groups", model.expert_groups, 0, NOMAX, "", "group-limited routing: the routed experts form this many groups (0 = off)"),
+    F_INT("model.topk_groups", model.topk_groups, 0, NOMAX, "", "group-limited routing: groups a token may choose its experts from (0 = off)"),
+    F_BOOL("model.tie_embeddings", model.tie_embeddings, "", "the output head shares the embedding's weights"),
     /* the headline active-parameter count a model card publishes (0 = none): the 6N estimate of the
-     * back-of-the-envelope (seed 003: 6 x 37e9) uses it, the exact per-layer counts do not */
-    F_NONNEG("model.published_active_params", model.published_active_params),
-    F_INT("model.sliding_window", model.sliding_window, 0, NOMAX),
-    F_INT("model.global_attention_every", model.global_attention_every, 0, NOMAX),
+     * back-of-the-envelope uses it, the exact per-layer counts do not */
+    F_NONNEG("model.published_active_params", model.published_active_params, "parameters",
+             "the model card's headline active-parameter count, for the 6N FLOPs estimate beside the exact count (0 = none)"),
+    F_INT("model.sliding_window", model.sliding_window, 0, NOMAX, "tokens",
+          "sliding-window attention: a windowed block's query attends to at most this many preceding keys (0 = full attention everywhere)"),
+    F_INT("model.global_attention_every", model.global_attention_every, 0, NOMAX, "",
+          "with a sliding window: every k-th block (k-1, 2k-1, ...) keeps full attention (gpt-oss: 2); 0 = every block is windowed"),
 
-    F_PRESET("cluster.preset", cluster.preset, preset_cluster_names),
-    F_INT("cluster.nodes", cluster.nodes, 1, MAX_NODES),
-    F_INT("cluster.gpus_per_node", cluster.gpus_per_node, 1, MAX_GPUS_PER_NODE),
-    F_STR("cluster.gpu.name", cluster.gpu.name, SCN_NONEMPTY),
-    F_POS("cluster.gpu.bf16_tflops", cluster.gpu.bf16_tflops),
-    F_POS("cluster.gpu.fp8_tflops", cluster.gpu.fp8_tflops),
-    F_POS("cluster.gpu.hbm_GBps", cluster.gpu.hbm_GBps),
-    F_POS("cluster.gpu.mem_GiB", cluster.gpu.mem_GiB),
-    F_NONNEG("cluster.gpu.fp4_tflops", cluster.gpu.fp4_tflops),
-    F_POS("cluster.nvlink_GBps", cluster.nvlink_GBps),
-    F_POS("cluster.nic_gbps", cluster.nic_gbps),
-    F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE),
-    F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX),
-    F_POS("cluster.oversubscription", cluster.oversubscription),
-    F_NONNEG("cluster.latency_us.nvlink", cluster.latency_us.nvlink),
-    F_NONNEG("cluster.latency_us.same_leaf", cluster.latency_us.same_leaf),
-    F_NONNEG("cluster.latency_us.cross_leaf", cluster.latency_us.cross_leaf),
-    F_POS("cluster.storage_GBps", cluster.storage_GBps),
-    F_POS("cluster.host_mem_GiB", cluster.host_mem_GiB),
-    F_POS("cluster.pcie_GBps", cluster.pcie_GBps),
+    F_PRESET("cluster.preset", cluster.preset, preset_cluster_names, "",
+             "a built-in cluster: sets every cluster.* field and the default cost model (calibration); fields given beside it override"),
+    F_INT("cluster.nodes", cluster.nodes, 1, MAX_NODES, "", "nodes in the job"),
+    F_INT("cluster.gpus_per_node", cluster.gpus_per_node, 1, MAX_GPUS_PER_NODE, "", "GPUs per node (one NVLink domain)"),
+    F_STR("cluster.gpu.name", cluster.gpu.name, SCN_NONEMPTY, "", "the GPU model, for reports"),
+    F_POS("cluster.gpu.bf16_tflops", cluster.gpu.bf16_tflops, "TFLOP/s",
+          "dense BF16 peak per GPU; MFU is model FLOPs over this peak whatever the compute precision", "NVIDIA H100/H800 SXM data sheet"),
+    F_POS("cluster.gpu.fp8_tflops", cluster.gpu.fp8_tflops, "TFLOP/s", "dense FP8 peak per GPU", "NVIDIA H100/H800 SXM data sheet"),
+    F_POS("cluster.gpu.hbm_GBps", cluster.gpu.hbm_GBps, "GB/s", "HBM bandwidth per GPU (prices memory-bound kernels)", "NVIDIA data sheets"),
+    F_POS("cluster.gpu.mem_GiB", cluster.gpu.mem_GiB, "GiB", "HBM capacity per GPU: a point whose most loaded GPU needs more does not fit",
+          "NVIDIA data sheets"),
+    F_NONNEG("cluster.gpu.fp4_tflops", cluster.gpu.fp4_tflops, "TFLOP/s",
+             "dense FP4 peak per GPU (Blackwell block-scaled tensor cores); 0 = no FP4"),
+    F_POS("cluster.nvlink_GBps", cluster.nvlink_GBps, "GB/s",
+          "achievable NVLink bandwidth per GPU per direction",
+          "H800: 200 GB/s nominal, about 160 achievable (DeepEP's measured intranode figures); H100/H200: 450 GB/s per direction"),
+    F_POS("cluster.nic_gbps", cluster.nic_gbps, "Gbit/s", "line rate of each GPU's NIC (one NIC per GPU, on its rail)", "ConnectX-7 400 Gb/s"),
+    F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE, "", "rails of the rail-optimized fabric (GPU k of every node on rail k)"),
+    F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX, "", "nodes (NICs) under one leaf switch per rail"),
+    F_POS("cluster.oversubscription", cluster.oversubscription, "ratio", "leaf downlink to uplink bandwidth ratio (1 = non-blocking)"),
+    F_NONNEG("cluster.latency_us.nvlink", cluster.latency_us.nvlink, "us", "latency of one NVLink/NVSwitch transfer",
+             "assumed typical value, not from a publication: calibrate it"),
+    F_NONNEG("cluster.latency_us.same_leaf", cluster.latency_us.same_leaf, "us", "GPU to GPU latency through NICs and one leaf switch",
+             "assumed typical value, not from a publication: calibrate it"),
+    F_NONNEG("cluster.latency_us.cross_leaf", cluster.latency_us.cross_leaf, "us", "GPU to GPU latency through a spine switch",
+             "assumed typical value, not from a publication: calibrate it"),
+    F_POS("cluster.storage_GBps", cluster.storage_GBps, "GB/s",
+          "aggregate write bandwidth of the parallel file system available to this job (checkpoints); each node is further "
+          "limited by its own storage link (one NIC, capped by PCIe)",
+          "Llama 3 (Dubey et al. 2024, section 3.3.1): Meta's Tectonic file system sustains 2 TB/s (7 TB/s peak) for 16,384 "
+          "H100 GPUs, i.e. 122 MB/s per GPU; scaled to the preset's 4096 GPUs: 500 GB/s"),
+    F_POS("cluster.host_mem_GiB", cluster.host_mem_GiB, "GiB", "host memory per node (holds async checkpoint snapshots)",
+          "DGX H100: 2 TB system memory"),
+    F_POS("cluster.pcie_GBps", cluster.pcie_GBps, "GB/s", "GPU to host bandwidth per GPU per direction (snapshots, per-node storage cap)",
+          "PCIe 5.0 x16: 32 GT/s x 16 lanes, about 64 GB/s per direction"),
 
-    F_INT("layout.tp", layout.tp, 1, MAX_PAR),
-    F_INT("layout.pp", layout.pp, 1, MAX_PAR),
-    F_INT("layout.ep", layout.ep, 1, MAX_PAR),
-    F_INT("layout.dp", layout.dp, 1, MAX_PAR),
-    F_INT("layout.zero", layout.zero, 0, 3),
-    F_INT("layout.micro_batch", layout.micro_batch, 1, NOMAX),
-    F_INT("layout.global_batch", layout.global_batch, 1, NOMAX),
-    F_ENUM("layout.schedule", layout.schedule, scn_schedule_names),
-    F_INT("layout.vpp", layout.vpp, 1, NOMAX),
-    F_ENUM("layout.recompute", layout.recompute, scn_recompute_names),
-    F_ENUM("layout.placement", layout.placement, scn_placement_names),
+    F_INT("layout.tp", layout.tp, 1, MAX_PAR, "", "tensor parallelism (expert tensor parallelism too: every TP rank routes the whole micro-batch)",
+          DSV3_REPORT ", section 3.2: trained without tensor parallelism"),
+    F_INT("layout.pp", layout.pp, 1, MAX_PAR, "", "pipeline stages", DSV3_REPORT ", section 3.2: 16-way pipeline parallelism"),
+    F_INT("layout.ep", layout.ep, 1, MAX_PAR, "", "expert parallelism: GPUs sharing one copy of a block's routed experts",
+          DSV3_REPORT ", section 3.2: 64-way expert parallelism over 8 nodes"),
+    F_INT("layout.dp", layout.dp, 1, MAX_PAR, "", "replicas of the experts; tp*pp*ep*dp must equal the GPU count (attention data parallelism per stage is GPUs / (tp*pp))",
+          "4096 / (1 x 16 x 64)"),
+    F_INT("layout.zero", layout.zero, 0, 3, "", "ZeRO stage of the data-parallel optimizer state (0 = none)", DSV3_REPORT ", section 3.2: ZeRO-1"),
+    F_INT("layout.micro_batch", layout.micro_batch, 1, NOMAX, "sequences", "sequences per micro-batch per attention-data-parallel rank"),
+    F_INT("layout.global_batch", layout.global_batch, 1, NOMAX, "sequences", "sequences per optimizer step",
+          DSV3_REPORT ", training hyper-parameters: the batch size ramps up to 15,360 sequences"),
+    F_ENUM("layout.schedule", layout.schedule, scn_schedule_names, "", "pipeline schedule", DSV3_REPORT ", section 3.2.1: DualPipe"),
+    F_INT("layout.vpp", layout.vpp, 1, NOMAX, "", "virtual pipeline chunks per rank (interleaved 1F1B)"),
+    F_ENUM("layout.recompute", layout.recompute, scn_recompute_names, "", "activation recomputation: none, selective (attention and activations) or full blocks"),
+    F_ENUM("layout.placement", layout.placement, scn_placement_names, "",
+           "rank to GPU mapping: ep-inner puts an EP group on consecutive nodes (under as few leaf switches as possible), dp-inner the replicas"),
 
-    F_ENUM("routing.distribution", routing.distribution, scn_route_names),
-    F_POS("routing.zipf_s", routing.zipf_s),
-    F_INT("routing.hot_expert", routing.hot_expert, 0, NOMAX),
-    F_DBL("routing.hot_share", routing.hot_share, 0, 1, SCN_MIN_OPEN),
-    F_INT("routing.node_limit", routing.node_limit, 0, NOMAX),
-    F_NONNEG("routing.capacity_factor", routing.capacity_factor),
-    F_BOOL("routing.drop", routing.drop),
-    F_NSTR("routing.trace", routing.trace),
+    F_ENUM("routing.distribution", routing.distribution, scn_route_names, "",
+           "expert popularity: uniform, zipf (rank^-s), hot (one expert gets hot_share of the tokens) or trace (per-expert counts from routing.trace)"),
+    F_POS("routing.zipf_s", routing.zipf_s, "", "zipf: the exponent s of expert popularity rank^-s"),
+    F_INT("routing.hot_expert", routing.hot_expert, 0, NOMAX, "", "hot: the expert id that gets hot_share of the tokens"),
+    F_DBL("routing.hot_share", routing.hot_share, 0, 1, SCN_MIN_OPEN, "fraction", "hot: the share of all token-expert pairs that go to the hot expert"),
+    F_INT("routing.node_limit", routing.node_limit, 0, NOMAX, "nodes", "node-limited routing: a token's experts span at most this many nodes (0 = unlimited)",
+          DSV3_REPORT ": node-limited routing, each token sent to at most 4 nodes"),
+    F_NONNEG("routing.capacity_factor", routing.capacity_factor, "",
+             "tokens per expert are capped at factor x tokens x top_k / experts (0 = no cap)",
+             "Switch Transformer (Fedus et al. 2022): capacity factors of 1.0 to 1.25"),
+    F_BOOL("routing.drop", routing.drop, "", "tokens over an expert's capacity are dropped (and reported); false = dropless, the hot rank takes longer"),
+    F_NSTR("routing.trace", routing.trace, "path", "trace: the expert-load file (format below); relative to the current folder, then to the scenario's"),
 
-    F_ENUM("precision.compute", precision.compute, scn_compute_names),
-    F_ENUM("precision.dispatch", precision.dispatch, scn_dtype_names),
-    F_ENUM("precision.combine", precision.combine, scn_dtype_names),
-    F_ENUM("precision.master", precision.master, scn_dtype_names),
+    F_ENUM("precision.compute", precision.compute, scn_compute_names, "",
+           "GEMM precision and recipe: fp8 is DeepSeek's blockwise 1x128 / 128x128 scaling, fp8-cs per-tensor current "
+           "scaling, mxfp8 and nvfp4 the block-scaled microscaling formats",
+           "the model preset's published training: FP8 for deepseek-v3 (" DSV3_REPORT ", section 3.3), BF16 for the others"),
+    F_ENUM("precision.dispatch", precision.dispatch, scn_dtype_names, "", "precision of the MoE dispatch all-to-all", "the model preset: FP8 for deepseek-v3 (" DSV3_REPORT ", section 3.3), BF16 for the others"),
+    F_ENUM("precision.combine", precision.combine, scn_dtype_names, "", "precision of the MoE combine all-to-all", "the model preset: BF16 (" DSV3_REPORT ", section 3.3, keeps the combine in BF16)"),
+    F_ENUM("precision.master", precision.master, scn_dtype_names, "", "precision of the master weights and optimizer moments", "FP32 in every model preset"),
 
-    F_NSTR("calibration", calibration),
+    F_NSTR("calibration", calibration, "path",
+           "the cost model (calibration/models/*.json) that prices compute and links; null = the built-in analytic pricing; relative to the current folder, then to the scenario's",
+           "the cluster preset's GPU: calibration/models/<gpu>-published.json (public specifications, not measured)"),
 
-    F_POS("reliability.gpu_mtbf_h", reliability.gpu_mtbf_h),
-    F_ENUM("reliability.distribution", reliability.distribution, scn_failure_dist_names),
-    F_POS("reliability.weibull_shape", reliability.weibull_shape),
-    F_NSTR("reliability.failure_trace", reliability.failure_trace),
-    F_CLASS("gpu", FAIL_GPU),
-    F_CLASS("hbm", FAIL_HBM),
-    F_CLASS("nic", FAIL_NIC),
-    F_CLASS("nvlink", FAIL_NVLINK),
-    F_CLASS("switch", FAIL_SWITCH),
-    F_CLASS("host", FAIL_HOST),
-    F_CLASS("software", FAIL_SOFTWARE),
-    F_ENUM("reliability.checkpoint.policy", reliability.checkpoint.policy, scn_ckpt_policy_names),
-    F_POS("reliability.checkpoint.interval_min", reliability.checkpoint.interval_min),
-    F_ENUM("reliability.checkpoint.mode", reliability.checkpoint.mode, scn_ckpt_mode_names),
-    F_AUTO("reliability.checkpoint.state_bytes", reliability.checkpoint.state_bytes, 0, SCN_MIN_OPEN),
-    F_POS("reliability.checkpoint.snapshot_GBps", reliability.checkpoint.snapshot_GBps),
-    F_AUTO("reliability.checkpoint.write_min", reliability.checkpoint.write_min, 0, 0),
-    F_DBL("reliability.recovery.hot_spare_fraction", reliability.recovery.hot_spare_fraction, 0, 1,
-          SCN_MAX_OPEN),
-    F_NONNEG("reliability.recovery.spare_swap_s", reliability.recovery.spare_swap_s),
-    F_NONNEG("reliability.recovery.full_restart_min", reliability.recovery.full_restart_min),
-    F_NONNEG("reliability.recovery.repair_h", reliability.recovery.repair_h),
-    F_FRAC("reliability.stragglers.fraction", reliability.stragglers.fraction),
-    F_DBL("reliability.stragglers.slowdown", reliability.stragglers.slowdown, 1, INFINITY, 0),
-    F_NONNEG("reliability.stragglers.detect_min", reliability.stragglers.detect_min),
-    F_NONNEG("reliability.loss_spikes.per_day", reliability.loss_spikes.per_day),
-    F_ENUM("reliability.loss_spikes.action", reliability.loss_spikes.action, scn_spike_action_names),
+    F_POS("reliability.gpu_mtbf_h", reliability.gpu_mtbf_h, "h",
+          "mean time between failures per GPU, all failure classes together; the cluster MTBF is this over the GPU count",
+          "the reference design's assumption (about three years per GPU: 26,000 h, 6.35 h for 4096 GPUs). Llama 3's 419 "
+          "unexpected interruptions in 54 days on 16,384 H100 imply 16,384 x 54 x 24 / 419 = 50,700 h per GPU (3.1 h for "
+          "16,384 GPUs, 12.4 h for 4096): the default is about twice as pessimistic"),
+    F_ENUM("reliability.distribution", reliability.distribution, scn_failure_dist_names, "", "distribution of the time between failures"),
+    F_POS("reliability.weibull_shape", reliability.weibull_shape, "", "weibull: the shape k (k < 1: failures cluster early, as in HPC failure logs)",
+          "Schroeder and Gibson, DSN 2006: shapes of 0.7 to 0.8 fit the time between failures of HPC systems"),
+    F_NSTR("reliability.failure_trace", reliability.failure_trace, "path",
+           "replay this failure log (format below) instead of drawing failures; relative to the current folder, then to the scenario's"),
+    F_CLASS("gpu", FAIL_GPU, "GPU failures (faulty GPU, SRAM, GSP, silent data corruption, thermal)"),
+    F_CLASS("hbm", FAIL_HBM, "HBM memory failures"),
+    F_CLASS("nic", FAIL_NIC, "NIC failures"),
+    F_CLASS("nvlink", FAIL_NVLINK, "NVLink failures (Llama 3 counts none separately: 0)"),
+    F_CLASS("switch", FAIL_SWITCH, "network switch or cable failures"),
+    F_CLASS("host", FAIL_HOST, "host failures (maintenance, SSD, power, chassis, CPU, memory)"),
+    F_CLASS("software", FAIL_SOFTWARE, "software failures (bugs, dependencies, NCCL watchdog timeouts)"),
+    F_ENUM("reliability.checkpoint.policy", reliability.checkpoint.policy, scn_ckpt_policy_names, "",
+           "checkpoint interval: fixed (interval_min), young (sqrt(2 delta M)), daly (Daly 2006, higher order) or none",
+           REF_DESIGN ": Daly's interval"),
+    F_POS("reliability.checkpoint.interval_min", reliability.checkpoint.interval_min, "min", "fixed: the checkpoint interval",
+          REF_DESIGN ": every 60 minutes"),
+    F_ENUM("reliability.checkpoint.mode", reliability.checkpoint.mode, scn_ckpt_mode_names, "",
+           "sync: training stops for the whole write; async: it stops for the snapshot to host memory, the write proceeds in the "
+           "background and a checkpoint counts once written", REF_DESIGN ": asynchronous in-memory snapshots"),
+    F_AUTO("reliability.checkpoint.state_bytes", reliability.checkpoint.state_bytes, 0, SCN_MIN_OPEN, "bytes",
+           "bytes one checkpoint writes; auto = the plan's ledgers: weights, master weights and optimizer moments of the whole model"),
+    F_POS("reliability.checkpoint.snapshot_GBps", reliability.checkpoint.snapshot_GBps, "GB/s",
+          "GPU to host copy bandwidth per GPU: the training pause of an async checkpoint", "PCIe 5.0 x16, about 64 GB/s per direction"),
+    F_AUTO("reliability.checkpoint.write_min", reliability.checkpoint.write_min, 0, 0, "min",
+           "time to write one checkpoint; auto = state_bytes over the storage path (cluster.storage_GBps shared by all nodes, "
+           "each node limited by its own link)"),
+    F_DBL("reliability.recovery.hot_spare_fraction", reliability.recovery.hot_spare_fraction, 0, 1, SCN_MAX_OPEN, "fraction",
+          "idle spare nodes, as a fraction of the job's nodes: a failed node is swapped for one instead of waiting for a full restart",
+          REF_DESIGN ": 2% hot spares"),
+    F_NONNEG("reliability.recovery.spare_swap_s", reliability.recovery.spare_swap_s, "s",
+             "time to resume on a hot spare (state restored from peers in memory)", REF_DESIGN ": 60 to 90 s"),
+    F_NONNEG("reliability.recovery.full_restart_min", reliability.recovery.full_restart_min, "min",
+             "the whole restart cost R: reschedule, reload the checkpoint, warm up", REF_DESIGN ": often over 30 minutes"),
+    F_NONNEG("reliability.recovery.repair_h", reliability.recovery.repair_h, "h",
+             "time until a failed node is back in the spare pool", "assumption (a day to repair or replace a node): no source"),
+    F_FRAC("reliability.stragglers.fraction", reliability.stragglers.fraction, "fraction", "fraction of nodes that turn slow at some time during the run"),
+    F_DBL("reliability.stragglers.slowdown", reliability.stragglers.slowdown, 1, INFINITY, 0, "x",
+          "step-time factor while a straggler is in the job (the job runs at its slowest node's pace)"),
+    F_NONNEG("reliability.stragglers.detect_min", reliability.stragglers.detect_min, "min",
+             "time from a straggler's onset until it is taken out like a failed node", "assumption: no source"),
+    F_NONNEG("reliability.loss_spikes.per_day", reliability.loss_spikes.per_day, "1/day", "loss spikes per day of training"),
+    F_ENUM("reliability.loss_spikes.action", reliability.loss_spikes.action, scn_spike_action_names, "",
+           "rollback: back to the last checkpoint; skip: discard the step and skip the batch"),
 
     {.path = "faults.slow_gpus", .type = SF_OBJ_LIST, .offset = OFF(faults.slow_gpus),
      .size = sizeof(slow_gpu_fault), .count_offset = OFF(faults.n_slow_gpus), .max_count = SCN_MAX_FAULTS,
-     .items = SLOW_GPU_ITEMS, .n_items = 2},
+     .items = SLOW_GPU_ITEMS, .n_items = 2,
+     DOC("", "step level: slow GPUs, [{\"gpu\": G, \"factor\": F}]: GPU G computes F times slower")},
     {.path = "faults.links", .type = SF_OBJ_LIST, .offset = OFF(faults.links), .size = sizeof(link_fault),
-     .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 3},
+     .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 3,
+     DOC("", "step level: degraded links, [{\"gpu\": G, \"kind\": \"nic\"|\"nvlink\", \"factor\": F}]: the link keeps F of its bandwidth")},
     {.path = "faults.stalls", .type = SF_OBJ_LIST, .offset = OFF(faults.stalls), .size = sizeof(stall_fault),
-     .count_offset = OFF(faults.n_stalls), .max_count = SCN_MAX_FAULTS, .items = STALL_ITEMS, .n_items = 3},
+     .count_offset = OFF(faults.n_stalls), .max_count = SCN_MAX_FAULTS, .items = STALL_ITEMS, .n_items = 3,
+     DOC("", "step level: stalled ranks, [{\"gpu\": G, \"layer\": L, \"micro_batch\": M}]: the rank stops there and never "
+             "arrives at its next collective (a hang, for simdiag)")},
 
-    F_ENUM("step.fidelity", step.fidelity, scn_fidelity_names),
+    F_ENUM("step.fidelity", step.fidelity, scn_fidelity_names, "",
+           "fast: every distinct communication pattern timed once at flow level and memoized; full: every transfer at flow level (<= 256 GPUs)"),
 
-    F_POS("run.tokens", run.tokens),
-    F_POS("run.max_days", run.max_days),
-    F_INT("run.trials", run.trials, 1, NOMAX),
-    F_FRAC("run.assumed_mfu", run.assumed_mfu),
+    F_POS("run.tokens", run.tokens, "tokens", "training tokens to reach", REF_DESIGN ": 15T tokens (DeepSeek-V3 trained on 14.8T)"),
+    F_POS("run.max_days", run.max_days, "days", "a trial stops at this wall-clock time (the deadline)", REF_DESIGN ": a 60-day delivery limit"),
+    F_INT("run.trials", run.trials, 1, NOMAX, "", "Monte Carlo trials of the run level (p5/p50/p95 over them)"),
+    F_FRAC("run.assumed_mfu", run.assumed_mfu, "fraction",
+           "when > 0, the plan's pure_compute_days uses this MFU instead of the plan's own (the back-of-the-envelope); 0 = the plan's"),
 
-    {.path = "sweep", .type = SF_SWEEP},
+    {.path = "sweep", .type = SF_SWEEP,
+     DOC("", "{\"dotted.path\": [values], ...}: the cartesian product of the lists, the first key varying slowest; "
+             "{\"zip\": {...}} walks lists in lockstep; \"layouts\": \"all\" every valid tp/pp/ep/dp factorization")},
 
-    F_STR("output.dir", output.dir, SCN_NONEMPTY),
-    F_BOOL("output.trace", output.trace),
-    F_BOOL("output.plots", output.plots),
-    {.path = "output.levels", .type = SF_LEVELS, .offset = OFF(output.levels)},
+    F_STR("output.dir", output.dir, SCN_NONEMPTY, "path", "where results go (simrun --out overrides it)"),
+    F_BOOL("output.trace", output.trace, "", "write the simulated step as a Perfetto trace (trace.json)"),
+    F_BOOL("output.plots", output.plots, "", "draw gnuplot figures for what the sweep varies"),
+    {.path = "output.levels", .type = SF_LEVELS, .offset = OFF(output.levels),
+     DOC("", "which levels to compute: plan (closed forms), step (one simulated step), run (Monte Carlo of the whole run)")},
     {.path = "output.trace_ranks", .type = SF_INT_LIST, .offset = OFF(output.trace_ranks),
      .size = sizeof(int), .count_offset = OFF(output.n_trace_ranks), .max_count = SCN_MAX_TRACE_RANKS,
-     .min = 0, .max = NOMAX},
+     .min = 0, .max = NOMAX, DOC("", "the ranks that get tracks in trace.json ([] = a default subset)")},
 };
 const int scn_n_fields = (int)(sizeof scn_fields / sizeof scn_fields[0]);
 
@@ -369,6 +450,36 @@ static void expect_words(const scn_field *f, char *buf, size_t cap) {
     case SF_FORMAT: snprintf(buf, cap, "\"%s\"", SCN_FORMAT); break;
     case SF_SWEEP: snprintf(buf, cap, "an object of \"dotted.path\": [values]"); break;
     }
+}
+
+void scn_field_expect_words(const scn_field *f, char *buf, size_t cap) { expect_words(f, buf, cap); }
+
+const char *scn_field_type_name(const scn_field *f) {
+    switch (f->type) {
+    case SF_INT: case SF_U64: return "integer";
+    case SF_DOUBLE: return "number";
+    case SF_BOOL: return "boolean";
+    case SF_STRING: return "string";
+    case SF_NSTRING: return "string or null";
+    case SF_ENUM: return "enum";
+    case SF_AUTO: return "number or \"auto\"";
+    case SF_LEVELS: return "list of levels";
+    case SF_INT_LIST: return "list of integers";
+    case SF_OBJ_LIST: return "list of objects";
+    case SF_PRESET: return "preset name or null";
+    case SF_FORMAT: return "string";
+    case SF_SWEEP: return "object";
+    }
+    return "?";
+}
+
+const char *scn_field_default_preset(const scn_field *f) {
+    if (f->type == SF_PRESET) return NULL;
+    /* precision: the model's own published training precision (preset_model_precision) */
+    if (strncmp(f->path, "model.", 6) == 0 || strncmp(f->path, "precision.", 10) == 0) return "model.preset";
+    /* the cost model follows the cluster preset's GPU (set_preset) */
+    if (strncmp(f->path, "cluster.", 8) == 0 || strcmp(f->path, "calibration") == 0) return "cluster.preset";
+    return NULL;
 }
 
 static int bad_json(moe_error *err, const char *file, const char *label, const cJSON *v,

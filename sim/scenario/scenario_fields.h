@@ -6,6 +6,12 @@
  * per-field validation of a struct (scn_field_check) and unknown-field detection with did-you-mean.
  * Adding a field to the format is adding one row; nothing else may handle a field by name (the
  * cross-field rules in scenario.c read the struct, not JSON).
+ *
+ * The row also documents the field (`simrun fields`, docs/scenario-fields.md, which a test keeps
+ * in step with the table): its unit, its meaning and, for a default figure taken from elsewhere,
+ * the source. Every row builder takes them as its last arguments:
+ *     F_POS("cluster.storage_GBps", cluster.storage_GBps, "GB/s", "what it means", "where 500 comes from"),
+ * (the source may be left out where the default needs none: a switch, a name, a preset's value).
  */
 #ifndef MOESIM_SCENARIO_FIELDS_H
 #define MOESIM_SCENARIO_FIELDS_H
@@ -43,6 +49,13 @@ enum {
     SCN_IDENT = 16,     /* strings: letters, digits, '.', '_', '+', '-' only (used in file names) */
 };
 
+/* What `simrun fields` and docs/scenario-fields.md say about a field. */
+typedef struct {
+    const char *unit;    /* "GB/s", "min", "tokens", ... ; "" for a name, a switch or a plain count */
+    const char *meaning; /* what the value means and what uses it (required: a test checks every row) */
+    const char *source;  /* where the default figure comes from, when it is taken from elsewhere */
+} scn_doc;
+
 typedef struct scn_field {
     const char *path;             /* dotted JSON path; for list items: the key inside the item */
     scn_field_type type;
@@ -56,6 +69,7 @@ typedef struct scn_field {
     int max_count;
     const struct scn_field *items;/* SF_OBJ_LIST: fields of one element (offsets into the element) */
     int n_items;
+    scn_doc doc;
 } scn_field;
 
 /* The table, in the order scenario_to_json writes it (SCENARIO.md's order, then the extensions). */
@@ -95,5 +109,13 @@ struct cJSON *scn_field_get(const scenario *s, const scn_field *f);
 int scn_apply_object(scenario *s, const char *prefix, const struct cJSON *obj, int skip_preset,
                      moe_error *err);
 
+/* The preset field whose section supplies this field's default ("model.preset" for model.layers,
+ * "cluster.preset" for cluster.* and calibration), or NULL when the default is built in. */
+const char *scn_field_default_preset(const scn_field *f);
+/* What the field accepts, in words ("an integer >= 1", "one of \"fp8\", \"bf16\""): the same words
+ * as the error messages' "expected ...". */
+void scn_field_expect_words(const scn_field *f, char *buf, size_t cap);
+/* The field's type in one word: integer, number, boolean, string, enum, list, ... */
+const char *scn_field_type_name(const scn_field *f);
 
 #endif
