@@ -46,7 +46,7 @@ static inline comm_model fx_comm(fx_comm_costs *c) {
  * the stage's attention kernels; every other kernel free. With one layer per model stage the
  * forward of one micro-batch through one model stage costs exactly F and its backward exactly B. */
 typedef struct { double F, B, W, expert; } fx_compute_costs;
-static double fx_price(void *c, const program *p, int rank, const program_op *o) {
+static inline double fx_price(void *c, const program *p, int rank, const program_op *o) {
     (void)p; (void)rank;
     const fx_compute_costs *k = c;
     switch (o->kernel) {

@@ -55,10 +55,10 @@ static void compare(const char *dist) {
 
     double sum_fast = 0, sum_full = 0, exp_fast = 0, exp_full = 0;
     for (int r = 0; r < p->n_ranks; r++) {
-        sum_fast += fast.compute_s[r];
-        sum_full += full.compute_s[r];
-        exp_fast += fast.exposed_comm_s[r];
-        exp_full += full.exposed_comm_s[r];
+        sum_fast += fast.split[r].compute_s;
+        sum_full += full.split[r].compute_s;
+        exp_fast += fast.split[r].exposed_comm_s;
+        exp_full += full.split[r].exposed_comm_s;
     }
     double rel = fabs(full.step_time_s - fast.step_time_s) / full.step_time_s;
     printf("  %-8s step: fast %.3f ms, full %.3f ms (diff %.2f%%); mean compute %.3f / %.3f ms; mean exposed comm"

@@ -36,9 +36,9 @@ static void run_bubble(schedule_kind sk, int p, int m, int v) {
     double frac = (r.step_time_s - ideal) / r.step_time_s;
     assert_true(fabs(frac - expect) < 1e-9);
     for (int rank = 0; rank < prog->n_ranks; rank++) {
-        assert_true(fabs(r.bubble_s[rank] / r.step_time_s - expect) < 1e-9);
-        assert_true(fabs(r.compute_s[rank] - ideal) < 1e-12);
-        assert_true(fabs(r.compute_s[rank] + r.bubble_s[rank] + r.exposed_comm_s[rank] + r.optimizer_s[rank]
+        assert_true(fabs(r.split[rank].bubble_s / r.step_time_s - expect) < 1e-9);
+        assert_true(fabs(r.split[rank].compute_s - ideal) < 1e-12);
+        assert_true(fabs(r.split[rank].compute_s + r.split[rank].bubble_s + r.split[rank].exposed_comm_s + r.split[rank].optimizer_s
                          - r.step_time_s) < 1e-12);
     }
     step_exec_result_free(&r);
@@ -235,8 +235,8 @@ static void check_dualpipe_overlap(int pp, int m, double c, double k) {
         assert_int_equal(found, pairs);
         assert_true(pairs > 0);
         double expect = pairs * 4 * excess - beta + lone * (excess + c);
-        assert_true(fabs(r.exposed_comm_s[st] - expect) < 1e-12);
-        if (c <= k) assert_true(fabs(r.exposed_comm_s[st] - lone * c) < 1e-12);   /* pairs hide all */
+        assert_true(fabs(r.split[st].exposed_comm_s - expect) < 1e-12);
+        if (c <= k) assert_true(fabs(r.split[st].exposed_comm_s - lone * c) < 1e-12);   /* pairs hide all */
     }
     step_exec_result_free(&r);
     free(ranks);

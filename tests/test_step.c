@@ -59,10 +59,10 @@ static void test_shortcut_equals_materialized(void **st) {
             assert_int_equal(b.n_simulated_replicas, 2);
             assert_true(a.step_time_s == b.step_time_s);
             for (int r = 0; r < a.n_ranks; r++) {
-                assert_true(a.compute_s[r] == b.compute_s[r]);
-                assert_true(a.exposed_comm_s[r] == b.exposed_comm_s[r]);
-                assert_true(a.bubble_s[r] == b.bubble_s[r]);
-                assert_true(a.end_s[r] == b.end_s[r]);
+                assert_true(a.split[r].compute_s == b.split[r].compute_s);
+                assert_true(a.split[r].exposed_comm_s == b.split[r].exposed_comm_s);
+                assert_true(a.split[r].bubble_s == b.split[r].bubble_s);
+                assert_true(a.split[r].end_s == b.split[r].end_s);
             }
             assert_int_equal(a.slowest_rank, b.slowest_rank);
             step_exec_result_free(&a); step_exec_result_free(&b);
@@ -90,8 +90,8 @@ static void test_slow_gpu(void **st) {
     assert_true(fabs(r.step_time_s - 1.5 * 6 * 3e-3) < 1e-12);
     /* rank 0 waits for rank 1 inside the gradient reduce-scatter: exposed communication, by the
      * accounting of step_exec.h (waiting for a late member of a collective) */
-    assert_true(fabs(r.exposed_comm_s[0] - 0.5 * 6 * 3e-3) < 1e-12);
-    assert_true(fabs(r.bubble_s[0]) < 1e-12);
+    assert_true(fabs(r.split[0].exposed_comm_s - 0.5 * 6 * 3e-3) < 1e-12);
+    assert_true(fabs(r.split[0].bubble_s) < 1e-12);
     step_exec_result_free(&r);
     program_free(p);
 }
@@ -109,7 +109,7 @@ static void test_dualpipe_hides_a2a(void **st) {
     assert_int_equal(run(&s, 1, 0, &b, &p), 0);
     program_free(p);
     double ea = 0, eb = 0;
-    for (int r = 0; r < a.n_ranks; r++) { ea += a.exposed_comm_s[r]; eb += b.exposed_comm_s[r]; }
+    for (int r = 0; r < a.n_ranks; r++) { ea += a.split[r].exposed_comm_s; eb += b.split[r].exposed_comm_s; }
     assert_true(ea < eb);   /* overlap exposes less all-to-all than the unpaired schedule */
     step_exec_result_free(&a); step_exec_result_free(&b);
 }
@@ -121,8 +121,7 @@ static void test_determinism(void **st) {
     step_exec_result a, b;
     assert_int_equal(run(&s, 1, 0, &a, NULL), 0);
     assert_int_equal(run(&s, 1, 0, &b, NULL), 0);
-    assert_memory_equal(a.end_s, b.end_s, sizeof(double) * a.n_ranks);
-    assert_memory_equal(a.bubble_s, b.bubble_s, sizeof(double) * a.n_ranks);
+    assert_memory_equal(a.split, b.split, sizeof *a.split * a.n_ranks);
     step_exec_result_free(&a); step_exec_result_free(&b);
 }
 
@@ -203,12 +202,12 @@ static void test_hot_expert_straggles(void **st) {
     for (int base = 0; base < uni.n_ranks; base += 4) {
         double mx = 0, mn = 1e30;
         for (int k = 0; k < 4; k++) {
-            if (uni.compute_s[base + k] > mx) mx = uni.compute_s[base + k];
-            if (uni.compute_s[base + k] < mn) mn = uni.compute_s[base + k];
+            if (uni.split[base + k].compute_s > mx) mx = uni.split[base + k].compute_s;
+            if (uni.split[base + k].compute_s < mn) mn = uni.split[base + k].compute_s;
         }
         assert_true(mx < 1.02 * mn);
         for (int k = 0; k < 4; k++)
-            if (k != 2) assert_true(hot.compute_s[base + 2] > 1.05 * hot.compute_s[base + k]);
+            if (k != 2) assert_true(hot.split[base + 2].compute_s > 1.05 * hot.split[base + k].compute_s);
     }
     /* in every EP group the holder arrives last at the all-to-alls most often */
     for (int base = 0; base < hot.n_ranks; base += 4) {
@@ -374,7 +373,7 @@ static void test_step_compute_equals_plan_compute(void **st) {
         step_exec_result r;
         assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
         double c = 0;
-        for (int k = 0; k < r.n_ranks; k++) c += r.compute_s[k];
+        for (int k = 0; k < r.n_ranks; k++) c += r.split[k].compute_s;
         c /= r.n_ranks;
         double rel = (c - pl.compute_s) / pl.compute_s;
         print_message("recompute %d: step compute %.4f ms, plan %.4f ms (%+.3f%%)\n", (int)kinds[i], 1e3 * c,

@@ -87,8 +87,8 @@ static void test_stall_1f1b_by_hand(void **st) {
                                         "group 0; 3 ranks wait there"));
         assert_true(r.step_time_s == 0);
         /* per-rank results are still there: the culprit ran forwards 0, 1 and layer 0 of 2 */
-        assert_true(r.compute_s[1] > 0 && r.end_s[1] > 0);
-        assert_true(r.compute_s[1] < r.compute_s[0]);
+        assert_true(r.split[1].compute_s > 0 && r.split[1].end_s > 0);
+        assert_true(r.split[1].compute_s < r.split[0].compute_s);
         step_exec_result_free(&r);
         program_free(p);
     }
@@ -125,8 +125,8 @@ static void test_stall_dualpipe_shortcut_exact(void **st) {
     assert_int_equal(a.hang.blocked_elsewhere, b.hang.blocked_elsewhere);
     assert_int_equal(a.hang.blocked_elsewhere, 28);
     for (int r = 0; r < a.n_ranks; r++) {
-        assert_true(a.compute_s[r] == b.compute_s[r]);
-        assert_true(a.end_s[r] == b.end_s[r]);
+        assert_true(a.split[r].compute_s == b.split[r].compute_s);
+        assert_true(a.split[r].end_s == b.split[r].end_s);
     }
     step_exec_result_free(&a); step_exec_result_free(&b);
     program_free(p);

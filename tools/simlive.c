@@ -27,6 +27,7 @@
 #include "sim/report/results.h"
 #include "sim/program/schedule.h"
 #include "sim/scenario/scenario.h"
+#include "sim/exec/step_accounting.h"
 #include "sim/exec/trace.h"
 #include "sim/live/backend_cpu.h"
 #include "sim/live/backend_mpi.h"
@@ -227,20 +228,12 @@ static void reduce_check(live_moe_check *k) {
     k->max_abs_diff = live_mpi_max(k->max_abs_diff);
 }
 
-typedef struct {
-    double *compute_s, *optimizer_s, *exposed_s, *bubble_s, *overhead_s, *end_s;
-} rank_arrays;
-
-static cJSON *step_json(const program *p, const rank_arrays *ra, double step_time_s, double wall_s,
+static cJSON *step_json(const program *p, const step_split *splits, double step_time_s, double wall_s,
                         const live_moe_check *moe) {
     const scenario *s = p->scn;
-    int n = p->n_ranks, slowest = 0;
-    double c = 0, o = 0, e = 0, b = 0, h = 0;
-    for (int r = 0; r < n; r++) {
-        c += ra->compute_s[r]; o += ra->optimizer_s[r]; e += ra->exposed_s[r]; b += ra->bubble_s[r];
-        h += ra->overhead_s[r];
-        if (ra->compute_s[r] + ra->optimizer_s[r] > ra->compute_s[slowest] + ra->optimizer_s[slowest]) slowest = r;
-    }
+    int n = p->n_ranks;
+    step_split mean;
+    step_split_mean(splits, n, &mean);
     double tokens = (double)s->layout.global_batch * s->model.seq_len;
     double tflops = step_time_s > 0 ? p->model_flops_per_step / step_time_s / n / 1e12 : 0;
     cJSON *j = cJSON_CreateObject();
@@ -249,20 +242,22 @@ static cJSON *step_json(const program *p, const rank_arrays *ra, double step_tim
     cJSON_AddNumberToObject(j, "tokens_per_s_per_gpu", step_time_s > 0 ? tokens / step_time_s / n : 0);
     cJSON_AddNumberToObject(j, "mfu", s->cluster.gpu.bf16_tflops > 0 ? tflops / s->cluster.gpu.bf16_tflops : 0);
     cJSON_AddNumberToObject(j, "tflops_per_gpu", tflops);
-    cJSON_AddNumberToObject(j, "compute_s", c / n);
-    cJSON_AddNumberToObject(j, "exposed_comm_s", e / n);
-    cJSON_AddNumberToObject(j, "bubble_s", b / n);
-    cJSON_AddNumberToObject(j, "optimizer_s", o / n);
-    cJSON_AddNumberToObject(j, "overhead_s", h / n);
+    cJSON_AddNumberToObject(j, "compute_s", mean.compute_s);
+    cJSON_AddNumberToObject(j, "exposed_comm_s", mean.exposed_comm_s);
+    cJSON_AddNumberToObject(j, "bubble_s", mean.bubble_s);
+    cJSON_AddNumberToObject(j, "optimizer_s", mean.optimizer_s);
+    cJSON_AddNumberToObject(j, "overhead_s", mean.overhead_s);
     double assigned = (double)moe->rows_sent + (double)moe->dropped;
     cJSON_AddNumberToObject(j, "dropped_token_fraction", assigned > 0 ? moe->dropped / assigned : 0);
-    cJSON_AddNumberToObject(j, "slowest_rank", slowest);
+    cJSON_AddNumberToObject(j, "slowest_rank", step_split_slowest_rank(splits, n));
     cJSON_AddNumberToObject(j, "sim_wall_s", wall_s);
+    cJSON *bd = cJSON_AddObjectToObject(j, "breakdown");
+    cJSON_AddItemToObject(bd, "stages", step_split_stages_json(p, splits));
     return j;
 }
 
 static int write_outputs(const program *p, const cli *c, const char *out_dir, const char *backend,
-                         const rank_arrays *ra, double step_time_s, const double *step_times,
+                         const step_split *splits, double step_time_s, const double *step_times,
                          op_time **times, double **measured, const live_moe_check *moe,
                          const live_moe_check *model, double wall_s, moe_error *err) {
     const scenario *s = p->scn;
@@ -277,7 +272,7 @@ static int write_outputs(const program *p, const cli *c, const char *out_dir, co
         tr[k] = s->output.n_trace_ranks > 0 ? s->output.trace_ranks[k] : k;
         tt[k] = times[tr[k]]; tm[k] = measured[tr[k]];
     }
-    cJSON *trace = live_trace_build(p, backend, nt, tr, tt, tm, step_time_s, ra->end_s, ra->compute_s, ra->optimizer_s);
+    cJSON *trace = live_trace_build(p, backend, nt, tr, tt, tm, step_time_s, splits);
     char path[4096];
     snprintf(path, sizeof path, "%s/trace.json", out_dir);
     char *text = trace ? cJSON_PrintUnformatted(trace) : NULL;
@@ -290,7 +285,7 @@ static int write_outputs(const program *p, const cli *c, const char *out_dir, co
         cJSON *pt = cJSON_CreateObject();
         cJSON_AddNumberToObject(pt, "id", 0);
         cJSON_AddItemToObject(pt, "scenario", scenario_to_json(s));
-        cJSON_AddItemToObject(pt, "step", step_json(p, ra, step_time_s, wall_s, moe));
+        cJSON_AddItemToObject(pt, "step", step_json(p, splits, step_time_s, wall_s, moe));
         cJSON *live = cJSON_AddObjectToObject(pt, "live");
         cJSON_AddStringToObject(live, "backend", backend);
         cJSON_AddNumberToObject(live, "ranks", n);
@@ -303,12 +298,12 @@ static int write_outputs(const program *p, const cli *c, const char *out_dir, co
         for (int r = 0; r < n; r++) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "rank", r);
-            cJSON_AddNumberToObject(o, "end_s", ra->end_s[r]);
-            cJSON_AddNumberToObject(o, "compute_s", ra->compute_s[r]);
-            cJSON_AddNumberToObject(o, "optimizer_s", ra->optimizer_s[r]);
-            cJSON_AddNumberToObject(o, "exposed_comm_s", ra->exposed_s[r]);
-            cJSON_AddNumberToObject(o, "bubble_s", ra->bubble_s[r]);
-            cJSON_AddNumberToObject(o, "overhead_s", ra->overhead_s[r]);
+            cJSON_AddNumberToObject(o, "end_s", splits[r].end_s);
+            cJSON_AddNumberToObject(o, "compute_s", splits[r].compute_s);
+            cJSON_AddNumberToObject(o, "optimizer_s", splits[r].optimizer_s);
+            cJSON_AddNumberToObject(o, "exposed_comm_s", splits[r].exposed_comm_s);
+            cJSON_AddNumberToObject(o, "bubble_s", splits[r].bubble_s);
+            cJSON_AddNumberToObject(o, "overhead_s", splits[r].overhead_s);
             cJSON_AddItemToArray(rk, o);
         }
         cJSON *points = cJSON_CreateArray();
@@ -457,33 +452,24 @@ int main(int argc, char **argv) {
     reduce_check(&moe);
     reduce_check(&model);
 
-    /* breakdown per rank, gathered to rank 0 */
-    live_breakdown bd;
-    live_rank_breakdown(ops, n_ops, run.times, step_time_s, &bd);
-    rank_arrays ra;
-    double *arr = moe_xcalloc((size_t)6 * size, sizeof(double));
-    ra.compute_s = arr; ra.optimizer_s = arr + size; ra.exposed_s = arr + 2 * size;
-    ra.bubble_s = arr + 3 * size; ra.overhead_s = arr + 4 * size; ra.end_s = arr + 5 * size;
-    live_mpi_gather_double(bd.compute_s, ra.compute_s);
-    live_mpi_gather_double(bd.optimizer_s, ra.optimizer_s);
-    live_mpi_gather_double(bd.exposed_comm_s, ra.exposed_s);
-    live_mpi_gather_double(bd.bubble_s, ra.bubble_s);
-    live_mpi_gather_double(bd.overhead_s, ra.overhead_s);
-    live_mpi_gather_double(bd.end_s, ra.end_s);
+    /* every rank's timings to rank 0, which accounts them (step_accounting.h) */
     op_time **times = NULL;
     double **measured = NULL;
     live_mpi_gather_run(m, &run, &times, &measured);
     double wall_s = live_mpi_now_s(NULL) - wall0;
 
     int exit_code = EXIT_OK;
+    step_split *splits = NULL;
     if (rank == 0) {
-        rc = write_outputs(p, &c, out_dir, b.name, &ra, step_time_s, step_times, times, measured, &moe, &model, wall_s, &err);
+        splits = moe_xcalloc((size_t)size, sizeof *splits);
+        for (int r = 0; r < size; r++) step_split_program_rank(p, r, times[r], NULL, step_time_s, &splits[r]);
+        rc = write_outputs(p, &c, out_dir, b.name, splits, step_time_s, step_times, times, measured, &moe, &model, wall_s, &err);
         if (rc) { fprintf(stderr, "simlive: %s\n", err.msg); exit_code = rc; }
-        double cs = 0, es = 0, bs = 0;
-        for (int r = 0; r < size; r++) { cs += ra.compute_s[r]; es += ra.exposed_s[r]; bs += ra.bubble_s[r]; }
+        step_split mean;
+        step_split_mean(splits, size, &mean);
         if (!c.quiet) {
             printf("step %d: step_time_s %.6f  compute_s %.6f  exposed_comm_s %.6f  bubble_s %.6f (means over ranks)\n",
-                   c.steps - 1, step_time_s, cs / size, es / size, bs / size);
+                   c.steps - 1, step_time_s, mean.compute_s, mean.exposed_comm_s, mean.bubble_s);
             printf("MoE output check: %s (%ld layer x micro-batch instances, %ld values, %ld mismatches, max |diff| %g) "
                    "vs moe_layer_ref_cpu\n",
                    moe.instances == 0 ? "nothing to check" : moe.mismatches ? "MISMATCH" : "bitwise equal",
@@ -501,7 +487,7 @@ int main(int argc, char **argv) {
         exit_code = EXIT_RUNTIME;
     }
     exit_code = (int)live_mpi_max(exit_code);
-    free(arr); free(step_times);
+    free(splits); free(step_times);
     live_rank_run_free(&run);
 #ifdef MOESIM_LIVE_NCCL
     live_nccl_free(g);

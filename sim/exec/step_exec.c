@@ -69,19 +69,20 @@ typedef struct {
     int n_ops;
     const program_op *tmpl;        /* stage list (shortcut / template mode) */
     const program_op *mat;         /* resolved list (materialised mode) */
-    double *end;                   /* per op; < 0: not done */
+    op_time *t;                    /* per op: the timeline (end < 0: not done); a collective's start is
+                                      this rank's arrival, a RECV's the start of its matching SEND */
+    double *busy;                  /* per COMPUTE op: its priced duration (step_accounting.h) */
     double *recv_at;               /* per tag: arrival time of the matching SEND; < 0: not yet */
-    double *recv_from;             /* per tag: start of the matching SEND (traced ranks only) */
+    double *recv_from;             /* per tag: start of the matching SEND */
     int stop_at;                   /* stalled rank: first op index it never issues; else INT_MAX */
     int cur[STREAM_N];
     double free_t[STREAM_N];
     int arrived, arr_seq;          /* comm stream: arrived at the current collective */
     double arr_t;
     double slow;
-    double compute_s, optimizer_s, exposed_s, bubble_s, last_compute_end, end_s;
+    double end_s;
     double a2a_s;                  /* time inside all-to-alls from the last arrival to the end (the
                                       transfer itself: what a slow link lengthens) */
-    op_time *trace;                /* when traced */
     int in_queue;
 } rank_state;
 
@@ -187,24 +188,14 @@ static double p2p_time(exec_ctx *x, int src, int dst, double bytes) {
 }
 
 /* End time of dep op j of rank r, or -1 when not done. A RECV ends when its SEND has arrived. */
-static double dep_end(exec_ctx *x, rank_state *r, int j, int *binding_is_recv, int *binding_is_comm) {
-    if (r->end[j] >= 0) goto known;
+static double dep_end(exec_ctx *x, rank_state *r, int j) {
+    if (r->t[j].end_s >= 0) return r->t[j].end_s;
     program_op d;
     get_op(x, r, j, &d);
     if (d.kind != OP_RECV) return -1;
     if (r->recv_at[d.tag] < 0) return -1;
-    r->end[j] = r->recv_at[d.tag];
-    if (r->trace) { r->trace[j].start_s = r->recv_from[d.tag]; r->trace[j].end_s = r->end[j]; }
-known:;
-    const program_op *t = r->mat ? &r->mat[j] : &x->p->stage_ops[0][0];
-    if (!r->mat) {
-        int dd, s, e, tt;
-        program_coords(x->p, r->rank, &dd, &s, &e, &tt);
-        t = &x->p->stage_ops[s][j];
-    }
-    *binding_is_recv = t->kind == OP_RECV;
-    *binding_is_comm = t->kind != OP_COMPUTE && t->kind != OP_RECV;
-    return r->end[j];
+    r->t[j] = (op_time){r->recv_from[d.tag], r->recv_at[d.tag]};
+    return r->t[j].end_s;
 }
 
 /* Run rank `si` as far as it can go. */
@@ -225,36 +216,29 @@ static void advance(exec_ctx *x, int si) {
                 program_op o;
                 get_op(x, r, i, &o);
                 double tdep = 0;
-                int bind_recv = 0, bind_comm = 0, ok = 1;
+                int ok = 1;
                 for (int k = 0; k < o.n_deps; k++) {
-                    int br, bc;
-                    double te = dep_end(x, r, o.deps[k], &br, &bc);
+                    double te = dep_end(x, r, o.deps[k]);
                     if (te < 0) { ok = 0; break; }
-                    if (te > tdep) { tdep = te; bind_recv = br; bind_comm = bc; }
+                    if (te > tdep) tdep = te;
                 }
                 if (!ok) break;
                 double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
                 double t_end;
                 if (o.kind == OP_COMPUTE) {
                     double dur = x->price(x->price_ctx, p, r->rank, &o) * r->slow;
-                    double gap = t0 - r->free_t[st];
-                    if (gap > 0) {
-                        if (bind_comm && !bind_recv) r->exposed_s += gap;
-                        else r->bubble_s += gap;
-                    }
                     t_end = t0 + dur;
-                    if (o.kernel == K_OPTIMIZER) r->optimizer_s += dur; else r->compute_s += dur;
-                    r->last_compute_end = t_end;
-                    if (r->trace) { r->trace[i].start_s = t0; r->trace[i].end_s = t_end; }
+                    r->busy[i] = dur;
+                    r->t[i].start_s = t0;
                 } else if (o.kind == OP_SEND) {
                     t_end = t0 + p2p_time(x, r->rank, o.peer, o.bytes);
                     int ri = x->sim_index[o.peer];
                     if (ri >= 0) {
                         x->rs[ri].recv_at[o.tag] = t_end;
-                        if (x->rs[ri].recv_from) x->rs[ri].recv_from[o.tag] = t0;
+                        x->rs[ri].recv_from[o.tag] = t0;
                         wake(x, ri);
                     }
-                    if (r->trace) { r->trace[i].start_s = t0; r->trace[i].end_s = t_end; }
+                    r->t[i].start_s = t0;
                 } else {
                     group_state *G = &x->gs[o.group];
                     if (!r->arrived) {
@@ -289,9 +273,9 @@ static void advance(exec_ctx *x, int si) {
                     t_end = G->end;
                     if (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
                     r->arrived = 0;
-                    if (r->trace) { r->trace[i].start_s = r->arr_t; r->trace[i].end_s = t_end; }
+                    r->t[i].start_s = r->arr_t;
                 }
-                r->end[i] = t_end;
+                r->t[i].end_s = t_end;
                 r->free_t[st] = t_end;
                 if (t_end > r->end_s) r->end_s = t_end;
                 r->cur[st]++;
@@ -400,7 +384,7 @@ static int current_comm_op(const exec_ctx *x, const rank_state *r) {
 static int last_executed(const rank_state *r) {
     int best = -1;
     for (int i = 0; i < r->n_ops; i++)
-        if (r->end[i] >= 0 && (best < 0 || r->end[i] >= r->end[best])) best = i;
+        if (r->t[i].end_s >= 0 && (best < 0 || r->t[i].end_s >= r->t[best].end_s)) best = i;
     return best;
 }
 
@@ -520,10 +504,12 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->rank = r;
         rs->n_ops = p->stage_n_ops[s];
         rs->mat = o->materialized ? o->materialized[r] : NULL;
-        rs->end = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(double));
-        for (int i = 0; i < rs->n_ops; i++) rs->end[i] = -1;
+        rs->t = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
+        rs->busy = moe_xcalloc((size_t)(rs->n_ops + 1), sizeof(double));
+        for (int i = 0; i < rs->n_ops; i++) rs->t[i] = (op_time){-1, -1};
         rs->recv_at = moe_xmalloc((size_t)x.n_tags * sizeof(double));
-        for (int i = 0; i < x.n_tags; i++) rs->recv_at[i] = -1;
+        rs->recv_from = moe_xmalloc((size_t)x.n_tags * sizeof(double));
+        for (int i = 0; i < x.n_tags; i++) rs->recv_at[i] = rs->recv_from[i] = -1;
         rs->slow = slow_factor(p, r);
         rs->stop_at = stop[r];
     }
@@ -532,19 +518,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     res->n_trace_ranks = o->n_trace_ranks;
     res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
     res->trace_times = moe_xcalloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
-    for (int k = 0; k < o->n_trace_ranks; k++) {
-        int r = o->trace_ranks[k];
-        res->trace_ranks[k] = r;
-        if (r < 0 || r >= p->n_ranks) continue;
-        int d = r / per_rep, sr = rep_sim[d] * per_rep + r % per_rep;
-        rank_state *rs = &x.rs[x.sim_index[sr]];
-        if (!rs->trace) {
-            rs->trace = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
-            for (int i = 0; i < rs->n_ops; i++) rs->trace[i].start_s = rs->trace[i].end_s = -1;
-            rs->recv_from = moe_xmalloc((size_t)x.n_tags * sizeof(double));
-            for (int i = 0; i < x.n_tags; i++) rs->recv_from[i] = -1;
-        }
-    }
+    for (int k = 0; k < o->n_trace_ranks; k++) res->trace_ranks[k] = o->trace_ranks[k];
     /* groups: members that are simulated */
     x.gs = moe_xcalloc((size_t)p->n_groups, sizeof *x.gs);
     for (int g = 0; g < p->n_groups; g++)
@@ -598,36 +572,32 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int si = 0; si < x.n_sim; si++) if (x.rs[si].end_s > step) step = x.rs[si].end_s;
         res->step_time_s = hung ? 0 : step;
         res->n_ranks = p->n_ranks;
-        res->compute_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
-        res->exposed_comm_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+        res->split = moe_xcalloc((size_t)p->n_ranks, sizeof *res->split);
         res->a2a_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
-        res->bubble_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
-        res->optimizer_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
-        res->end_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
         res->sim_rank = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
         res->a2a_last_count = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
-        double best = -1;
+        step_split *sim_split = moe_xcalloc((size_t)x.n_sim + 1, sizeof *sim_split);
+        for (int si = 0; si < x.n_sim; si++) {
+            rank_state *rs = &x.rs[si];
+            if (rs->mat) step_split_rank(rs->mat, rs->n_ops, rs->t, rs->busy, hung ? -1 : step, &sim_split[si]);
+            else step_split_program_rank(p, rs->rank, rs->t, rs->busy, hung ? -1 : step, &sim_split[si]);
+        }
         for (int r = 0; r < p->n_ranks; r++) {
             int sr = rep_of[r];
             rank_state *rs = &x.rs[x.sim_index[sr]];
-            double tail = rs->end_s - rs->last_compute_end;
-            res->compute_s[r] = rs->compute_s;
-            res->optimizer_s[r] = rs->optimizer_s;
-            res->exposed_comm_s[r] = rs->exposed_s + (tail > 0 && !hung ? tail : 0);
+            res->split[r] = sim_split[x.sim_index[sr]];
             res->a2a_s[r] = rs->a2a_s;
-            res->bubble_s[r] = rs->bubble_s + (hung ? 0 : step - rs->end_s);
-            res->end_s[r] = rs->end_s;
             res->sim_rank[r] = sr;
             res->a2a_last_count[r] = x.a2a_last[sr];
-            double busy = rs->compute_s + rs->optimizer_s;
-            if (busy > best * (1 + 1e-12)) { best = busy; res->slowest_rank = r; }
         }
+        free(sim_split);
+        res->slowest_rank = step_split_slowest_rank(res->split, p->n_ranks);
         for (int k = 0; k < o->n_trace_ranks; k++) {
             int r = o->trace_ranks[k];
             if (r < 0 || r >= p->n_ranks) continue;
             rank_state *rs = &x.rs[x.sim_index[rep_of[r]]];
             res->trace_times[k] = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
-            memcpy(res->trace_times[k], rs->trace, (size_t)rs->n_ops * sizeof(op_time));
+            memcpy(res->trace_times[k], rs->t, (size_t)rs->n_ops * sizeof(op_time));
             int pend = current_comm_op(&x, rs);
             if (hung && rs->arrived && pend >= 0) {   /* blocked inside a collective */
                 res->trace_times[k][pend].start_s = rs->arr_t;
@@ -639,7 +609,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     free(rep_of);
 
     for (int si = 0; si < x.n_sim; si++) {
-        free(x.rs[si].end); free(x.rs[si].recv_at); free(x.rs[si].recv_from); free(x.rs[si].trace);
+        free(x.rs[si].t); free(x.rs[si].busy); free(x.rs[si].recv_at); free(x.rs[si].recv_from);
     }
     free(x.rs);
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
@@ -649,7 +619,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
 }
 
 void step_exec_result_free(step_exec_result *r) {
-    free(r->compute_s); free(r->exposed_comm_s); free(r->a2a_s); free(r->bubble_s); free(r->optimizer_s); free(r->end_s);
+    free(r->split); free(r->a2a_s);
     free(r->sim_rank); free(r->a2a_last_count);
     for (int k = 0; k < r->n_trace_ranks; k++) free(r->trace_times ? r->trace_times[k] : NULL);
     free(r->trace_times); free(r->trace_ranks);

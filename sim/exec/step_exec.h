@@ -25,14 +25,9 @@
  * simulated members. This is exact, not an approximation: tests/test_step.c compares it with the run
  * over the materialised program of every rank.
  *
- * Time accounting per rank, which partitions [0, step_time] exactly:
- *   compute_s       busy time of the compute stream (without the optimizer)
- *   optimizer_s     the optimizer step
- *   exposed_comm_s  compute-stream idle time whose binding dependency was a collective/all-to-all
- *                   (including waiting in it for a late member), plus the comm tail after the last
- *                   compute op
- *   bubble_s        compute-stream idle time waiting for a pipeline RECV, plus idle time after the
- *                   rank's last op until the step ends
+ * Time accounting per rank: step_accounting.h (compute, optimizer, exposed communication, bubble)
+ * over the per-op timeline this executor records for every simulated rank, with the priced compute
+ * durations as busy times.
  *
  * Stalled ranks (faults.stalls, seed 000 §3.1 NCCL hang). The rank on a stalled GPU issues its ops in
  * program order, like the CPU thread that launches kernels, and stops before the first op of the
@@ -48,6 +43,7 @@
 #define MOESIM_STEP_EXEC_H
 
 #include "sim/exec/comm.h"
+#include "sim/exec/step_accounting.h"
 #include "sim/plan/costmodel.h"
 #include "sim/plan/plan_compute.h"
 #include "sim/program/program.h"
@@ -86,8 +82,6 @@ typedef struct {
     const int *trace_ranks;
 } step_exec_opts;
 
-typedef struct { double start_s, end_s; } op_time;
-
 /* A hang: the collective instance the (first) culprit never arrived at. Ranks are global; mirrored
  * replicas count like their representative (their twin blocks exactly where it blocks). */
 typedef struct {
@@ -107,12 +101,12 @@ typedef struct {
     double step_time_s;
     int n_ranks;
     /* per rank (every rank; mirrored ranks copy their representative) */
-    double *compute_s, *exposed_comm_s, *bubble_s, *optimizer_s, *end_s;
+    step_split *split;              /* step_accounting.h */
     double *a2a_s;                  /* time inside all-to-alls after the last member arrived (the
                                        transfers themselves; NULL from executors that do not count it) */
     int *sim_rank;                  /* the simulated rank whose timeline this rank has */
     int n_simulated_ranks, n_simulated_replicas;
-    int slowest_rank;               /* largest compute + optimizer busy time (lowest rank on ties) */
+    int slowest_rank;               /* step_split_slowest_rank */
     /* all-to-all waits: per rank, how often it was the last to arrive at an all-to-all of its group;
      * and the all-to-all with the largest arrival spread (who everyone waited for) */
     int *a2a_last_count;

@@ -125,7 +125,7 @@ static void rank_events(cJSON *ev, const program *p, const step_exec_result *r, 
         cJSON_AddItemToArray(ev, x);
     }
     if (r->hang.found && rank == r->hang.culprit) {
-        cJSON *x = instant("stalled", rank, STREAM_COMPUTE, r->end_s[rank], "never arrived");
+        cJSON *x = instant("stalled", rank, STREAM_COMPUTE, r->split ? r->split[rank].end_s : 0, "never arrived");
         cJSON *a = cJSON_GetObjectItem(x, "args");
         cJSON_AddStringToObject(a, "at", op_kind_label(r->hang.op));
         cJSON_AddNumberToObject(a, "group", r->hang.group);
@@ -203,8 +203,8 @@ cJSON *step_trace_build(const program *p, const step_exec_result *r, const char 
     cJSON *cmp = cJSON_AddArrayToObject(od, "rank_compute_s");
     for (int i = 0; i < N; i++) {
         cJSON_AddItemToArray(gpu, cJSON_CreateNumber(program_gpu_of_rank(p, i)));
-        cJSON_AddItemToArray(stp, cJSON_CreateNumber(r->end_s ? r->end_s[i] : 0));
-        cJSON_AddItemToArray(cmp, cJSON_CreateNumber(r->compute_s ? r->compute_s[i] + r->optimizer_s[i] : 0));
+        cJSON_AddItemToArray(stp, cJSON_CreateNumber(r->split ? r->split[i].end_s : 0));
+        cJSON_AddItemToArray(cmp, cJSON_CreateNumber(r->split ? r->split[i].compute_s + r->split[i].optimizer_s : 0));
     }
     if (r->a2a_s) {   /* time inside all-to-alls after the last arrival: what a slow link lengthens */
         cJSON *xc = cJSON_AddArrayToObject(od, "rank_a2a_s");

@@ -56,7 +56,6 @@ double live_mpi_max(double v) { double o; MPI_Allreduce(&v, &o, 1, MPI_DOUBLE, M
 double live_mpi_sum(double v) { double o; MPI_Allreduce(&v, &o, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); return o; }
 long live_mpi_sum_long(long v) { long o; MPI_Allreduce(&v, &o, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD); return o; }
 void live_mpi_bcast_bytes(void *buf, int bytes, int root) { MPI_Bcast(buf, bytes, MPI_BYTE, root, MPI_COMM_WORLD); }
-void live_mpi_gather_double(double v, double *out) { MPI_Gather(&v, 1, MPI_DOUBLE, out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); }
 
 /* BF16 sum: add in FP32, round to BF16 (NCCL's bf16 reduction does the same per element). */
 static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type) {

@@ -70,7 +70,5 @@ double live_mpi_sum(double v);
 long live_mpi_sum_long(long v);
 /* MPI_Bcast of `bytes` bytes from `root` on MPI_COMM_WORLD (the NCCL unique id). */
 void live_mpi_bcast_bytes(void *buf, int bytes, int root);
-/* MPI_Gather of one double per rank to rank 0 (out: n_ranks entries there; ignored elsewhere). */
-void live_mpi_gather_double(double v, double *out);
 
 #endif

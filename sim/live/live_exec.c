@@ -233,8 +233,14 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
                 if (t > 0) { finish_op(&x, i, b->now_s(b->ctx)); progress = 1; }
             }
         }
-        /* streams: FIFO heads */
-        for (int st = 0; st < STREAM_N && !rc; st++) {
+        /* streams: FIFO heads. Compute runs inline (it blocks this rank until the kernel is done),
+         * so the nonblocking streams go first and a pass runs at most one compute op: every
+         * communication op that is ready is posted before the next kernel starts, as on a GPU whose
+         * host thread launches both, and not only after it. */
+        static const int stream_order[STREAM_N] = {STREAM_COMM, STREAM_P2P, STREAM_COMPUTE};
+        int computed = 0;
+        for (int so = 0; so < STREAM_N && !rc && !computed; so++) {
+            int st = stream_order[so];
             for (;;) {
                 int fl = x.inflight[st];
                 if (fl >= 0) {
@@ -251,7 +257,11 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
                 if (i >= x.stop || !deps_done(&x, i)) break;
                 if ((rc = start_op(&x, i, st, err))) break;
                 progress = 1;
-                if (x.status[i] == ST_DONE) x.cur[st]++;      /* compute finished inline */
+                if (x.status[i] == ST_DONE) {      /* compute finished inline: rescan the others */
+                    x.cur[st]++;
+                    computed = 1;
+                    break;
+                }
             }
         }
         if (rc) break;
@@ -278,36 +288,6 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
     describe_stop(&x, 0);
     free_lists(&x);
     return 0;
-}
-
-/* ---- breakdown ---------------------------------------------------------------------------------------- */
-void live_rank_breakdown(const program_op *ops, int n_ops, const op_time *t, double step_time_s,
-                         live_breakdown *out) {
-    memset(out, 0, sizeof *out);
-    double free_t = 0, last_compute_end = 0, end = 0;
-    for (int i = 0; i < n_ops; i++) if (t[i].end_s > end) end = t[i].end_s;
-    for (int i = 0; i < n_ops; i++) {
-        const program_op *o = &ops[i];
-        if (o->kind != OP_COMPUTE || t[i].start_s < 0 || t[i].end_s < 0) continue;
-        double gap = t[i].start_s - free_t, bind = -1;
-        int bind_kind = -1;
-        for (int k = 0; k < o->n_deps; k++) {
-            int d = o->deps[k];
-            if (t[d].end_s > bind) { bind = t[d].end_s; bind_kind = ops[d].kind; }
-        }
-        if (gap > 0) {
-            if (bind_kind == OP_RECV) out->bubble_s += gap;
-            else if (bind_kind >= 0 && bind_kind != OP_COMPUTE) out->exposed_comm_s += gap;
-            else out->overhead_s += gap;   /* host-side launch/poll time: no dependency to blame */
-        }
-        double dur = t[i].end_s - t[i].start_s;
-        if (o->kernel == K_OPTIMIZER) out->optimizer_s += dur; else out->compute_s += dur;
-        free_t = t[i].end_s;
-        last_compute_end = t[i].end_s;
-    }
-    if (end > last_compute_end) out->exposed_comm_s += end - last_compute_end;
-    if (step_time_s > end) out->bubble_s += step_time_s - end;
-    out->end_s = end;
 }
 
 /* ---- hang analysis ------------------------------------------------------------------------------------- */
@@ -585,8 +565,7 @@ static int traced(const op_time *t, const program_op *o) {
 
 cJSON *live_trace_build(const program *p, const char *backend, int n_trace_ranks, const int *trace_ranks,
                         op_time *const *times, double *const *measured, double step_time_s,
-                        const double *rank_end_s, const double *rank_compute_s,
-                        const double *rank_optimizer_s) {
+                        const step_split *splits) {
     step_exec_result r;
     memset(&r, 0, sizeof r);
     r.step_time_s = step_time_s;
@@ -595,9 +574,7 @@ cJSON *live_trace_build(const program *p, const char *backend, int n_trace_ranks
     r.trace_ranks = (int *)trace_ranks;
     r.trace_times = (op_time **)times;
     r.hang.culprit = -1;
-    r.end_s = (double *)rank_end_s;
-    r.compute_s = (double *)rank_compute_s;
-    r.optimizer_s = (double *)rank_optimizer_s;
+    r.split = (step_split *)splits;
     cJSON *doc = step_trace_build(p, &r, "live");
     if (!doc) return NULL;
     cJSON *od = cJSON_GetObjectItem(doc, "otherData");

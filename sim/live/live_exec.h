@@ -14,7 +14,10 @@
  * backend.compute (a CPU thread, or a GPU stream the backend synchronises). Communication is started
  * NONBLOCKING (backend.a2a / send / collective) and polled with backend.test, so a rank never blocks
  * inside a collective while another stream of its own could progress: an overlapped DualPipe pair
- * keeps computing while its all-to-all is in flight, exactly as the program describes. RECV occupies
+ * keeps computing while its all-to-all is in flight, exactly as the program describes. Because a
+ * kernel blocks the rank while it runs, every communication op that is ready is posted before the
+ * next kernel starts (communication streams first, one kernel per pass), so a SEND leaves when its
+ * producer ends, not after the kernels queued behind it. RECV occupies
  * no stream: with backend.prepost_recv it is posted as soon as its deps are done (at step start for
  * every pipeline RECV), which is what makes SEND eager (program.h: "SEND never waits for the
  * receiver"). Collectives of one group are started in list order on every member (the comm stream is
@@ -26,10 +29,9 @@
  * Communication: start = this rank's arrival (the op was ready and posted), end = the first test that
  * saw it complete. So a collective's measured span includes waiting for late members, as an NCCL
  * kernel's does; the simulator's span starts when the last member arrives (compare the last arrival).
- * The per-rank breakdown (compute_s, exposed_comm_s, bubble_s, optimizer_s) is derived from these
- * timings with step_exec.h's definitions: compute-stream idle gaps are charged to the dependency that
- * ended last (a collective/all-to-all -> exposed_comm_s, a RECV -> bubble_s), the comm tail after the
- * last compute op -> exposed_comm_s, the idle time after the rank's last op -> bubble_s.
+ * The per-rank breakdown (compute, optimizer, exposed communication, bubble, overhead) is the one
+ * step accounting (sim/exec/step_accounting.h) over these timings, as for the simulators; the host-
+ * side time between an op's readiness and its start (launching, polling) is its overhead_s.
  *
  * ---- Real routing vs. the program's byte matrices ---------------------------------------------------
  * The program's all-to-all matrices come from the simulator's sampled routing (program.patterns).
@@ -151,17 +153,6 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
 int live_stall_point(const program *p, int rank, const program_op *ops, int n_ops, int *stop_at,
                      moe_error *err);
 
-/* ---- per-rank breakdown (step_exec.h definitions) --------------------------------------------- */
-typedef struct {
-    double compute_s, optimizer_s, exposed_comm_s, bubble_s;
-    double overhead_s;         /* compute-stream gaps with no dependency to blame: host-side launch and
-                                  polling time of the live executor (0 in the simulator) */
-    double end_s;
-} live_breakdown;
-
-void live_rank_breakdown(const program_op *ops, int n_ops, const op_time *t, double step_time_s,
-                         live_breakdown *out);
-
 /* ---- hang analysis ------------------------------------------------------------------------------ */
 typedef struct {
     int found;
@@ -192,13 +183,11 @@ struct cJSON *live_hang_json(const program *p, const live_rank_state *states, co
 /* ---- outputs ---------------------------------------------------------------------------------- */
 /* trace.json in the simulator's format (trace.h's step_trace_build, source "live") from measured
  * timings of the ranks `trace_ranks` (times[k] = op times of trace_ranks[k], measured[k] their
- * measured volumes) and per-rank totals of ALL ranks (rank_end_s, rank_compute_s, rank_optimizer_s:
- * n_ranks each). Adds otherData.backend and, per event, args.op (op index) and live_bytes /
+ * measured volumes) and the step accounting of ALL ranks (splits: n_ranks entries). Adds otherData.backend and, per event, args.op (op index) and live_bytes /
  * live_tokens. Caller frees the document. */
 struct cJSON *live_trace_build(const program *p, const char *backend, int n_trace_ranks,
                                const int *trace_ranks, op_time *const *times,
-                               double *const *measured, double step_time_s, const double *rank_end_s,
-                               const double *rank_compute_s, const double *rank_optimizer_s);
+                               double *const *measured, double step_time_s, const step_split *splits);
 
 /* Measured time per op class ("a2a_dispatch", "expert_fwd", ...): sum and count over the given ranks,
  * as {"name": {"count", "total_s", "mean_s"}}; the names are the simulator's event names. */

@@ -39,12 +39,11 @@ typedef struct {
 typedef struct {
     int rank, gpu, n_ops;
     program_op *ops;
-    double *end;            /* op end (s from the step start), -1 until done */
+    op_time *t;             /* per op: the timeline (s from the step start; end -1 until done) */
+    double *busy;           /* per COMPUTE op: its priced duration (step_accounting.h) */
     int *seq;               /* per op: instance index within its group (collectives) */
     int *tag_op;            /* tag -> RECV op index */
     double slow;
-    double compute_s, optimizer_s, exposed_s, bubble_s, last_compute_end, end_s;
-    op_time *trace;
     sg_cond_t cond;         /* an op of this rank completed */
 } rank_rt;
 
@@ -90,8 +89,7 @@ static rail_xfer start_flow(const a2a_matrix *am, int src_gpu, int dst_gpu, doub
 }
 
 static void mark_done(rank_rt *r, int i, double t) {
-    r->end[i] = t;
-    if (t > r->end_s) r->end_s = t;
+    r->t[i].end_s = t;
     sg_cond_notify_all(r->cond);
 }
 
@@ -327,37 +325,22 @@ static void stream_actor(int argc, char **argv) {
     full_ctx *x = a->x;
     rank_rt *r = &x->r[a->rank];
     const program *p = x->p;
-    double free_t = 0;
     for (int i = 0; i < r->n_ops; i++) {
         const program_op *o = &r->ops[i];
         if (o->kind == OP_RECV || o->stream != a->stream) continue;
-        double tdep = 0;
-        int bind_recv = 0, bind_comm = 0;
         for (int k = 0; k < o->n_deps; k++) {
             int j = o->deps[k];
             sg_mutex_lock(x->mu);
-            while (r->end[j] < 0) sg_cond_wait(r->cond, x->mu);
+            while (r->t[j].end_s < 0) sg_cond_wait(r->cond, x->mu);
             sg_mutex_unlock(x->mu);
-            if (r->end[j] > tdep) {
-                tdep = r->end[j];
-                bind_recv = r->ops[j].kind == OP_RECV;
-                bind_comm = r->ops[j].kind != OP_COMPUTE && r->ops[j].kind != OP_RECV;
-            }
         }
         const double t_start = now(x);
         double t_end;
         if (o->kind == OP_COMPUTE) {
             double dur = x->price(x->price_ctx, p, r->rank, o) * r->slow;
-            double gap = t_start - free_t;
-            if (gap > 1e-15) {
-                if (bind_comm && !bind_recv) r->exposed_s += gap;
-                else r->bubble_s += gap;
-            }
             if (dur > 0) sg_actor_sleep_for(dur);
             t_end = now(x);
-            if (o->kernel == K_OPTIMIZER) r->optimizer_s += dur;
-            else r->compute_s += dur;
-            r->last_compute_end = t_end;
+            r->busy[i] = dur;
         } else if (o->kind == OP_SEND) {
             int dst_gpu = program_gpu_of_rank(p, o->peer);
             rail_xfer_wait(rail_xfer_start(rail_fabric_gpu_host(r->gpu), rail_fabric_gpu_host(dst_gpu), o->bytes));
@@ -365,15 +348,14 @@ static void stream_actor(int argc, char **argv) {
             rank_rt *peer = &x->r[o->peer];
             int j = o->tag >= 0 && o->tag < x->n_tags ? peer->tag_op[o->tag] : -1;
             if (j >= 0) {
-                if (peer->trace) peer->trace[j] = (op_time){t_end, t_end};
+                peer->t[j].start_s = t_end;
                 mark_done(peer, j, t_end);
             }
         } else {
             collective(x, r, i, o, t_start);
             t_end = now(x);
         }
-        if (r->trace) r->trace[i] = (op_time){t_start, t_end};
-        free_t = t_end;
+        r->t[i].start_s = t_start;
         x->executed++;
         mark_done(r, i, t_end);
     }
@@ -427,24 +409,20 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         for (int m = 0; m < p->groups[g].n; m++)
             x.member[(size_t)p->groups[g].ranks[m] * GROUP_NKINDS + p->groups[g].kind] = m;
 
-    int *trace_k = moe_xmalloc((size_t)(R + 1) * sizeof(int));
-    for (int r = 0; r < R; r++) trace_k[r] = -1;
-    for (int k = 0; k < o->n_trace_ranks; k++)
-        if (o->trace_ranks[k] >= 0 && o->trace_ranks[k] < R) trace_k[o->trace_ranks[k]] = k;
-
     int *count = moe_xcalloc((size_t)p->n_groups, sizeof(int)); /* per-rank scratch: collectives seen per group */
     for (int r = 0; r < R; r++) {
         rank_rt *rr = &x.r[r];
         rr->rank = r;
         rr->gpu = program_gpu_of_rank(p, r);
         rr->n_ops = program_materialize(p, r, &rr->ops);
-        rr->end = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(double));
+        rr->t = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(op_time));
+        rr->busy = moe_xcalloc((size_t)(rr->n_ops + 1), sizeof(double));
         rr->seq = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(int));
         rr->tag_op = moe_xmalloc((size_t)(x.n_tags + 1) * sizeof(int));
         for (int t = 0; t < x.n_tags; t++) rr->tag_op[t] = -1;
         for (int i = 0; i < rr->n_ops; i++) {
             const program_op *op = &rr->ops[i];
-            rr->end[i] = -1;
+            rr->t[i] = (op_time){-1, -1};
             rr->seq[i] = -1;
             if (op->kind == OP_RECV && op->tag >= 0 && op->tag < x.n_tags) rr->tag_op[op->tag] = i;
             else if (op->kind != OP_COMPUTE && op->kind != OP_SEND && op->group >= 0) rr->seq[i] = count[op->group]++;
@@ -453,10 +431,6 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
             if (rr->seq[i] >= 0) count[rr->ops[i].group] = 0;
         rr->slow = slow_factor(p, rr->gpu);
         rr->cond = sg_cond_init();
-        if (trace_k[r] >= 0) {
-            rr->trace = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(op_time));
-            for (int i = 0; i < rr->n_ops; i++) rr->trace[i] = (op_time){-1, -1};
-        }
     }
     free(count);
 
@@ -480,7 +454,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         for (int r = 0; r < R && rc == 0; r++)
             for (int i = 0; i < x.r[r].n_ops; i++) {
                 const program_op *op = &x.r[r].ops[i];
-                if (x.r[r].end[i] >= 0) continue;
+                if (x.r[r].t[i].end_s >= 0) continue;
                 rc = moe_error_set(err, EXIT_RUNTIME,
                                    "full-fidelity step deadlocked (%d stream actors blocked): rank %d stuck on op %d %s %s "
                                    "(layer %d, mb %d, group %d, seq %d, stream %s)",
@@ -492,54 +466,41 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     if (rc == 0) {
         double step = 0;
         for (int r = 0; r < R; r++)
-            if (x.r[r].end_s > step) step = x.r[r].end_s;
+            for (int i = 0; i < x.r[r].n_ops; i++)
+                if (x.r[r].t[i].end_s > step) step = x.r[r].t[i].end_s;
         res->step_time_s = step;
         res->n_ranks = R;
         res->n_simulated_ranks = R;
         res->n_simulated_replicas = p->dp;
-        res->compute_s = moe_xcalloc((size_t)R, sizeof(double));
-        res->exposed_comm_s = moe_xcalloc((size_t)R, sizeof(double));
-        res->bubble_s = moe_xcalloc((size_t)R, sizeof(double));
-        res->optimizer_s = moe_xcalloc((size_t)R, sizeof(double));
-        res->end_s = moe_xcalloc((size_t)R, sizeof(double));
+        res->split = moe_xcalloc((size_t)R, sizeof *res->split);
         res->sim_rank = moe_xcalloc((size_t)R, sizeof(int));
         res->a2a_last_count = moe_xcalloc((size_t)R, sizeof(int));
-        double best = -1;
         for (int r = 0; r < R; r++) {
             rank_rt *rr = &x.r[r];
-            double tail = rr->end_s - rr->last_compute_end;
-            res->compute_s[r] = rr->compute_s;
-            res->optimizer_s[r] = rr->optimizer_s;
-            res->exposed_comm_s[r] = rr->exposed_s + (tail > 0 ? tail : 0);
-            res->bubble_s[r] = rr->bubble_s + (step - rr->end_s);
-            res->end_s[r] = rr->end_s;
+            step_split_rank(rr->ops, rr->n_ops, rr->t, rr->busy, step, &res->split[r]);
             res->sim_rank[r] = r;
             res->a2a_last_count[r] = x.a2a_last[r];
-            double busy = rr->compute_s + rr->optimizer_s;
-            if (busy > best * (1 + 1e-12)) {
-                best = busy;
-                res->slowest_rank = r;
-            }
         }
+        res->slowest_rank = step_split_slowest_rank(res->split, R);
         res->n_trace_ranks = o->n_trace_ranks;
         res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
         res->trace_times = moe_xcalloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
         for (int k = 0; k < o->n_trace_ranks; k++) {
             int r = o->trace_ranks[k];
             res->trace_ranks[k] = r;
-            if (r < 0 || r >= R || !x.r[r].trace) continue;
+            if (r < 0 || r >= R) continue;
             res->trace_times[k] = moe_xmalloc((size_t)(x.r[r].n_ops + 1) * sizeof(op_time));
-            memcpy(res->trace_times[k], x.r[r].trace, (size_t)x.r[r].n_ops * sizeof(op_time));
+            memcpy(res->trace_times[k], x.r[r].t, (size_t)x.r[r].n_ops * sizeof(op_time));
         }
         res->n_ops_executed = x.executed;
     }
 
     for (int r = 0; r < R; r++) {
         free(x.r[r].ops);
-        free(x.r[r].end);
+        free(x.r[r].t);
+        free(x.r[r].busy);
         free(x.r[r].seq);
         free(x.r[r].tag_op);
-        free(x.r[r].trace);
         sg_cond_destroy(x.r[r].cond);
     }
     for (int g = 0; g < p->n_groups; g++) {
@@ -551,7 +512,6 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     free(x.g);
     free(x.member);
     free(x.a2a_last);
-    free(trace_k);
     free(args);
     return rc;
 }

@@ -25,6 +25,7 @@
 #include "sim/program/program.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/exec_full.h"
+#include "sim/exec/step_accounting.h"
 #include "sim/exec/step_exec.h"
 #include "sim/exec/trace.h"
 
@@ -32,32 +33,6 @@ static double wall_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static cJSON *stage_breakdown(const program *p, const step_exec_result *x) {
-    cJSON *arr = cJSON_CreateArray();
-    int per_stage = p->ep * p->tp;
-    for (int s = 0; s < p->pp; s++) {
-        double sum[3] = {0}, mx[3] = {0};
-        int n = 0;
-        for (int d = 0; d < p->dp; d++)
-            for (int k = 0; k < per_stage; k++) {
-                int r = (d * p->pp + s) * per_stage + k;
-                double v[3] = {x->compute_s[r] + x->optimizer_s[r], x->exposed_comm_s[r], x->bubble_s[r]};
-                for (int j = 0; j < 3; j++) { sum[j] += v[j]; if (v[j] > mx[j]) mx[j] = v[j]; }
-                n++;
-            }
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "stage", s);
-        cJSON_AddNumberToObject(o, "compute_s_mean", sum[0] / n);
-        cJSON_AddNumberToObject(o, "compute_s_max", mx[0]);
-        cJSON_AddNumberToObject(o, "exposed_comm_s_mean", sum[1] / n);
-        cJSON_AddNumberToObject(o, "exposed_comm_s_max", mx[1]);
-        cJSON_AddNumberToObject(o, "bubble_s_mean", sum[2] / n);
-        cJSON_AddNumberToObject(o, "bubble_s_max", mx[2]);
-        cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
 }
 
 static cJSON *rank_entry(const program *p, const step_exec_result *x, int r) {
@@ -70,10 +45,10 @@ static cJSON *rank_entry(const program *p, const step_exec_result *x, int r) {
     cJSON_AddNumberToObject(o, "stage", s);
     cJSON_AddNumberToObject(o, "ep_index", e);
     cJSON_AddNumberToObject(o, "replica", d);
-    cJSON_AddNumberToObject(o, "compute_s", x->compute_s[r]);
-    cJSON_AddNumberToObject(o, "optimizer_s", x->optimizer_s[r]);
-    cJSON_AddNumberToObject(o, "exposed_comm_s", x->exposed_comm_s[r]);
-    cJSON_AddNumberToObject(o, "bubble_s", x->bubble_s[r]);
+    cJSON_AddNumberToObject(o, "compute_s", x->split[r].compute_s);
+    cJSON_AddNumberToObject(o, "optimizer_s", x->split[r].optimizer_s);
+    cJSON_AddNumberToObject(o, "exposed_comm_s", x->split[r].exposed_comm_s);
+    cJSON_AddNumberToObject(o, "bubble_s", x->split[r].bubble_s);
     return o;
 }
 
@@ -81,9 +56,9 @@ static cJSON *rank_entry(const program *p, const step_exec_result *x, int r) {
 static cJSON *slowest_ranks(const program *p, const step_exec_result *x) {
     int top[TOP_N], n = 0;
     for (int r = 0; r < p->n_ranks; r++) {
-        double b = x->compute_s[r] + x->optimizer_s[r];
+        double b = x->split[r].compute_s + x->split[r].optimizer_s;
         int pos = n;
-        while (pos > 0 && b > x->compute_s[top[pos - 1]] + x->optimizer_s[top[pos - 1]]) pos--;
+        while (pos > 0 && b > x->split[top[pos - 1]].compute_s + x->split[top[pos - 1]].optimizer_s) pos--;
         if (pos >= TOP_N) continue;
         if (n < TOP_N) n++;
         memmove(top + pos + 1, top + pos, (size_t)(n - 1 - pos) * sizeof(int));
@@ -171,10 +146,11 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     }
     if (rc == 0) {
         int G = p->n_ranks;
-        double c = 0, e = 0, b = 0, o = 0;
-        for (int r = 0; r < G; r++) { c += xr.compute_s[r]; e += xr.exposed_comm_s[r]; b += xr.bubble_s[r]; o += xr.optimizer_s[r]; }
+        step_split mean;
+        step_split_mean(xr.split, G, &mean);
         out->step_time_s = xr.step_time_s;
-        out->compute_s = c / G; out->exposed_comm_s = e / G; out->bubble_s = b / G; out->optimizer_s = o / G;
+        out->compute_s = mean.compute_s; out->exposed_comm_s = mean.exposed_comm_s;
+        out->bubble_s = mean.bubble_s; out->optimizer_s = mean.optimizer_s;
         double tokens = (double)s->layout.global_batch * s->model.seq_len;
         out->tokens_per_s_per_gpu = tokens / xr.step_time_s / G;
         /* MFU counts the model's FLOPs (model.h's exact per-token count x tokens), not the work the
@@ -195,7 +171,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(bd, "simulated_ranks", xr.n_simulated_ranks);
         cJSON_AddNumberToObject(bd, "ops_executed", (double)xr.n_ops_executed);
         cJSON_AddNumberToObject(bd, "model_flops_per_step", p->model_flops_per_step);
-        cJSON_AddItemToObject(bd, "stages", stage_breakdown(p, &xr));
+        cJSON_AddItemToObject(bd, "stages", step_split_stages_json(p, xr.split));
         cJSON_AddItemToObject(bd, "slowest_ranks", slowest_ranks(p, &xr));
         cJSON_AddItemToObject(bd, "a2a_waits", a2a_waits(p, &xr));
         cJSON *rt = cJSON_AddObjectToObject(bd, "routing");

@@ -1,0 +1,69 @@
+/* step_accounting.h — the one step accounting: where each rank's time in one step went (compute,
+ * optimizer, exposed communication, pipeline bubble, host overhead), computed from the rank's per-op
+ * timeline by the same rules for every executor — the fast executor (step_exec.h), the full-fidelity
+ * SimGrid executor (sim/simgrid/exec_full.h) and the live executor (sim/live/live_exec.h) — and its
+ * summaries per pipeline stage and per step.
+ *
+ * ---- The rules (one rank) -----------------------------------------------------------------------
+ * A rank's COMPUTE ops run on its compute stream, a FIFO, in list order (program.h). Walking the
+ * COMPUTE ops that ran:
+ *   compute_s       busy time of every COMPUTE op but the optimizer
+ *   optimizer_s     busy time of the optimizer op
+ *   The idle interval of the compute stream before a COMPUTE op — from the end of the previous
+ *   COMPUTE op (the step start for the first) to this op's start — is charged to the op's binding
+ *   dependency, the dep that ended last (the first listed on ties):
+ *     until that dependency ended:  a RECV -> bubble_s (waiting for a pipeline neighbour);
+ *                                   a collective, an all-to-all or a SEND -> exposed_comm_s;
+ *     after it ended (the op was ready but had not started): overhead_s — host-side launch and
+ *     polling time of the live executor; exactly 0 in simulation, where an op starts when it is ready.
+ *   exposed_comm_s  also the communication tail: from the end of the last COMPUTE op to the rank's end
+ *   bubble_s        also the idle time from the rank's end to the end of the step
+ * The rank's end is the end of its last op that occupies a stream (a RECV occupies none: the op that
+ * waits for it ends later). So compute + optimizer + exposed + bubble + overhead is the step time for
+ * every rank, up to rounding. A step that did not complete (a hang) is accounted as far as each rank
+ * got: ops that never started or never ended are skipped, and there is no tail and no idle time to
+ * the end of the step.
+ *
+ * Busy time is end - start of the op, unless the executor passes its exact per-op busy times: the
+ * simulators know each op's priced duration, of which end - start is a rounded image, and
+ * summing the priced durations keeps ties between identical ranks exact.
+ */
+#ifndef MOESIM_STEP_ACCOUNTING_H
+#define MOESIM_STEP_ACCOUNTING_H
+
+#include "sim/program/program.h"
+
+struct cJSON;
+
+/* One op's span in seconds from the step start; -1 = never started / never ended. */
+typedef struct { double start_s, end_s; } op_time;
+
+/* One rank's split of its step (seconds). */
+typedef struct {
+    double compute_s, optimizer_s, exposed_comm_s, bubble_s, overhead_s;
+    double end_s;                  /* end of the rank's last op (see above) */
+} step_split;
+
+/* Account one rank: its op list (a resolved list or its stage's list: only kind, kernel and deps are
+ * read), one op_time per op, busy_s (per op, or NULL: end - start) and the step time (< 0: the step
+ * did not complete). */
+void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const double *busy_s,
+                     double step_time_s, step_split *out);
+
+/* The same for global rank `rank` of program p, over its stage's op list. */
+void step_split_program_rank(const program *p, int rank, const op_time *t, const double *busy_s,
+                             double step_time_s, step_split *out);
+
+/* Means over n ranks of every field (end_s: the mean end). */
+void step_split_mean(const step_split *ranks, int n, step_split *mean);
+
+/* The rank with the largest busy time (compute + optimizer); the lowest rank among those within a
+ * relative 1e-12 of it. */
+int step_split_slowest_rank(const step_split *ranks, int n);
+
+/* Per pipeline stage s of program p (ranks indexed by global rank): [{"stage", "compute_s_mean",
+ * "compute_s_max", "exposed_comm_s_mean", "exposed_comm_s_max", "bubble_s_mean", "bubble_s_max"}],
+ * compute including the optimizer. */
+struct cJSON *step_split_stages_json(const program *p, const step_split *ranks);
+
+#endif

@@ -1,0 +1,141 @@
+/* step_split_case.h — one small step whose split into compute / optimizer / exposed communication /
+ * bubble is worked out by hand, for the accounting tests of every executor (header-only):
+ * test_step_accounting.c runs it on the fast and the full-fidelity executor, test_live_accounting.c
+ * on the live executor. All of them must report the split below.
+ *
+ * The program: a dense 2-layer model, 1F1B, pp 2 x dp 2 (tp 1, ep 1), 2 micro-batches, on 2 nodes of
+ * 2 GPUs; rank = GPU: node 0 holds replica 0 (rank 0 = stage 0, rank 1 = stage 1), node 1 replica 1.
+ * Pipeline SENDs stay inside a node (NVLink); the gradient reduce-scatter and the parameter all-gather
+ * of each stage's DP group {stage s of both replicas} cross nodes on one rail (NICs). No two
+ * transfers ever share a link, so each takes its single-flow time:
+ *   S  = latency_us.nvlink + activation bytes / nvlink bandwidth            (every SEND)
+ *   Cs = latency_us.same_leaf + (stage s gradient bytes / 2) / NIC bandwidth  (the RS and the AG:
+ *        a ring of 2 moves half the buffer in one step)
+ * Compute: attention forward F, attention backward-input B, attention backward-weight W, optimizer
+ * O; every other kernel takes 0. (Include cmocka before this header.) Op lists (index: op; deps in brackets):
+ *   stage 0: 0 embed  1 F[0]  2 ffn[1]  3 SEND mb0[2]  4 embed  5 F[4]  6 ffn[5]  7 SEND mb1[6]
+ *            8 RECV g0  9 ffn_bi[8]  10 B[9]  11 ffn_bw  12 W  13 embed_bwd[10]  14 RECV g1
+ *            15 ffn_bi[14]  16 B[15]  17 ffn_bw  18 W  19 embed_bwd[16]  20 RS  21 O[20]  22 AG[21]
+ *   stage 1: 0 RECV a0  1 F[0]  2 ffn  3 head  4 head_bwd  5 ffn_bi  6 B[5]  7 ffn_bw  8 W
+ *            9 SEND g0[6]  10 RECV a1  11 F[10]  ...  16 B  17  18 W  19 SEND g1[16]  20 RS  21 O[20]
+ *            22 AG[21]
+ * The timeline (with S < F and Cs shorter than the backward; the reduce-scatter has no dependency:
+ * it starts at 0 on the comm stream and is long over when the optimizer needs it):
+ *   stage 0: F0 [0,F], SEND0 [F,F+S], F1 [F,2F], SEND1 [2F,2F+S]; waits for g0 until 2F+2S+B
+ *            (stage 1: F0 [F+S,2F+S], B0 [2F+S,2F+S+B] then SEND g0 for S); B0, W0 to 2F+2S+2B+W;
+ *            waits for g1 until 3F+2S+2B+W (stage 1: W0 to 2F+S+B+W, F1, B1 then SEND g1); B1, W1,
+ *            O to 3F+2S+3B+2W+O; AG for C0: the step ends at T = 3F+2S+3B+2W+O+C0.
+ *   stage 1: waits for a0 until F+S; F0, B0, W0, F1 (a1 arrived at 2F+S, long before), B1, W1, O end
+ *            at 3F+S+2B+2W+O; AG for C1; then idle until T.
+ * Split per rank (both replicas alike):
+ *   stage 0: compute 2F+2B+2W, optimizer O, exposed C0 (the AG tail), bubble (2S+B) + F
+ *   stage 1: compute 2F+2B+2W, optimizer O, exposed C1, bubble (F+S) + (S+B+C0-C1) (idle after its end)
+ * and no overhead.
+ */
+#ifndef MOESIM_TESTS_STEP_SPLIT_CASE_H
+#define MOESIM_TESTS_STEP_SPLIT_CASE_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/exec/comm.h"
+#include "sim/exec/step_accounting.h"
+#include "sim/program/program.h"
+#include "tests/step_fixtures.h"
+
+/* compute (s) */
+#define SPLIT_F 10e-3
+#define SPLIT_B 20e-3
+#define SPLIT_W 5e-3
+#define SPLIT_O 4e-3
+/* fabric: latencies and bandwidths chosen so that S = 2 ms and Cs is about 3 ms */
+#define SPLIT_LAT_US 1000.0
+#define SPLIT_NVLINK_GBPS 14.680064   /* 14680064-byte activations in 1 ms */
+#define SPLIT_NIC_GBPS 6000.0
+
+static inline void split_case_scenario(scenario *s) {
+    fx_scenario(s, 2, 0, 2, 1, 2, 2, SCHED_1F1B, 1, 2);
+    s->cluster.rails = 2;
+    s->cluster.nvlink_GBps = SPLIT_NVLINK_GBPS;
+    s->cluster.nic_gbps = SPLIT_NIC_GBPS;
+    s->cluster.latency_us.nvlink = SPLIT_LAT_US;
+    s->cluster.latency_us.same_leaf = SPLIT_LAT_US;
+    s->cluster.latency_us.cross_leaf = SPLIT_LAT_US;
+}
+
+static inline double split_case_price(void *ctx, const program *p, int rank, const program_op *o) {
+    (void)ctx; (void)p; (void)rank;
+    switch (o->kernel) {
+    case K_ATTN_FWD: return SPLIT_F;
+    case K_ATTN_BWD_INPUT: return SPLIT_B;
+    case K_ATTN_BWD_WEIGHT: return SPLIT_W;
+    case K_OPTIMIZER: return SPLIT_O;
+    default: return 0;
+    }
+}
+
+/* The single-flow times above, as a comm model (the case has no all-to-all). */
+static inline double split_case_p2p(void *ctx, int a, int b, double bytes) {
+    (void)ctx; (void)a; (void)b;
+    return SPLIT_LAT_US * 1e-6 + bytes / (SPLIT_NVLINK_GBPS * 1e9);
+}
+static inline double split_case_coll(void *ctx, coll_kind k, const int *g, int n, double bytes) {
+    (void)ctx; (void)k; (void)g; (void)n;
+    return SPLIT_LAT_US * 1e-6 + bytes / 2 / (SPLIT_NIC_GBPS * 1e9 / 8);
+}
+static inline double split_case_a2a(void *ctx, const a2a_pattern *p) { (void)ctx; (void)p; return -1; }
+static inline comm_model split_case_comm(void) {
+    return (comm_model){.name = "split-case", .a2a_s = split_case_a2a, .p2p_s = split_case_p2p,
+                        .collective_s = split_case_coll};
+}
+
+/* The split of every rank (4), from the formulas above; returns the step time. */
+static inline double split_case_expected(const program *p, step_split out[4]) {
+    double S = 0, C[2] = {0, 0};
+    for (int st = 0; st < 2; st++)
+        for (int i = 0; i < p->stage_n_ops[st]; i++) {
+            const program_op *o = &p->stage_ops[st][i];
+            if (o->kind == OP_SEND) S = split_case_p2p(NULL, 0, 0, o->bytes);
+            if (o->kind == OP_REDUCE_SCATTER) C[st] = split_case_coll(NULL, COLL_REDUCE_SCATTER, NULL, 2, o->bytes);
+        }
+    const double F = SPLIT_F, B = SPLIT_B, W = SPLIT_W, O = SPLIT_O;
+    double T = 3 * F + 2 * S + 3 * B + 2 * W + O + C[0];
+    step_split s0 = {.compute_s = 2 * F + 2 * B + 2 * W, .optimizer_s = O, .exposed_comm_s = C[0],
+                     .bubble_s = (2 * S + B) + F, .end_s = T};
+    step_split s1 = {.compute_s = 2 * F + 2 * B + 2 * W, .optimizer_s = O, .exposed_comm_s = C[1],
+                     .bubble_s = (F + S) + (S + B + C[0] - C[1]), .end_s = 3 * F + S + 2 * B + 2 * W + O + C[1]};
+    for (int r = 0; r < 4; r++) out[r] = r % 2 == 0 ? s0 : s1;   /* rank = replica * 2 + stage */
+    return T;
+}
+
+/* Every rank's split against the hand split, to `tol` seconds (cmocka asserts). */
+static inline void split_case_check(const char *who, double step_s, const step_split got[4],
+                                    const step_split want[4], double T, double tol) {
+    printf("  %-22s step %.6f ms (hand %.6f)\n", who, step_s * 1e3, T * 1e3);
+    assert_float_equal(step_s, T, tol);
+    for (int k = 0; k < 4; k++) {
+        const step_split *g = &got[k], *w = &want[k];
+        printf("    rank %d: compute %.6f optimizer %.6f exposed %.6f bubble %.6f overhead %.6f ms (hand %.6f %.6f "
+               "%.6f %.6f 0)\n", k, g->compute_s * 1e3, g->optimizer_s * 1e3, g->exposed_comm_s * 1e3,
+               g->bubble_s * 1e3, g->overhead_s * 1e3, w->compute_s * 1e3, w->optimizer_s * 1e3,
+               w->exposed_comm_s * 1e3, w->bubble_s * 1e3);
+        assert_float_equal(g->compute_s, w->compute_s, tol);
+        assert_float_equal(g->optimizer_s, w->optimizer_s, tol);
+        assert_float_equal(g->exposed_comm_s, w->exposed_comm_s, tol);
+        assert_float_equal(g->bubble_s, w->bubble_s, tol);
+        assert_float_equal(g->overhead_s, 0, tol);
+        assert_float_equal(g->end_s, w->end_s, tol);
+    }
+}
+
+/* The case's scenario and program, with the hand split (want) and step time (*T). */
+static inline program *split_case_program(scenario *s, step_split want[4], double *T) {
+    split_case_scenario(s);
+    moe_error err = {0};
+    program *p = NULL;
+    if (program_build(s, &p, &err)) fail_msg("%s", err.msg);
+    *T = split_case_expected(p, want);
+    return p;
+}
+
+#endif
