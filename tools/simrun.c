@@ -12,6 +12,7 @@
  * sim/base/cli_args.h. Exit codes: 0 ok, 1 runtime failure, 2 bad input or usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "sim/base/alloc.h"
 #include "sim/base/json_read.h"
 #include "sim/base/cli_args.h"
+#include "sim/base/json_read.h"
 #include "sim/plan/layout_rank.h"
 #include "sim/scenario/layouts.h"
 #include "sim/report/plots.h"
@@ -30,6 +32,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_docs.h"
 #include "sim/scenario/scenario_fields.h"
+#include "sim/scenario/scenario_origin.h"
 #include "sim/simgrid/a2a_bench.h"
 #include "sim/point/point_eval.h"
 
@@ -96,6 +99,13 @@ static const char FIELDS_OPTIONS[] =
     "                       markers (docs/scenario-fields.md) gets only that block rewritten\n"
     "  -j, --jobs N         accepted; nothing runs in parallel\n"
     "  -q, --quiet          no summary line with --out\n";
+
+static const char SHOW_OPTIONS[] =
+    "      --point N        the sweep point to resolve (default 0; `simrun run` numbers points the same way)\n"
+    "      --format F       text (default) or json\n"
+    "  -o, --out FILE       write to FILE instead of stdout\n"
+    "  -j, --jobs N         accepted; nothing runs in parallel\n"
+    "  -q, --quiet          no header line (text)\n";
 
 static const char DUMP_OPTIONS[] =
     "  -o, --out FILE       the SimGrid XML to write (also --dump-platform FILE)\n"
@@ -488,6 +498,87 @@ static int cmd_fields(cli_parser *p, int argc, char **argv) {
     return rc;
 }
 
+/* The rows of a `simrun show` document as an aligned table: field, value, origin (detail). Nothing is
+ * cut: a long value widens its own line only. */
+static void print_show_table(FILE *out, const cJSON *doc) {
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(doc, "fields");
+    int wp = 5, wv = 5;
+    for (const cJSON *r = fields->child; r; r = r->next) {
+        char *v = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "value"));
+        int np = (int)strlen(cJSON_GetObjectItemCaseSensitive(r, "path")->valuestring), nv = v ? (int)strlen(v) : 0;
+        if (np > wp) wp = np;
+        if (nv > wv && nv <= 48) wv = nv;
+        cJSON_free(v);
+    }
+    fprintf(out, "%-*s  %-*s  %s\n", wp, "field", wv, "value", "origin");
+    for (const cJSON *r = fields->child; r; r = r->next) {
+        char *v = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "value"));
+        const cJSON *detail = cJSON_GetObjectItemCaseSensitive(r, "detail");
+        fprintf(out, "%-*s  %-*s  %s%s%s%s\n", wp, cJSON_GetObjectItemCaseSensitive(r, "path")->valuestring, wv,
+                v ? v : "?", cJSON_GetObjectItemCaseSensitive(r, "origin")->valuestring, detail ? " (" : "",
+                detail ? detail->valuestring : "", detail ? ")" : "");
+        cJSON_free(v);
+    }
+}
+
+/* simrun show SCENARIO [--point N]: the fully resolved scenario, each value with its origin. */
+static int cmd_show(cli_parser *p, int argc, char **argv) {
+    enum { O_POINT = 256, O_FORMAT };
+    static const struct option opts[] = {{"point", required_argument, NULL, O_POINT},
+                                         {"format", required_argument, NULL, O_FORMAT}, CLI_COMMON_OPTIONS};
+    static const char *const formats[] = {"text", "json", NULL};
+    int point = 0, fmt = 0;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_POINT && cli_int_opt(p, optarg, 0, INT32_MAX, &point)) return p->rc;
+        if (c == O_FORMAT && cli_enum_opt(p, optarg, formats, &fmt)) return p->rc;
+    }
+    if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return p->rc;
+    const char *file = argv[optind];
+    moe_error err = {0};
+    scenario base, s;
+    sweep *sw = NULL;
+    cJSON *root = NULL, *values = NULL, *doc = NULL;
+    int rc = scenario_load(file, &base, &sw, &err);
+    if (!rc && !(root = json_load(file, 0, &err))) rc = err.code;
+    int n = rc ? 0 : sweep_count(sw);
+    if (!rc && point >= n) {
+        char v[32];
+        snprintf(v, sizeof v, "%d", point);
+        rc = moe_error_input(&err, file, "--point", v, "a point in [0, %d) (the sweep has %d point%s)", n, n, n == 1 ? "" : "s");
+    }
+    if (!rc) rc = sweep_point(sw, &base, point, &s, &values, &err);
+    if (!rc && !(doc = scenario_show_json(&s, root, values, point))) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
+    if (!rc) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        if (!mem) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
+        else {
+            if (fmt == 1) {
+                char *j = cJSON_Print(doc);
+                fprintf(mem, "%s\n", j ? j : "");
+                cJSON_free(j);
+            } else {
+                if (!p->common.quiet)
+                    fprintf(mem, "# %s (%s), point %d of %d: every value and where it came from\n", s.name, file,
+                            point, n);
+                print_show_table(mem, doc);
+            }
+            fclose(mem);
+            if (p->common.out) rc = write_file_atomic(p->common.out, text, &err);
+            else fputs(text, stdout);
+            free(text);
+        }
+    }
+    if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
+    cJSON_Delete(doc);
+    cJSON_Delete(values);
+    cJSON_Delete(root);
+    sweep_free(sw);
+    return rc;
+}
+
 /* ---- the command table ------------------------------------------------------------------------ */
 
 /* One row per subcommand: name, handler, synopsis, one-line summary, options. */
@@ -503,6 +594,9 @@ static const cli_command COMMANDS[] = {
     {"merge", cmd_merge, "DIR... --out DIR",
      "Combine the points of several shards (--shard) into one results.json/results.csv.", MERGE_OPTIONS},
     {"plot", cmd_plot, "DIR [--out DIR]", "Redraw the figures from DIR/results.json.", PLOT_OPTIONS},
+    {"show", cmd_show, "SCENARIO.json [--point N] [--format text|json]",
+     "The fully resolved scenario (a sweep point) with where each value came from: preset, built-in default, scenario, sweep.",
+     SHOW_OPTIONS},
     {"fields", cmd_fields, "[--format text|markdown|json] [--out FILE]",
      "Every scenario field: type, unit, default and where it comes from, allowed values, meaning, source.",
      FIELDS_OPTIONS},
