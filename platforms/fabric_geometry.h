@@ -35,13 +35,8 @@ static inline int fabric_rail_of(const cluster_cfg *c, int gpu) { return gpu % c
 static inline int fabric_gpu(const cluster_cfg *c, int node, int local) {
     return node * c->gpus_per_node + local;
 }
-static inline int fabric_leaf_of_node(const cluster_cfg *c, int node) {
-    return c->leaf_down_ports > 0 ? node / c->leaf_down_ports : 0;
-}
-static inline int fabric_leaves_per_rail(const cluster_cfg *c) {
-    int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
-    return (c->nodes + per - 1) / per;
-}
+static inline int fabric_leaf_of_node(const cluster_cfg *c, int node) { return scn_leaf_of_node(c, node); }
+static inline int fabric_leaves_per_rail(const cluster_cfg *c) { return scn_leaves_per_rail(c); }
 
 /* Bandwidths in bytes/s (SI), before faults. */
 static inline double fabric_nvlink_Bps(const cluster_cfg *c) { return c->nvlink_GBps * 1e9; }

@@ -18,14 +18,35 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "sim/run/failures.h"
+#include "sim/scenario/components.h"
+#include "sim/scenario/scenario_defaults.h"
 
 #define N_DRAWS 200000
 
 /* One class takes every failure. */
 static const failure_class_cfg ALL = {1.0, 1};
 
+/* A classes-model scenario: n_gpus GPUs (8 per node when they divide), job MTBF M_s = gpu_mtbf / n. */
+static scenario classes_scenario(int n_gpus, double M_s, failure_dist_kind dist, double k,
+                                 const failure_class_cfg classes[FAIL_NCLASSES]) {
+    scenario s;
+    scenario_defaults(&s);
+    s.cluster.gpus_per_node = n_gpus % 8 == 0 ? 8 : 1;
+    s.cluster.rails = s.cluster.gpus_per_node;
+    s.cluster.nodes = n_gpus / s.cluster.gpus_per_node;
+    s.reliability.gpu_mtbf_h = M_s / 3600.0 * n_gpus;
+    s.reliability.distribution = dist;
+    s.reliability.weibull_shape = k;
+    memcpy(s.reliability.classes, classes, sizeof s.reliability.classes);
+    return s;
+}
+
+static void init_ok(failure_process *fp, const scenario *s, const failure_trace *t) {
+    failure_process_init(fp, s, t);
+}
+
 /* Gaps between consecutive failures of the whole process (all classes together). */
-static double *draw_gaps(failure_process *fp, gsl_rng *rng, int n, failure_class *cls_out) {
+static double *draw_gaps(failure_process *fp, gsl_rng *rng, int n, int *cls_out) {
     double *gaps = malloc(sizeof(double) * (size_t)n);
     failure_process_reset(fp, rng);
     double prev = 0;
@@ -33,8 +54,8 @@ static double *draw_gaps(failure_process *fp, gsl_rng *rng, int n, failure_class
         failure_event ev = failure_process_pop(fp);
         gaps[i] = ev.time_s - prev;
         prev = ev.time_s;
-        if (cls_out) cls_out[i] = ev.cls;
-        assert_true(ev.rank >= 0 && ev.rank < fp->n_gpus);
+        if (cls_out) cls_out[i] = ev.source;
+        assert_true(ev.rank >= 0 && ev.rank < scn_gpus(fp->s));
     }
     return gaps;
 }
@@ -46,7 +67,8 @@ static void test_exponential_mean_is_cluster_mtbf(void **state) {
     classes[FAIL_GPU] = ALL;
     double M = 26000.0 / 4096 * 3600;
     failure_process fp;
-    failure_process_init(&fp, DIST_EXPONENTIAL, 0.8, M, classes, 4096, NULL);
+    scenario s = classes_scenario(4096, M, DIST_EXPONENTIAL, 0.8, classes);
+    init_ok(&fp, &s, NULL);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 1);
     double *g = draw_gaps(&fp, rng, N_DRAWS, NULL);
@@ -55,6 +77,7 @@ static void test_exponential_mean_is_cluster_mtbf(void **state) {
     assert_true(fabs(sd / M - 1) < 0.02);   /* coefficient of variation of an exponential: 1 */
     free(g);
     gsl_rng_free(rng);
+    failure_process_free(&fp);
 }
 
 /* Weibull with shape k and the same mean: mean M, coefficient of variation
@@ -67,7 +90,8 @@ static void test_weibull_mean_and_shape(void **state) {
         failure_class_cfg classes[FAIL_NCLASSES] = {0};
         classes[FAIL_HBM] = ALL;
         failure_process fp;
-        failure_process_init(&fp, DIST_WEIBULL, k, M, classes, 8, NULL);
+        scenario s = classes_scenario(8, M, DIST_WEIBULL, k, classes);
+        init_ok(&fp, &s, NULL);
         gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
         gsl_rng_set(rng, 7);
         double *g = draw_gaps(&fp, rng, N_DRAWS, NULL);
@@ -80,6 +104,7 @@ static void test_weibull_mean_and_shape(void **state) {
         assert_true(fabs(sd / mean - cv) < 0.05 * cv);
         free(g);
         gsl_rng_free(rng);
+        failure_process_free(&fp);
     }
 }
 
@@ -95,10 +120,11 @@ static void test_class_shares(void **state) {
     assert_true(fabs(total - 1) < 1e-12);
     double M = 6.35 * 3600;
     failure_process fp;
-    failure_process_init(&fp, DIST_EXPONENTIAL, 0.8, M, classes, 4096, NULL);
+    scenario s = classes_scenario(4096, M, DIST_EXPONENTIAL, 0.8, classes);
+    init_ok(&fp, &s, NULL);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 3);
-    failure_class *cls = malloc(sizeof *cls * N_DRAWS);
+    int *cls = malloc(sizeof *cls * N_DRAWS);
     double *g = draw_gaps(&fp, rng, N_DRAWS, cls);
     int count[FAIL_NCLASSES] = {0};
     for (int i = 0; i < N_DRAWS; i++) count[cls[i]]++;
@@ -111,6 +137,7 @@ static void test_class_shares(void **state) {
     free(cls);
     free(g);
     gsl_rng_free(rng);
+    failure_process_free(&fp);
 }
 
 /* Weibull per class: each class is its own renewal process with mean M / share. */
@@ -121,7 +148,8 @@ static void test_weibull_per_class_mean(void **state) {
     classes[FAIL_SOFTWARE] = (failure_class_cfg){0.25, 0};
     double M = 3600.0, k = 0.8;
     failure_process fp;
-    failure_process_init(&fp, DIST_WEIBULL, k, M, classes, 8, NULL);
+    scenario s = classes_scenario(8, M, DIST_WEIBULL, k, classes);
+    init_ok(&fp, &s, NULL);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 11);
     failure_process_reset(&fp, rng);
@@ -129,9 +157,9 @@ static void test_weibull_per_class_mean(void **state) {
     int n[FAIL_NCLASSES] = {0};
     for (int i = 0; i < N_DRAWS; i++) {
         failure_event ev = failure_process_pop(&fp);
-        sum[ev.cls] += ev.time_s - last[ev.cls];
-        last[ev.cls] = ev.time_s;
-        n[ev.cls]++;
+        sum[ev.source] += ev.time_s - last[ev.source];
+        last[ev.source] = ev.time_s;
+        n[ev.source]++;
     }
     double g1 = gsl_sf_gamma(1 + 1 / k), cv = sqrt(gsl_sf_gamma(1 + 2 / k) / (g1 * g1) - 1);
     double m_gpu = M / 0.75, m_sw = M / 0.25;
@@ -140,6 +168,7 @@ static void test_weibull_per_class_mean(void **state) {
                 5 * cv * m_sw / sqrt(n[FAIL_SOFTWARE]));
     assert_int_equal(n[FAIL_HBM], 0);
     gsl_rng_free(rng);
+    failure_process_free(&fp);
 }
 
 /* No failures: MTBF 0 or infinite, or all shares zero. */
@@ -149,12 +178,21 @@ static void test_disabled(void **state) {
     failures_default_classes(classes);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     failure_process fp;
-    failure_process_init(&fp, DIST_EXPONENTIAL, 0.8, 0, classes, 8, NULL);
+    scenario s = classes_scenario(8, INFINITY, DIST_EXPONENTIAL, 0.8, classes);
+    init_ok(&fp, &s, NULL);
     failure_process_reset(&fp, rng);
     assert_true(isinf(failure_process_peek(&fp)));
-    failure_process_init(&fp, DIST_WEIBULL, 0.8, INFINITY, classes, 8, NULL);
+    s.reliability.distribution = DIST_WEIBULL;
+    init_ok(&fp, &s, NULL);
     failure_process_reset(&fp, rng);
     assert_true(isinf(failure_process_peek(&fp)));
+    /* components model: every MTBF 0 */
+    s.reliability.failure_model = FMODEL_COMPONENTS;
+    for (int k = 0; k < COMP_NKINDS; k++) s.reliability.components[k].mtbf_h = 0;
+    init_ok(&fp, &s, NULL);
+    failure_process_reset(&fp, rng);
+    assert_true(isinf(failure_process_peek(&fp)));
+    failure_process_free(&fp);
     gsl_rng_free(rng);
 }
 
@@ -163,7 +201,10 @@ static void test_trace_load(void **state) {
     (void)state;
     failure_trace t;
     moe_error err = {0};
-    int rc = failure_trace_load("tests/data/failures/mixed_log.csv", 16, &t, &err);
+    failure_class_cfg classes[FAIL_NCLASSES];
+    failures_default_classes(classes);
+    scenario s16 = classes_scenario(16, 3600, DIST_EXPONENTIAL, 0.8, classes);
+    int rc = failure_trace_load("tests/data/failures/mixed_log.csv", &s16, &t, &err);
     if (rc) fail_msg("%s", err.msg);
     assert_int_equal(t.n, 6);
     const double h[] = {0.75, 2.0, 4.25, 6.0, 9.5, 500};
@@ -171,20 +212,20 @@ static void test_trace_load(void **state) {
     const int r[] = {0, 12, 7, 15, 3, 1};
     for (int i = 0; i < 6; i++) {
         assert_true(fabs(t.ev[i].time_s - h[i] * 3600) < 1e-9);
-        assert_int_equal(t.ev[i].cls, c[i]);
+        assert_int_equal(t.ev[i].source, c[i]);
         assert_int_equal(t.ev[i].rank, r[i]);
     }
     /* replay through the process: the same sequence, then nothing */
     failure_process fp;
-    failure_class_cfg classes[FAIL_NCLASSES];
-    failures_default_classes(classes);
-    failure_process_init(&fp, DIST_EXPONENTIAL, 0.8, 3600, classes, 16, &t);
+    init_ok(&fp, &s16, &t);
     failure_process_reset(&fp, NULL);
     for (int i = 0; i < 6; i++) assert_true(failure_process_pop(&fp).time_s == t.ev[i].time_s);
     assert_true(isinf(failure_process_peek(&fp)));
     failure_trace_free(&t);
+    failure_process_free(&fp);
     /* 8 GPUs: rank 12 on line 7 is out of range */
-    rc = failure_trace_load("tests/data/failures/mixed_log.csv", 8, &t, &err);
+    scenario s8 = classes_scenario(8, 3600, DIST_EXPONENTIAL, 0.8, classes);
+    rc = failure_trace_load("tests/data/failures/mixed_log.csv", &s8, &t, &err);
     assert_int_equal(rc, EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "line 7, column rank"));
     failure_class fc;

@@ -145,10 +145,12 @@ static void test_format_examples_read(void **state) {
     write_tmp(csv_path, csv);
     failure_trace t;
     moe_error err = {0};
-    if (failure_trace_load(csv_path, 4096, &t, &err)) fail_msg("the documented failure trace: %s", err.msg);
+    scenario s4096;
+    scenario_defaults(&s4096);   /* 4096 GPUs */
+    if (failure_trace_load(csv_path, &s4096, &t, &err)) fail_msg("the documented failure trace: %s", err.msg);
     assert_int_equal(t.n, 3);
-    assert_true(t.ev[0].time_s == 2.5 * 3600 && t.ev[0].rank == 17 && t.ev[0].cls == FAIL_GPU);
-    assert_true(t.ev[2].cls == FAIL_SOFTWARE);
+    assert_true(t.ev[0].time_s == 2.5 * 3600 && t.ev[0].rank == 17 && t.ev[0].source == FAIL_GPU);
+    assert_true(t.ev[2].source == FAIL_SOFTWARE);
     failure_trace_free(&t);
     unlink(csv_path);
 

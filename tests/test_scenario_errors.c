@@ -110,6 +110,10 @@ static const bad_case CASES[] = {
     {"full_attention_every_without_window", "model.global_attention_every", "got 2", "model.sliding_window > 0", -1},
     {"fp4_negative", "cluster.gpu.fp4_tflops", "got -1", ">= 0", -1},
     {"routing_unknown_law", "routing.distribution", "got \"even\"", "\"balanced\"", -1},
+    {"component_count_fraction", "reliability.components.leaf_switch.count", "got 12.5", "whole number", -1},
+    {"failure_model_unknown", "reliability.failure_model", "got \"parts\"", "components", -1},
+    {"correlated_probability", "reliability.correlated.probability", "got 1.5", "[0, 1]", -1},
+    {"component_shape_zero", "reliability.components.gpu.weibull_shape", "got 0", "> 0", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

@@ -278,8 +278,9 @@ static void reliability_plan(const scenario *s, const model_counts *mc, const me
     double full_state_b = sb->weight + sb->master + sb->moments;
     out->checkpoint_state_bytes = ck->state_bytes >= 0 ? ck->state_bytes : mc->params_total * full_state_b;
     out->checkpoint_write_s = checkpoint_write_s(s, out->checkpoint_state_bytes);
-    if (r->gpu_mtbf_h <= 0) return;
-    out->mtbf_cluster_h = mtbf_system(r->gpu_mtbf_h, scn_gpus(s));
+    double mtbf_h = reliability_job_mtbf_h(s);
+    if (!isfinite(mtbf_h)) return;
+    out->mtbf_cluster_h = mtbf_h;
     double M = out->mtbf_cluster_h * 60.0, d = out->checkpoint_write_s / 60.0;   /* minutes */
     out->young_interval_min = young_interval(d, M);
     out->daly_first_order_min = daly_first_order(d, M);

@@ -3,7 +3,19 @@
 
 #include <math.h>
 
+#include "sim/scenario/components.h"
+
 double mtbf_system(double component_mtbf, int n) { return component_mtbf / (double)n; }
+
+double reliability_job_mtbf_h(const scenario *s) {
+    const reliability_cfg *r = &s->reliability;
+    if (r->failure_model == FMODEL_COMPONENTS) {
+        double rate = components_failures_per_h(s);
+        return rate > 0 ? 1.0 / rate : INFINITY;
+    }
+    if (!(r->gpu_mtbf_h > 0) || !isfinite(r->gpu_mtbf_h)) return INFINITY;
+    return mtbf_system(r->gpu_mtbf_h, scn_gpus(s));
+}
 
 double young_interval(double delta, double mtbf) { return sqrt(2.0 * delta * mtbf); }
 

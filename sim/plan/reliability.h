@@ -5,6 +5,11 @@
 
 /* System MTBF of n independent components with the same MTBF (exponential). */
 double mtbf_system(double component_mtbf, int n);
+/* The job's mean time between failures in hours under the scenario's failure model (the M of
+ * Young and Daly, for the plan and the run level alike): "classes": gpu_mtbf_h / GPUs; "components":
+ * 1 / (sum over kinds of count / mtbf_h). INFINITY when nothing fails. */
+struct scenario;
+double reliability_job_mtbf_h(const struct scenario *s);
 /* Young (1974): sqrt(2 delta M). */
 double young_interval(double delta, double mtbf);
 /* Daly (2006) first order: sqrt(2 delta M) - delta. */

@@ -1,4 +1,5 @@
-/* failures.c — per-class failure renewal processes and failure-log replay (see failures.h). */
+/* failures.c — failure sources (classes or components), their renewal processes, correlated
+ * follow-ons and failure-log replay (see failures.h). */
 #include "sim/run/failures.h"
 #include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
@@ -14,6 +15,9 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_sf_gamma.h>
 
+#include "sim/plan/reliability.h"
+#include "sim/scenario/components.h"
+
 
 /* ---- drawing ------------------------------------------------------------------------------------ */
 
@@ -28,57 +32,204 @@ double failure_draw_interarrival(failure_dist_kind dist, double weibull_shape, d
     return gsl_ran_exponential(rng, mean_s);
 }
 
-void failure_process_init(failure_process *fp, failure_dist_kind dist, double weibull_shape,
-                          double mtbf_cluster_s, const failure_class_cfg classes[FAIL_NCLASSES],
-                          int n_gpus, const failure_trace *trace) {
-    memset(fp, 0, sizeof *fp);
-    fp->dist = dist;
-    fp->weibull_shape = weibull_shape;
-    fp->n_gpus = n_gpus;
-    fp->trace = trace;
-    double total = 0;
-    for (int c = 0; c < FAIL_NCLASSES; c++) total += classes[c].share > 0 ? classes[c].share : 0;
-    int drawn = mtbf_cluster_s > 0 && isfinite(mtbf_cluster_s) && total > 0;
-    for (int c = 0; c < FAIL_NCLASSES; c++) {
-        double share = classes[c].share > 0 ? classes[c].share / total : 0;
-        /* class rate = share / M, so its mean inter-arrival is M / share */
-        fp->mean_s[c] = (drawn && share > 0) ? mtbf_cluster_s / share : INFINITY;
-        fp->next_s[c] = INFINITY;
+/* Where a unit of a source is and what its failure takes down (both failure models). */
+static void locate(const scenario *s, int source, int unit, failure_event *ev) {
+    ev->source = source;
+    ev->unit = unit;
+    if (s->reliability.failure_model == FMODEL_COMPONENTS) {
+        ev->rank = component_rank_of_unit(s, (component_kind)source, unit);
+        component_blast(s, (component_kind)source, unit, &ev->first_node, &ev->n_nodes);
+        return;
     }
+    ev->rank = unit;   /* classes: the unit is a GPU */
+    ev->first_node = unit / s->cluster.gpus_per_node;
+    ev->n_nodes = s->reliability.classes[source].needs_node_swap ? 1 : 0;
+}
+
+static int host_source(const scenario *s) {
+    return s->reliability.failure_model == FMODEL_COMPONENTS ? COMP_HOST : FAIL_HOST;
+}
+
+void failure_process_init(failure_process *fp, const scenario *s, const failure_trace *trace) {
+    memset(fp, 0, sizeof *fp);
+    fp->s = s;
+    fp->trace = trace;
+    const reliability_cfg *r = &s->reliability;
+    double repair_s = r->recovery.repair_h * 3600.0;
+    if (r->failure_model == FMODEL_COMPONENTS) {
+        fp->n_sources = COMP_NKINDS;
+        for (int k = 0; k < COMP_NKINDS; k++) {
+            const component_cfg *cc = &r->components[k];
+            failure_source *src = &fp->src[k];
+            int n = component_count(s, (component_kind)k);
+            int fails = n > 0 && cc->mtbf_h > 0 && isfinite(cc->mtbf_h);
+            double unit_mean_s = fails ? cc->mtbf_h * 3600.0 : INFINITY;
+            src->name = component_kind_name((component_kind)k);
+            src->n_units = n;
+            src->shape = cc->weibull_shape;
+            src->dist = cc->weibull_shape == 1.0 ? DIST_EXPONENTIAL : DIST_WEIBULL;
+            /* exponential units superpose exactly into one Poisson process of rate n / mtbf */
+            src->per_unit = fails && src->dist == DIST_WEIBULL;
+            src->mean_s = src->per_unit || !fails ? unit_mean_s : unit_mean_s / n;
+            src->detect_s = cc->detect_s;
+            src->repair_s = cc->repair_h >= 0 ? cc->repair_h * 3600.0 : repair_s;
+        }
+    } else {
+        fp->n_sources = FAIL_NCLASSES;
+        double M = reliability_job_mtbf_h(s) * 3600.0, total = 0;
+        for (int c = 0; c < FAIL_NCLASSES; c++) total += r->classes[c].share > 0 ? r->classes[c].share : 0;
+        int drawn = isfinite(M) && total > 0;
+        for (int c = 0; c < FAIL_NCLASSES; c++) {
+            failure_source *src = &fp->src[c];
+            double share = r->classes[c].share > 0 ? r->classes[c].share / total : 0;
+            src->name = failure_class_name((failure_class)c);
+            src->n_units = scn_gpus(s);
+            src->dist = r->distribution;
+            src->shape = r->weibull_shape;
+            /* class rate = share / M, so its mean inter-arrival is M / share */
+            src->mean_s = (drawn && share > 0) ? M / share : INFINITY;
+            src->repair_s = repair_s;
+        }
+    }
+    fp->correlated_p = r->correlated.probability;
+    fp->correlated_delay_s = r->correlated.delay_s;
+    for (int i = 0; i < fp->n_sources; i++) {
+        fp->next_s[i] = INFINITY;
+        if (!fp->src[i].per_unit) continue;
+        fp->heap[i] = moe_xcalloc((size_t)fp->src[i].n_units, sizeof(failure_unit_next));
+    }
+}
+
+void failure_process_free(failure_process *fp) {
+    for (int i = 0; i < FAILURE_MAX_SOURCES; i++) {
+        free(fp->heap[i]);
+        fp->heap[i] = NULL;
+    }
+    free(fp->follow);
+    fp->follow = NULL;
+    fp->n_follow = fp->cap_follow = 0;
+}
+
+/* ---- per-unit lifetimes: a binary min-heap by time (ties: lower unit first) ---------------------- */
+
+static int earlier(const failure_unit_next *a, const failure_unit_next *b) {
+    return a->time_s < b->time_s || (a->time_s == b->time_s && a->unit < b->unit);
+}
+
+static void sift_down(failure_unit_next *h, int n, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && earlier(&h[l], &h[m])) m = l;
+        if (r < n && earlier(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        failure_unit_next t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static double source_next(const failure_process *fp, int i) {
+    if (fp->src[i].per_unit) return fp->src[i].n_units > 0 ? fp->heap[i][0].time_s : INFINITY;
+    return fp->next_s[i];
 }
 
 void failure_process_reset(failure_process *fp, gsl_rng *rng) {
     fp->rng = rng;
     fp->trace_pos = 0;
-    for (int c = 0; c < FAIL_NCLASSES; c++)
-        fp->next_s[c] = fp->trace ? INFINITY
-                                  : failure_draw_interarrival(fp->dist, fp->weibull_shape,
-                                                              fp->mean_s[c], rng);
+    fp->n_follow = 0;
+    for (int i = 0; i < fp->n_sources; i++) {
+        const failure_source *src = &fp->src[i];
+        fp->next_s[i] = INFINITY;
+        if (fp->trace) continue;
+        if (!src->per_unit) {
+            fp->next_s[i] = failure_draw_interarrival(src->dist, src->shape, src->mean_s, rng);
+            continue;
+        }
+        failure_unit_next *h = fp->heap[i];
+        for (int u = 0; u < src->n_units; u++)
+            h[u] = (failure_unit_next){failure_draw_interarrival(src->dist, src->shape, src->mean_s, rng), u};
+        for (int u = src->n_units / 2 - 1; u >= 0; u--) sift_down(h, src->n_units, u);
+    }
 }
 
-static int next_class(const failure_process *fp) {
+static int next_source(const failure_process *fp) {
     int best = 0;
-    for (int c = 1; c < FAIL_NCLASSES; c++)
-        if (fp->next_s[c] < fp->next_s[best]) best = c;
+    for (int i = 1; i < fp->n_sources; i++)
+        if (source_next(fp, i) < source_next(fp, best)) best = i;
+    return best;
+}
+
+static int next_follow(const failure_process *fp) {
+    int best = -1;
+    for (int j = 0; j < fp->n_follow; j++)
+        if (best < 0 || fp->follow[j].time_s < fp->follow[best].time_s) best = j;
     return best;
 }
 
 double failure_process_peek(const failure_process *fp) {
     if (fp->trace)
         return fp->trace_pos < fp->trace->n ? fp->trace->ev[fp->trace_pos].time_s : INFINITY;
-    return fp->next_s[next_class(fp)];
+    double t = source_next(fp, next_source(fp));
+    int j = next_follow(fp);
+    return (j >= 0 && fp->follow[j].time_s < t) ? fp->follow[j].time_s : t;
+}
+
+/* A failure that took nodes down: maybe a second one, a host in the rack of its first node. */
+static void maybe_follow_on(failure_process *fp, const failure_event *ev) {
+    if (!(fp->correlated_p > 0) || ev->n_nodes <= 0) return;
+    if (gsl_rng_uniform(fp->rng) >= fp->correlated_p) return;
+    const scenario *s = fp->s;
+    double delay = fp->correlated_delay_s > 0 ? gsl_ran_exponential(fp->rng, fp->correlated_delay_s) : 0;
+    int rn = s->reliability.rack_nodes > 0 ? s->reliability.rack_nodes : 1;
+    int rack_first = ev->first_node / rn * rn, rack_n = s->cluster.nodes - rack_first;
+    if (rack_n > rn) rack_n = rn;
+    int node = ev->first_node;
+    if (rack_n > 1) {
+        node = rack_first + (int)gsl_rng_uniform_int(fp->rng, (unsigned long)(rack_n - 1));
+        if (node >= ev->first_node) node++;   /* any rack-mate but the first node itself */
+    }
+    if (fp->n_follow == fp->cap_follow) {
+        int cap = fp->cap_follow ? 2 * fp->cap_follow : 16;
+        fp->follow = moe_xrealloc(fp->follow, (size_t)cap, sizeof *fp->follow);
+        fp->cap_follow = cap;
+    }
+    failure_event f = {.time_s = ev->time_s + delay, .correlated = 1};
+    int host = host_source(s);
+    int unit = s->reliability.failure_model == FMODEL_COMPONENTS ? node : node * s->cluster.gpus_per_node;
+    locate(s, host, unit, &f);
+    fp->follow[fp->n_follow++] = f;
 }
 
 failure_event failure_process_pop(failure_process *fp) {
+    failure_event ev = {.time_s = INFINITY};
     if (fp->trace) {
-        if (fp->trace_pos >= fp->trace->n) return (failure_event){INFINITY, FAIL_GPU, 0};
-        return fp->trace->ev[fp->trace_pos++];
+        if (fp->trace_pos < fp->trace->n) ev = fp->trace->ev[fp->trace_pos++];
+        return ev;
     }
-    int c = next_class(fp);
-    failure_event ev = {fp->next_s[c], (failure_class)c, 0};
-    if (!isfinite(ev.time_s)) return ev;
-    fp->next_s[c] += failure_draw_interarrival(fp->dist, fp->weibull_shape, fp->mean_s[c], fp->rng);
-    ev.rank = (int)gsl_rng_uniform_int(fp->rng, (unsigned long)fp->n_gpus);
+    int i = next_source(fp), j = next_follow(fp);
+    double t = source_next(fp, i);
+    if (j >= 0 && fp->follow[j].time_s < t) {
+        ev = fp->follow[j];
+        fp->follow[j] = fp->follow[--fp->n_follow];
+        return ev;
+    }
+    if (!isfinite(t)) return ev;
+    const failure_source *src = &fp->src[i];
+    int unit;
+    if (src->per_unit) {
+        /* the unit fails; its replacement starts a fresh lifetime now */
+        failure_unit_next *h = fp->heap[i];
+        unit = h[0].unit;
+        h[0].time_s = t + failure_draw_interarrival(src->dist, src->shape, src->mean_s, fp->rng);
+        sift_down(h, src->n_units, 0);
+    } else {
+        fp->next_s[i] += failure_draw_interarrival(src->dist, src->shape, src->mean_s, fp->rng);
+        unit = (int)gsl_rng_uniform_int(fp->rng, (unsigned long)src->n_units);
+    }
+    ev.time_s = t;
+    locate(fp->s, i, unit, &ev);
+    maybe_follow_on(fp, &ev);
     return ev;
 }
 
@@ -116,7 +267,7 @@ static int cmp_event_time(const void *a, const void *b) {
     if (x->time_s < y->time_s) return -1;
     if (x->time_s > y->time_s) return 1;
     if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-    return (int)x->cls - (int)y->cls;
+    return x->source - y->source;
 }
 
 static int parse_header(const char *path, char *line, int lineno, int col_of[NCOLS], int *n_cols,
@@ -143,7 +294,9 @@ static int parse_header(const char *path, char *line, int lineno, int col_of[NCO
 }
 
 static int parse_event(const char *path, char *line, int lineno, const int col_of[NCOLS],
-                       int n_cols, int n_gpus, failure_event *ev, moe_error *err) {
+                       int n_cols, const scenario *s, failure_event *ev, moe_error *err) {
+    int n_gpus = scn_gpus(s);
+    int components = s->reliability.failure_model == FMODEL_COMPONENTS;
     char copy[LINE_MAX_CHARS];
     snprintf(copy, sizeof copy, "%s", line);
     char *fields[MAX_FIELDS + 1];
@@ -166,12 +319,16 @@ static int parse_event(const char *path, char *line, int lineno, const int col_o
         return moe_error_input(err, path, where, t, "a time in hours >= 0");
     snprintf(where, sizeof where, "line %d, column component", lineno);
     failure_class cls;
-    if (failure_class_parse(comp, &cls) != 0) {
-        const char *hint = moe_did_you_mean(comp, FAILURE_CLASS_NAMES);
-        char quoted[80];
+    component_kind kind;
+    if (components ? component_kind_parse(comp, &kind) != 0 : failure_class_parse(comp, &cls) != 0) {
+        const char *const *names = components ? COMPONENT_KIND_NAMES : FAILURE_CLASS_NAMES;
+        const char *hint = moe_did_you_mean(comp, names);
+        char quoted[80], list[160] = "";
         snprintf(quoted, sizeof quoted, "\"%.60s\"", comp);
-        return moe_error_input(err, path, where, quoted,
-                               "one of gpu, hbm, nic, nvlink, switch, host, software%s%s%s",
+        for (int i = 0; names[i]; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+        return moe_error_input(err, path, where, quoted, "one of %s (reliability.failure_model \"%s\")%s%s%s",
+                               list, components ? "components" : "classes",
                                hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
     }
     snprintf(where, sizeof where, "line %d, column rank", lineno);
@@ -180,14 +337,16 @@ static int parse_event(const char *path, char *line, int lineno, const int col_o
     if (*rk == '\0' || *end != '\0' || errno == ERANGE || rank < 0 || rank >= n_gpus)
         return moe_error_input(err, path, where, *rk ? rk : "\"\"",
                                "a GPU rank, an integer in [0, %d]", n_gpus - 1);
+    memset(ev, 0, sizeof *ev);
     ev->time_s = time_h * 3600.0;
-    ev->cls = cls;
-    ev->rank = (int)rank;
+    if (components) locate(s, (int)kind, component_unit_of_rank(s, kind, (int)rank), ev);
+    else locate(s, (int)cls, (int)rank, ev);
+    ev->rank = (int)rank;   /* the GPU the log names (locate gives a unit's first GPU) */
     return 0;
 }
 
-int failure_trace_parse(const char *path, const char *text, size_t len, int n_gpus, failure_trace *out,
-                        moe_error *err) {
+int failure_trace_parse(const char *path, const char *text, size_t len, const scenario *sc,
+                        failure_trace *out, moe_error *err) {
     out->n = 0;
     out->ev = NULL;
     char line[LINE_MAX_CHARS];
@@ -221,7 +380,7 @@ int failure_trace_parse(const char *path, const char *text, size_t len, int n_gp
             cap = cap ? 2 * cap : 64;
             out->ev = moe_xrealloc(out->ev, (size_t)cap, sizeof *out->ev);
         }
-        rc = parse_event(path, s, lineno, col_of, n_cols, n_gpus, &out->ev[out->n], err);
+        rc = parse_event(path, s, lineno, col_of, n_cols, sc, &out->ev[out->n], err);
         if (rc == 0) out->n++;
     }
     if (rc == 0 && !have_header)
@@ -231,19 +390,19 @@ int failure_trace_parse(const char *path, const char *text, size_t len, int n_gp
         return rc;
     }
     /* A log may list simultaneous failures in any order; the replay needs them by time.
-     * Ties: qsort is not stable, so break them by rank then class for a deterministic order.
+     * Ties: qsort is not stable, so break them by rank then source for a deterministic order.
      * A log of only a header has no events (and qsort must not see a NULL array). */
     if (out->n > 1) qsort(out->ev, (size_t)out->n, sizeof *out->ev, cmp_event_time);
     return 0;
 }
 
-int failure_trace_load(const char *path, int n_gpus, failure_trace *out, moe_error *err) {
+int failure_trace_load(const char *path, const scenario *s, failure_trace *out, moe_error *err) {
     out->n = 0;
     out->ev = NULL;
     size_t len = 0;
     char *text = read_file_text(path, &len, err);
     if (!text) return err->code;
-    int rc = failure_trace_parse(path, text, len, n_gpus, out, err);
+    int rc = failure_trace_parse(path, text, len, s, out, err);
     free(text);
     return rc;
 }

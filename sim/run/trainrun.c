@@ -28,15 +28,18 @@
  *          keeps one host-memory buffer per node, never stalls training on storage, and makes the
  *          effective interval max(k steps, write time) — a write slower than the interval cannot
  *          be hidden, and queueing snapshots behind it would only let the backlog grow.
- * Failures. A failure (of any class, at any time, also during pauses, writes and recoveries) rolls
+ * Failures. A failure (of any source, at any time, also during pauses, writes and recoveries) rolls
  *   the job back to the last complete checkpoint: the compute since then is lost, an in-flight
- *   write is abandoned. Then the job recovers:
- *   - the class needs a node swap and a hot spare is free: swap + in-memory restore, spare_swap_s;
- *     the spare leaves the pool and the broken node returns to it repair_h later;
- *   - otherwise (no spare free, or a class that restarts in place: software, switch/cable): a full
- *     restart of full_restart_min R (reschedule, reload, warm-up). Without a spare, R includes the
- *     scheduler draining the bad node and bringing in a replacement from outside the hot-spare pool;
- *     the pool does not change.
+ *   write is abandoned. The job hangs for the source's detection delay (detect_s; 0 in the classes
+ *   model), then recovers according to the failure's blast radius (sim/run/failures.h), n nodes:
+ *   - n > 0 and n hot spares are free: swap + in-memory restore, spare_swap_s; the spares leave the
+ *     pool and the broken nodes return to it when their repair is done (the source's repair time,
+ *     first come first served over reliability.recovery.repair_slots, 0 = as many as needed);
+ *   - otherwise (fewer than n spares free — a leaf switch takes a whole leaf's nodes — or n = 0, a
+ *     failure that restarts in place: software, a spine): a full restart of full_restart_min R
+ *     (reschedule, reload, warm-up). Without spares, R includes the scheduler draining the bad
+ *     nodes and bringing in replacements from outside the hot-spare pool; the pool does not change,
+ *     the broken nodes still take a repair slot. A swap that fell back to R is a spare shortfall.
  *   A failure during a recovery restarts the recovery from scratch (the restore state is gone);
  *   the new recovery is the heavier of the interrupted one and the one the new failure needs, so a
  *   failure during a full restart costs a full R again — exactly Daly's model, whose e^(R/M) term
@@ -59,7 +62,8 @@
  *   seeds). Separate streams make every candidate interval of the search see the same failures,
  *   stragglers and spikes in trial i (common random numbers).
  * ETTR of a trial = ideal compute of the work kept (steps x step_s) / wall time.
- * lost hours = compute rolled back (and discarded spike steps); restart hours = time in recovery.
+ * lost hours = compute rolled back (and discarded spike steps); restart hours = time in recovery
+ * after detection; detect hours = time from failures to their detection.
  *
  * ---- Interval search ----------------------------------------------------------------------------
  * The objective is the mean wall time over all trials (common random numbers, sync or async as the
@@ -108,9 +112,10 @@ typedef struct {
     double step_s, slowdown;
     long n_steps;
     int async;
-    double write_s, snapshot_s, reload_s, restart_s, swap_s, repair_s;
+    double write_s, snapshot_s, reload_s, restart_s, swap_s;
+    double straggler_repair_s;     /* a slow node taken out goes to repair for recovery.repair_h */
     int spare_pool;
-    int needs_swap[FAIL_NCLASSES];
+    int repair_slots;              /* 0: unlimited */
     double max_s;
     int n_stragglers;
     double straggler_horizon_s, detect_s;
@@ -123,17 +128,25 @@ typedef struct {
 
 /* One trial's totals. */
 typedef struct {
-    double wall_s, useful_s, lost_s, recover_s, ckpt_s;
-    int completed, failures, restarts, swaps, stragglers, spikes;
+    double wall_s, useful_s, lost_s, recover_s, detect_s, ckpt_s;
+    int completed, failures, restarts, swaps, stragglers, spikes, shortfalls, correlated;
+    int by_source[FAILURE_MAX_SOURCES];
 } trial_totals;
+
+/* Spares out for repair: when they return to the pool, and how many nodes. */
+typedef struct {
+    double back_s;
+    int nodes;
+} repair_job;
 
 /* Memory reused across trials: RNG streams, the failure process, straggler onsets, repair slots. */
 typedef struct {
     gsl_rng *rng_fail, *rng_slow, *rng_spike;
     failure_process fp;
     double *onsets;
-    double *repairs;               /* return times of spares out for repair */
+    repair_job *repairs;           /* spares out for repair */
     int n_repairs;
+    double *slot_free;             /* per repair slot: when it is free (repair_slots > 0) */
     trainrun_event_fn fn;
     void *user;
 } trial_ctx;
@@ -143,6 +156,7 @@ typedef struct {
     double p, p_ckpt, p_next, p_snap;   /* progress (steps): now, protected, next boundary, snapshot */
     double w_end;                       /* completion of the background write (INF: none) */
     double phase_end;
+    double detect_end;                  /* recovery: the failure is detected (recovery proper starts) */
     double train_s, train_s_at_snap, train_s_at_ckpt;   /* cumulative compute time and its marks */
     double pw, pw_spike;                /* steps processed incl. rework; next spike at */
     phase_kind phase;
@@ -183,6 +197,7 @@ static void trial_begin(trial_ctx *cx, const run_params *pr, int trial, long k, 
         cx->onsets[i] = gsl_rng_uniform(cx->rng_slow) * pr->straggler_horizon_s;
     gsl_sort(cx->onsets, 1, (size_t)pr->n_stragglers);
     cx->n_repairs = 0;
+    for (int i = 0; i < pr->repair_slots; i++) cx->slot_free[i] = 0;
     memset(st, 0, sizeof *st);
     st->k = k;
     st->phase = PH_TRAIN;
@@ -207,7 +222,13 @@ static void advance(trial_state *st, trial_totals *tot, double t_next, double st
     }
     case PH_PAUSE:
     case PH_DRAIN: tot->ckpt_s += dt; break;
-    case PH_RECOVER: tot->recover_s += dt; break;
+    case PH_RECOVER: {
+        double in_detect = st->detect_end - st->t;
+        in_detect = in_detect < 0 ? 0 : in_detect > dt ? dt : in_detect;
+        tot->detect_s += in_detect;
+        tot->recover_s += dt - in_detect;
+        break;
+    }
     case PH_DONE: break;
     }
     st->t = t_next;
@@ -290,37 +311,62 @@ static void rollback(trial_state *st, const run_params *pr, trial_totals *tot,
     emit(cx, st->t, TR_EV_ROLLBACK, -1, -1, 0, lost);
 }
 
-/* Take a hot spare if one is free (spares back from repair by now return to the pool first). */
-static int take_spare(trial_ctx *cx, const run_params *pr, double t) {
-    int n = 0;
+/* When a repair of repair_s that arrives now is done: at once with unlimited repair slots, else
+ * first come, first served on the slot that frees first. */
+static double schedule_repair(trial_ctx *cx, const run_params *pr, double t, double repair_s) {
+    if (pr->repair_slots <= 0) return t + repair_s;
+    int best = 0;
+    for (int i = 1; i < pr->repair_slots; i++)
+        if (cx->slot_free[i] < cx->slot_free[best]) best = i;
+    double start = cx->slot_free[best] > t ? cx->slot_free[best] : t;
+    cx->slot_free[best] = start + repair_s;
+    return start + repair_s;
+}
+
+/* Take n_nodes hot spares if that many are free (spares back from repair by now return to the
+ * pool first); the broken nodes go to repair and rejoin the pool when it is done. */
+static int take_spares(trial_ctx *cx, const run_params *pr, double t, int n_nodes, double repair_s) {
+    int n = 0, out = 0;
     for (int i = 0; i < cx->n_repairs; i++)
-        if (cx->repairs[i] > t) cx->repairs[n++] = cx->repairs[i];
+        if (cx->repairs[i].back_s > t) {
+            cx->repairs[n++] = cx->repairs[i];
+            out += cx->repairs[i].nodes;
+        }
     cx->n_repairs = n;
-    if (cx->n_repairs >= pr->spare_pool) return 0;
-    cx->repairs[cx->n_repairs++] = t + pr->repair_s;
+    if (pr->spare_pool - out < n_nodes) return 0;
+    cx->repairs[cx->n_repairs++] = (repair_job){schedule_repair(cx, pr, t, repair_s), n_nodes};
     return 1;
 }
 
 static void begin_recovery(trial_state *st, const run_params *pr, trial_totals *tot,
-                           const trial_ctx *cx, recovery_kind kind) {
+                           const trial_ctx *cx, recovery_kind kind, double detect_s) {
     double dur = kind == REC_RESTART ? pr->restart_s : kind == REC_SWAP ? pr->swap_s : pr->reload_s;
     if (kind == REC_RESTART) tot->restarts++;
     if (kind == REC_SWAP) tot->swaps++;
     st->phase = PH_RECOVER;
     st->rec_kind = kind;
-    st->phase_end = st->t + dur;
-    emit(cx, st->t, TR_EV_RECOVERY_START, -1, -1, (int)kind, dur);
+    st->detect_end = st->t + detect_s;
+    st->phase_end = st->detect_end + dur;
+    emit(cx, st->t, TR_EV_RECOVERY_START, -1, -1, (int)kind, detect_s + dur);
 }
 
-/* A failed (or slow) node: roll back, then swap it for a spare or restart the job. */
+/* A failure (or a slow node taken out) that takes n_nodes out of the job: roll back, then swap them
+ * for spares, or restart the job (in place when n_nodes = 0; with replacements from outside the
+ * pool when too few spares are free). The recovery starts after the detection delay. */
 static void interrupt(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
-                      int needs_swap) {
+                      int n_nodes, double detect_s, double repair_s) {
     int recovering = st->phase == PH_RECOVER;
     if (!recovering) rollback(st, pr, tot, cx);
-    recovery_kind want = needs_swap ? REC_SWAP : REC_RESTART;
+    recovery_kind want = n_nodes > 0 ? REC_SWAP : REC_RESTART;
     if (recovering && st->rec_kind == REC_RESTART) want = REC_RESTART;
-    if (want == REC_SWAP && !take_spare(cx, pr, st->t)) want = REC_RESTART;
-    begin_recovery(st, pr, tot, cx, want);
+    int spared = want == REC_SWAP && take_spares(cx, pr, st->t, n_nodes, repair_s);
+    if (want == REC_SWAP && !spared) {
+        want = REC_RESTART;
+        tot->shortfalls++;
+    }
+    /* nodes replaced from outside the pool still take a repair slot */
+    if (!spared && n_nodes > 0) schedule_repair(cx, pr, st->t, repair_s);
+    begin_recovery(st, pr, tot, cx, want, detect_s);
 }
 
 static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
@@ -331,7 +377,7 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     emit(cx, st->t, TR_EV_LOSS_SPIKE, -1, -1, 0, st->p);
     if (pr->spike_rollback) {
         rollback(st, pr, tot, cx);
-        begin_recovery(st, pr, tot, cx, REC_RELOAD);
+        begin_recovery(st, pr, tot, cx, REC_RELOAD, 0);
         return;
     }
     /* skip: back to the start of the step in progress, never behind a taken snapshot */
@@ -435,7 +481,7 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
             st.slow_active--;
             tot->stragglers++;
             emit(cx, st.t, TR_EV_STRAGGLER_DETECTED, -1, -1, 0, 0);
-            interrupt(&st, pr, tot, cx, 1);
+            interrupt(&st, pr, tot, cx, 1, 0, pr->straggler_repair_s);
             break;
         case E_ONSET:
             st.next_onset++;
@@ -444,9 +490,12 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
             break;
         case E_FAIL: {
             failure_event fe = failure_process_pop(&cx->fp);
+            const failure_source *src = &cx->fp.src[fe.source];
             tot->failures++;
-            emit(cx, st.t, TR_EV_FAILURE, (int)fe.cls, fe.rank, 0, 0);
-            interrupt(&st, pr, tot, cx, pr->needs_swap[fe.cls]);
+            tot->by_source[fe.source]++;
+            tot->correlated += fe.correlated;
+            emit(cx, st.t, TR_EV_FAILURE, fe.source, fe.rank, 0, fe.n_nodes);
+            interrupt(&st, pr, tot, cx, fe.n_nodes, src->detect_s, src->repair_s);
             break;
         }
         default: finish(&st, pr, tot, 0, cx); break;
@@ -463,12 +512,11 @@ static int trial_ctx_init(trial_ctx *cx, const run_params *pr, const scenario *s
     cx->rng_slow = gsl_rng_alloc(gsl_rng_mt19937);
     cx->rng_spike = gsl_rng_alloc(gsl_rng_mt19937);
     cx->onsets = moe_xmalloc(sizeof(double) * (size_t)(pr->n_stragglers + 1));
-    cx->repairs = moe_xmalloc(sizeof(double) * (size_t)(pr->spare_pool + 1));
-    if (!cx->rng_fail || !cx->rng_slow || !cx->rng_spike || !cx->onsets || !cx->repairs)
+    cx->repairs = moe_xmalloc(sizeof(repair_job) * (size_t)(pr->spare_pool + 1));
+    cx->slot_free = moe_xcalloc((size_t)pr->repair_slots + 1, sizeof(double));
+    if (!cx->rng_fail || !cx->rng_slow || !cx->rng_spike)
         return moe_error_set(err, EXIT_RUNTIME, "trainrun: out of memory");
-    const reliability_cfg *rc = &s->reliability;
-    failure_process_init(&cx->fp, rc->distribution, rc->weibull_shape, pr->mtbf_s, rc->classes,
-                         scn_gpus(s), trace);
+    failure_process_init(&cx->fp, s, trace);
     return 0;
 }
 
@@ -478,6 +526,8 @@ static void trial_ctx_free(trial_ctx *cx) {
     if (cx->rng_spike) gsl_rng_free(cx->rng_spike);
     free(cx->onsets);
     free(cx->repairs);
+    free(cx->slot_free);
+    failure_process_free(&cx->fp);
 }
 
 static int bad(moe_error *err, const scenario *s, const char *path, double v, const char *what) {
@@ -493,7 +543,7 @@ static int load_trace(const scenario *s, failure_trace *trace, moe_error *err) {
     if (scenario_resolve_path(s, s->reliability.failure_trace, path, sizeof path) == -2)
         return moe_error_input(err, s->file, "reliability.failure_trace", s->reliability.failure_trace,
                                "a shorter path");
-    if (failure_trace_load(path, scn_gpus(s), trace, err))
+    if (failure_trace_load(path, s, trace, err))
         return moe_error_context(err, s->file, "reliability.failure_trace");
     return 0;
 }
@@ -545,17 +595,17 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
     const recovery_cfg *rv = &rc->recovery;
     pr->restart_s = rv->full_restart_min * 60.0;
     pr->swap_s = rv->spare_swap_s;
-    pr->repair_s = rv->repair_h * 3600.0;
+    pr->straggler_repair_s = rv->repair_h * 3600.0;
     pr->spare_pool = rv->hot_spare_fraction > 0
                          ? (int)floor(rv->hot_spare_fraction * s->cluster.nodes + 1e-9) : 0;
-    for (int c = 0; c < FAIL_NCLASSES; c++) pr->needs_swap[c] = rc->classes[c].needs_node_swap;
+    pr->repair_slots = rv->repair_slots;
 
-    /* failures */
-    pr->mtbf_s = rc->gpu_mtbf_h > 0 && isfinite(rc->gpu_mtbf_h)
-                     ? mtbf_system(rc->gpu_mtbf_h, scn_gpus(s)) * 3600.0 : INF;
+    /* failures: the job's MTBF under the scenario's failure model (the plan's M) */
+    pr->mtbf_s = reliability_job_mtbf_h(s) * 3600.0;
     double share_total = 0;
     for (int c = 0; c < FAIL_NCLASSES; c++) share_total += rc->classes[c].share > 0 ? rc->classes[c].share : 0;
-    pr->has_failures = rc->failure_trace[0] || (isfinite(pr->mtbf_s) && share_total > 0);
+    int drawn = rc->failure_model == FMODEL_COMPONENTS || share_total > 0;
+    pr->has_failures = rc->failure_trace[0] || (isfinite(pr->mtbf_s) && drawn);
 
     /* stragglers, spikes */
     pr->n_stragglers = rc->stragglers.fraction > 0
@@ -593,8 +643,9 @@ static long policy_steps(const scenario *s, const run_params *pr, double *tau_s)
 /* ---- Monte Carlo and the interval search --------------------------------------------------------- */
 
 typedef struct {
-    double wall_s, useful_s, ettr, lost_s, recover_s, ckpt_s;
-    double failures, restarts, swaps, stragglers, spikes, completed;
+    double wall_s, useful_s, ettr, lost_s, recover_s, detect_s, ckpt_s;
+    double failures, restarts, swaps, stragglers, spikes, completed, shortfalls, correlated;
+    double by_source[FAILURE_MAX_SOURCES];
 } trial_sums;
 
 static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_trial, int trials,
@@ -608,7 +659,11 @@ static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_tr
         sum->ettr += tt.wall_s > 0 ? tt.useful_s / tt.wall_s : 0;
         sum->lost_s += tt.lost_s;
         sum->recover_s += tt.recover_s;
+        sum->detect_s += tt.detect_s;
         sum->ckpt_s += tt.ckpt_s;
+        sum->shortfalls += tt.shortfalls;
+        sum->correlated += tt.correlated;
+        for (int j = 0; j < FAILURE_MAX_SOURCES; j++) sum->by_source[j] += tt.by_source[j];
         sum->failures += tt.failures;
         sum->restarts += tt.restarts;
         sum->swaps += tt.swaps;
@@ -729,8 +784,8 @@ static double search_interval_s(trial_ctx *cx, const run_params *pr_in, int tria
     return exp(x2) * pr.step_s;
 }
 
-static void fill_result(trainrun_result *out, const run_params *pr, const trial_sums *sum,
-                        double *days, int trials, double tau_s) {
+static void fill_result(trainrun_result *out, const run_params *pr, const failure_process *fp,
+                        const trial_sums *sum, double *days, int trials, double tau_s) {
     memset(out, 0, sizeof *out);
     double n = trials;
     gsl_sort(days, 1, (size_t)trials);
@@ -747,6 +802,14 @@ static void fill_result(trainrun_result *out, const run_params *pr, const trial_
     out->lost_hours_mean = sum->lost_s / n / 3600.0;
     out->restart_hours_mean = sum->recover_s / n / 3600.0;
     out->checkpoint_hours_mean = sum->ckpt_s / n / 3600.0;
+    out->detect_hours_mean = sum->detect_s / n / 3600.0;
+    out->spare_shortfalls_mean = sum->shortfalls / n;
+    out->correlated_failures_mean = sum->correlated / n;
+    out->n_sources = fp->n_sources;
+    for (int j = 0; j < fp->n_sources; j++) {
+        out->source_names[j] = fp->src[j].name;
+        out->failures_by_source_mean[j] = sum->by_source[j] / n;
+    }
     out->stragglers_mean = sum->stragglers / n;
     out->loss_spikes_mean = sum->spikes / n;
     out->completed_fraction_pct = (int)lround(100.0 * sum->completed / n);
@@ -779,7 +842,7 @@ static int simulate(const scenario *s, const plan_result *plan, double step_time
         long k = policy_steps(s, &pr, &tau_s);
         trial_sums sum;
         run_trials(&cx, &pr, k, first_trial, trials, days, &sum);
-        fill_result(out, &pr, &sum, days, trials, tau_s);
+        fill_result(out, &pr, &cx.fp, &sum, days, trials, tau_s);
         if (search && pr.has_failures && isfinite(pr.mtbf_s)) {
             cx.fn = NULL;
             double tau_d = daly_interval(pr.write_s, pr.mtbf_s);
@@ -822,6 +885,11 @@ void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
     add_number(obj, "days_mean", r->days_mean);
     add_number(obj, "days_sd", r->days_sd);
     add_number(obj, "failures_mean", r->failures_mean);
+    cJSON *by = cJSON_AddObjectToObject(obj, "failures_by_cause");
+    for (int j = 0; j < r->n_sources; j++) add_number(by, r->source_names[j], r->failures_by_source_mean[j]);
+    add_number(obj, "correlated_failures_mean", r->correlated_failures_mean);
+    add_number(obj, "spare_shortfalls_mean", r->spare_shortfalls_mean);
+    add_number(obj, "detect_hours_mean", r->detect_hours_mean);
     add_number(obj, "restarts_mean", r->restarts_mean);
     add_number(obj, "spare_swaps_mean", r->spare_swaps_mean);
     add_number(obj, "lost_hours_mean", r->lost_hours_mean);

@@ -8,6 +8,7 @@
 
 #include "sim/scenario/scenario.h"
 #include "sim/plan/plan.h"
+#include "sim/run/failures.h"
 
 struct cJSON;
 
@@ -23,7 +24,15 @@ typedef struct {
     double daly_interval_min;          /* for comparison (NAN: no failures) */
     int completed_fraction_pct;        /* trials that reached run.tokens before run.max_days */
     /* breakdowns (means over trials) and the inputs the run level derived */
-    double restart_hours_mean;         /* in recovery: full restarts, spare swaps, spike reloads */
+    double restart_hours_mean;         /* in recovery: full restarts, spare swaps, spike reloads
+                                          (after detection) */
+    double detect_hours_mean;          /* hung between failures and their detection */
+    double spare_shortfalls_mean;      /* failures that needed more spares than were free (their
+                                          blast radius, or spares still in repair): full restarts */
+    double correlated_failures_mean;   /* follow-on failures (reliability.correlated), in failures_mean */
+    int n_sources;                     /* failure classes or component kinds */
+    const char *source_names[FAILURE_MAX_SOURCES];
+    double failures_by_source_mean[FAILURE_MAX_SOURCES];   /* failures_mean by class / component */
     double checkpoint_hours_mean;      /* training stopped for checkpoints (sync write / snapshot) */
     double stragglers_mean, loss_spikes_mean;
     double checkpoint_write_s;         /* delta: one checkpoint's write to the file system */
@@ -46,11 +55,12 @@ int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, doub
 
 /* ---- one trial, event by event (tests, timelines) ---------------------------------------------- */
 typedef enum {
-    TR_EV_FAILURE = 0,     /* cls, rank */
+    TR_EV_FAILURE = 0,     /* cls: failure class or component kind; rank; value: nodes taken down */
     TR_EV_STRAGGLER_ONSET, TR_EV_STRAGGLER_DETECTED,
     TR_EV_LOSS_SPIKE,
     TR_EV_ROLLBACK,        /* value: compute seconds rolled back */
-    TR_EV_RECOVERY_START,  /* value: recovery seconds; kind: 1 reload, 2 spare swap, 3 full restart */
+    TR_EV_RECOVERY_START,  /* value: recovery seconds incl. detection; kind: 1 reload, 2 spare swap,
+                              3 full restart */
     TR_EV_RESUME,
     TR_EV_CHECKPOINT_START, TR_EV_CHECKPOINT_DONE,   /* value: steps the checkpoint protects */
     TR_EV_DONE, TR_EV_CUTOFF                          /* run.tokens reached / run.max_days hit */

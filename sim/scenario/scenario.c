@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "sim/base/fileio.h"
 #include "sim/base/json_read.h"
 #include "sim/scenario/presets.h"
+#include "sim/scenario/components.h"
 #include "sim/scenario/failure_classes.h"
 #include "sim/scenario/scenario_defaults.h"
 #include "sim/scenario/scenario_fields.h"
@@ -44,6 +46,9 @@ void scenario_defaults(scenario *s) {
     r->distribution = DIST_EXPONENTIAL;
     r->weibull_shape = 0.8;
     failures_default_classes(r->classes);
+    components_default(r->components);
+    r->rack_nodes = 2;   /* Llama 3 (Dubey et al. 2024, section 3.3.1): two 8-GPU servers per rack */
+    r->correlated = (correlated_cfg){.probability = 0, .delay_s = 60};
     r->checkpoint = (checkpoint_cfg){.policy = CKPT_DALY, .interval_min = 60, .mode = CKPT_ASYNC,
                                      .state_bytes = -1, .snapshot_GBps = 64, .write_min = -1};
     r->recovery = (recovery_cfg){.hot_spare_fraction = 0.02, .spare_swap_s = 90, .full_restart_min = 30,
@@ -326,6 +331,15 @@ static int check_routing(const scenario *s, moe_error *err) {
 }
 
 static int check_reliability(const scenario *s, moe_error *err) {
+    char path[96], val[48];
+    for (int k = 0; k < COMP_NKINDS; k++) {
+        double n = s->reliability.components[k].count;
+        if (n >= 0 && (n != floor(n) || n > INT_MAX)) {
+            snprintf(path, sizeof path, "reliability.components.%s.count", component_kind_name((component_kind)k));
+            snprintf(val, sizeof val, "%g", n);
+            return moe_error_input(err, s->file, path, val, "\"auto\" or a whole number of units");
+        }
+    }
     double sum = 0;
     for (int i = 0; i < FAIL_NCLASSES; i++) sum += s->reliability.classes[i].share;
     if (fabs(sum - 1.0) > 1e-6) {

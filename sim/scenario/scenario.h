@@ -169,7 +169,32 @@ typedef struct {
     double spare_swap_s;
     double full_restart_min;
     double repair_h;
+    int repair_slots;        /* repairs that can run at once (technicians, RMA desk); 0 = unlimited */
 } recovery_cfg;
+
+/* Failure models: "classes" splits one per-GPU MTBF over failure classes (one renewal process per
+ * class for the whole job); "components" gives every component kind of the cluster its own count,
+ * per-unit MTBF, Weibull shape and blast radius (sim/scenario/components.h). */
+typedef enum { FMODEL_CLASSES = 0, FMODEL_COMPONENTS } failure_model_kind;
+
+/* Component kinds of the "components" failure model (names: component_kind_name). */
+typedef enum {
+    COMP_GPU = 0, COMP_NIC, COMP_HOST, COMP_LEAF_SWITCH, COMP_SPINE_SWITCH, COMP_RACK, COMP_SOFTWARE,
+    COMP_NKINDS
+} component_kind;
+
+typedef struct {
+    double count;            /* units in the job; < 0: "auto" (from the cluster, components.h) */
+    double mtbf_h;           /* mean time between failures of one unit; 0 = never fails */
+    double weibull_shape;    /* per-unit lifetime shape; 1 = exponential */
+    double detect_s;         /* from the failure to its detection: the job hangs meanwhile */
+    double repair_h;         /* repair or RMA of one failed unit; < 0: "auto" = recovery.repair_h */
+} component_cfg;
+
+typedef struct {
+    double probability;      /* a failure that takes nodes down brings a second one in their rack */
+    double delay_s;          /* mean delay of that second failure (exponential) */
+} correlated_cfg;
 
 typedef struct {
     double fraction;         /* fraction of nodes that turn slow at some time during the run */
@@ -183,11 +208,15 @@ typedef struct {
 } loss_spikes_cfg;
 
 typedef struct {
+    failure_model_kind failure_model;
     double gpu_mtbf_h;
     failure_dist_kind distribution;
     double weibull_shape;
     char failure_trace[SCN_PATH_MAX];   /* "" = draw failures; relative path, see scenario.file */
     failure_class_cfg classes[FAIL_NCLASSES];
+    component_cfg components[COMP_NKINDS];
+    int rack_nodes;          /* nodes per rack / power domain (components.rack's blast radius) */
+    correlated_cfg correlated;
     checkpoint_cfg checkpoint;
     recovery_cfg recovery;
     stragglers_cfg stragglers;
@@ -262,6 +291,15 @@ typedef struct scenario {
 } scenario;
 
 static inline int scn_gpus(const scenario *s) { return s->cluster.nodes * s->cluster.gpus_per_node; }
+/* Leaf switches per rail: leaf_down_ports nodes share one (the fabric's and the failure model's
+ * count; platforms/fabric_geometry.h). */
+static inline int scn_leaf_of_node(const cluster_cfg *c, int node) {
+    return c->leaf_down_ports > 0 ? node / c->leaf_down_ports : 0;
+}
+static inline int scn_leaves_per_rail(const cluster_cfg *c) {
+    int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+    return (c->nodes + per - 1) / per;
+}
 /* attention data-parallel ranks per pipeline stage */
 static inline int scn_attn_dp(const scenario *s) { return scn_gpus(s) / (s->layout.tp * s->layout.pp); }
 static inline int scn_moe_layers(const scenario *s) {

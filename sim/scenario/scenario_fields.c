@@ -37,6 +37,7 @@ const char *const scn_fidelity_names[] = {"fast", "full", NULL};
 const char *const scn_level_names[] = {"plan", "step", "run", NULL};
 const char *const scn_failure_class_names[] = {"gpu", "hbm", "nic", "nvlink", "switch", "host",
                                                "software", NULL};
+const char *const scn_failure_model_names[] = {"classes", "components", NULL};
 
 /* ---- row builders --------------------------------------------------------------------------------- */
 /* Each takes the field's documentation last: unit, meaning[, source of the default] (scn_doc). */
@@ -67,6 +68,19 @@ const char *const scn_failure_class_names[] = {"gpu", "hbm", "nic", "nvlink", "s
     F_BOOL("reliability.classes." c ".needs_node_swap", reliability.classes[C].needs_node_swap, "", \
            "a failure of this class takes the node out of the job (a hot-spare swap, or a wait for repair) instead of restarting in place", \
            "hardware classes swap the node, software restarts in place")
+
+#define COMPONENT_RATES "Llama 3 405B pre-training (Dubey et al. 2024, section 3.3.4, Table 5): per-unit MTBF = units x 1296 h / interruptions of that kind on 16,384 GPUs in 2,048 servers with 1,024 ToR switches (sim/scenario/components.c has the grouping); none for spine layers and racks"
+#define F_COMP(c, K, what)                                                                         \
+    F_AUTO("reliability.components." c ".count", reliability.components[K].count, 0, 0, "units",   \
+           "components model: " what "; auto = the cluster's count; a count given spreads over the cluster's units"), \
+    F_NONNEG("reliability.components." c ".mtbf_h", reliability.components[K].mtbf_h, "h",         \
+             "mean time between failures of one unit; 0 = never fails", COMPONENT_RATES),           \
+    F_POS("reliability.components." c ".weibull_shape", reliability.components[K].weibull_shape, "", \
+          "shape k of one unit's lifetime: 1 = exponential; otherwise every unit is its own Weibull renewal process (k < 1: new parts fail early)"), \
+    F_NONNEG("reliability.components." c ".detect_s", reliability.components[K].detect_s, "s",      \
+             "from a failure to its detection (health check, NCCL timeout): the job hangs meanwhile", "assumption: 0"), \
+    F_AUTO("reliability.components." c ".repair_h", reliability.components[K].repair_h, 0, 0, "h",  \
+           "repair or RMA of one failed unit, after which its nodes rejoin the spare pool; auto = reliability.recovery.repair_h")
 
 /* Fields of one element of faults.slow_gpus / faults.links (offsets into the element). */
 static const scn_field SLOW_GPU_ITEMS[] = {
@@ -223,6 +237,10 @@ const scn_field scn_fields[] = {
            "the cost model (calibration/models/*.json) that prices compute and links; null = the built-in analytic pricing; relative to the current folder, then to the scenario's",
            "the cluster preset's GPU: calibration/models/<gpu>-published.json (public specifications, not measured)"),
 
+    F_ENUM("reliability.failure_model", reliability.failure_model, scn_failure_model_names, "",
+           "classes: gpu_mtbf_h split over failure classes, one process per class for the whole job (reliability.classes.*); "
+           "components: every unit of every component kind fails on its own, with its count, MTBF, Weibull shape and blast "
+           "radius (reliability.components.*). The other model's fields are not used"),
     F_POS("reliability.gpu_mtbf_h", reliability.gpu_mtbf_h, "h",
           "mean time between failures per GPU, all failure classes together; the cluster MTBF is this over the GPU count",
           "the reference design's assumption (about three years per GPU: 26,000 h, 6.35 h for 4096 GPUs). Llama 3's 419 "
@@ -240,6 +258,24 @@ const scn_field scn_fields[] = {
     F_CLASS("switch", FAIL_SWITCH, "network switch or cable failures"),
     F_CLASS("host", FAIL_HOST, "host failures (maintenance, SSD, power, chassis, CPU, memory)"),
     F_CLASS("software", FAIL_SOFTWARE, "software failures (bugs, dependencies, NCCL watchdog timeouts)"),
+    F_COMP("gpu", COMP_GPU, "GPUs, one per GPU; a failure takes its node out of the job"),
+    F_COMP("nic", COMP_NIC, "NICs, one per GPU; a failure takes its node out of the job"),
+    F_COMP("host", COMP_HOST, "hosts, one per node; a failure takes the node out of the job"),
+    F_COMP("leaf_switch", COMP_LEAF_SWITCH,
+           "leaf switches, rails x leaves per rail; a failure takes rail k of the cluster.leaf_down_ports nodes under it, "
+           "so those nodes, out of the job"),
+    F_COMP("spine_switch", COMP_SPINE_SWITCH,
+           "spine layers, one per rail; traffic reroutes over the other spines: the job restarts in place, no node is lost"),
+    F_COMP("rack", COMP_RACK, "racks (power domains) of reliability.components.rack.nodes nodes; a failure takes them all out"),
+    F_COMP("software", COMP_SOFTWARE, "software stacks, one per node; a failure restarts the job in place"),
+    F_INT("reliability.components.rack.nodes", reliability.rack_nodes, 1, MAX_NODES, "nodes",
+          "nodes per rack / power domain: a rack failure's blast radius; correlated failures strike within a rack",
+          "Llama 3 (Dubey et al. 2024, section 3.3.1): two 8-GPU servers per rack"),
+    F_FRAC("reliability.correlated.probability", reliability.correlated.probability, "fraction",
+           "a failure that takes nodes down brings a second failure, a host in the same rack (shared power, cooling, cabling), "
+           "with this probability; follow-ons bring none"),
+    F_NONNEG("reliability.correlated.delay_s", reliability.correlated.delay_s, "s",
+             "mean delay of a correlated follow-on after its failure (exponential)", "assumption: no source"),
     F_ENUM("reliability.checkpoint.policy", reliability.checkpoint.policy, scn_ckpt_policy_names, "",
            "checkpoint interval: fixed (interval_min), young (sqrt(2 delta M)), daly (Daly 2006, higher order) or none",
            REF_DESIGN ": Daly's interval"),
@@ -264,6 +300,8 @@ const scn_field scn_fields[] = {
              "the whole restart cost R: reschedule, reload the checkpoint, warm up", REF_DESIGN ": often over 30 minutes"),
     F_NONNEG("reliability.recovery.repair_h", reliability.recovery.repair_h, "h",
              "time until a failed node is back in the spare pool", "assumption (a day to repair or replace a node): no source"),
+    F_INT("reliability.recovery.repair_slots", reliability.recovery.repair_slots, 0, NOMAX, "",
+          "repairs that can run at once (technicians, RMA desk), first come first served; 0 = as many as needed"),
     F_FRAC("reliability.stragglers.fraction", reliability.stragglers.fraction, "fraction", "fraction of nodes that turn slow at some time during the run"),
     F_DBL("reliability.stragglers.slowdown", reliability.stragglers.slowdown, 1, INFINITY, 0, "x",
           "step-time factor while a straggler is in the job (the job runs at its slowest node's pace)"),
