@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,22 @@ static inline int cli_run_va(const char *bin, const char *dir, char *out, size_t
         if (f) fclose(f);
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Run the tool `name` of the build ($MOESIM_BIN, else build/tools) as cli_run_va does. */
+static inline int cli_run_tool_va(const char *name, const char *dir, char *out, size_t out_cap, char *err,
+                                  size_t err_cap, va_list ap) {
+    const char *bin = getenv("MOESIM_BIN");
+    char exe[4200];
+    snprintf(exe, sizeof exe, "%s/%s", bin ? bin : "build/tools", name);
+    return cli_run_va(exe, dir, out, out_cap, err, err_cap, ap);
+}
+
+/* rm -rf DIR (a test's scratch folder); 0 on success. */
+static inline int cli_remove_tree(const char *dir) {
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }
 
 #endif

@@ -365,6 +365,14 @@ static void test_malformed_traces_are_rejected(void **state) {
     expect_bad_trace("{\"format\":\"moesim-trace/1\",\"provenance\":{\"kind\":\"tpu\"},\"points\":[" PT_OK "]}",
                      "provenance.kind", "\"gpu\", \"cpu\" or \"nccl-tests\"");
     expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\n\"points\":[" PT_OK ",]}", "line 2", "valid JSON");
+    /* strict JSON: text after the document, a key twice, numbers outside the grammar */
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[" PT_OK "]}\nfitted: yes", "line 2",
+                     "trailing");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[" PT_OK "],\"points\":[]}", "points",
+                     "a second time");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[{\"kernel\":\"permute\",\"shape\":{},"
+                     "\"time_us\":1.,\"bytes\":100,\"flops\":0}]}",
+                     "points[0].time_us", "JSON number");
 }
 
 /* ---- the CI regression ------------------------------------------------------------------------------------ */

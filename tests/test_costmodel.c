@@ -169,6 +169,13 @@ static void test_bad_models(void **state) {
                "a number");
     expect_bad(HEAD PEAK GEMM "\"memory\":{\"GBps\":3000,\"launch_us\":2}}", "attention", "an object");
     expect_bad("{\n\"format\": ,}", "line 2", "valid JSON");
+    /* strict JSON: a section twice (a 100x slower GEMM first) is refused, not resolved either way */
+    expect_bad(HEAD PEAK "\"gemm\":{\"eff_max\":0.008,\"operand_GBps\":3000,\"launch_us\":3}," GEMM MEM "}", "gemm",
+               "a second time");
+    expect_bad(HEAD PEAK GEMM MEM "} trailing", "line 1", "trailing");
+    expect_bad(HEAD PEAK "\"gemm\":{\"eff_max\":0.8,\"operand_GBps\":3000,\"launch_us\":03}," MEM "}",
+               "gemm.launch_us", "JSON number");
+    expect_bad(HEAD PEAK GEMM MEM ",\"gemm_typo\":{}}", "gemm_typo", "unknown key");
     assert_int_equal(costmodel_load("/nonexistent/model.json", &cm, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "/nonexistent/model.json"));
 }

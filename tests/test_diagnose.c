@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/base/fileio.h"
 #include "sim/report/diagnose.h"
 #include "tests/cli_run.h"
 
@@ -425,6 +426,21 @@ static void test_bad_traces(void **state) {
 
     assert_int_equal(diag_trace_parse("{\"traceEvents\": []}", "inline.json", &t, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "otherData"));
+
+    /* strict JSON: a valid trace followed by text is not a trace ("verdict: healthy" used to pass) */
+    moe_error ferr = {0};
+    char *good = read_file_text(TRACES "healthy-pp8.json", NULL, &ferr);
+    assert_non_null(good);
+    size_t gl = strlen(good);
+    char *tail = malloc(gl + 32);
+    snprintf(tail, gl + 32, "%s verdict: healthy", good);
+    assert_int_equal(diag_trace_parse(tail, "inline.json", &t, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "inline.json: line"));
+    assert_non_null(strstr(err.msg, "trailing"));
+    free(tail);
+    free(good);
+    assert_int_equal(diag_trace_load("/dev/zero", &t, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "/dev/zero: got a character device"));
 
     /* files: the name and the line / path */
     assert_int_equal(diag_trace_load(TRACES "bad-truncated.json", &t, &err), EXIT_BADINPUT);

@@ -85,6 +85,8 @@ static const bad_case CASES[] = {
     {"nan_string", "run.tokens", "got \"NaN\"", "finite number", -1},
     {"infinite_number", "run.tokens", "got 1e999", "finite number", -1},
     {"duplicate_key", "layout.pp", "\"pp\" a second time", "at most once", -1},
+    {"seed_leading_zero", "seed", "got 00", "JSON number", -1},
+    {"number_trailing_dot", "run.tokens", "got 25.", "JSON number", -1},
     {"level_unknown", "output.levels[1]", "got \"walk\"", "\"plan\", \"step\", \"run\"", -1},
     {"levels_empty", "output.levels", "got []", "non-empty list", -1},
     {"sweep_unknown_key", "sweep.layout.ppp", "unknown field \"layout.ppp\"", "did you mean \"layout.pp\"", -1},

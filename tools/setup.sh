@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # setup.sh — install what is missing (Debian), build, then run the default scenario or the tests.
 #   bash tools/setup.sh run    install + build + simrun scenarios/seed-4096.json
-#   bash tools/setup.sh test   install + build (normal and ASan/UBSan) + every ctest test in both
+#   bash tools/setup.sh test   install + build (normal and ASan/UBSan) + every ctest test in both,
+#                              then a short libFuzzer smoke of every harness (clang, tests/fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-run}
 
 pkgs="build-essential cmake pkg-config git libsimgrid-dev libcjson-dev libgsl-dev libcmocka-dev
-      libopenmpi-dev openmpi-bin gnuplot-nox"
+      libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
@@ -33,6 +34,10 @@ case "$what" in
     cmake --build build-asan -j"$jobs"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
+    # every input format under libFuzzer for MOESIM_FUZZ_SMOKE_SECONDS each (tests/fuzz/README.md)
+    CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOESIM_FUZZ=ON \
+      -DMOESIM_CUDA=OFF >/dev/null
+    cmake --build build-fuzz -j"$jobs" --target fuzz-smoke
     ;;
   *) echo "usage: tools/setup.sh run|test" >&2; exit 2 ;;
 esac

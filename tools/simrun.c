@@ -115,16 +115,19 @@ static const char DUMP_OPTIONS[] =
 /* ---- argument helpers -------------------------------------------------------------------------- */
 
 static int parse_levels(cli_parser *p, const char *s, int *out) {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", s);
     *out = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (strcmp(tok, "plan") == 0) *out |= LEVEL_PLAN;
-        else if (strcmp(tok, "step") == 0) *out |= LEVEL_STEP;
-        else if (strcmp(tok, "run") == 0) *out |= LEVEL_RUN;
-        else return cli_error(p, "--levels: got '%s'; expected a comma-separated subset of plan,step,run", tok);
+    /* walk the comma-separated words in place: a list of any length is read whole */
+    for (const char *tok = s; *tok;) {
+        size_t n = strcspn(tok, ",");
+        if (n == 4 && strncmp(tok, "plan", 4) == 0) *out |= LEVEL_PLAN;
+        else if (n == 4 && strncmp(tok, "step", 4) == 0) *out |= LEVEL_STEP;
+        else if (n == 3 && strncmp(tok, "run", 3) == 0) *out |= LEVEL_RUN;
+        else if (n > 0)
+            return cli_error(p, "--levels: got '%.*s'; expected a comma-separated subset of plan,step,run",
+                             n > 80 ? 80 : (int)n, tok);
+        tok += n + (tok[n] == ',');
     }
-    if (!*out) return cli_error(p, "--levels: got '%s'; expected at least one of plan,step,run", s);
+    if (!*out) return cli_error(p, "--levels: got '%.80s'; expected at least one of plan,step,run", s);
     return 0;
 }
 

@@ -92,6 +92,9 @@ static int at_offset(const char *file, const char *text, size_t len, size_t off,
                      const char *what, moe_error *err) {
     int line, col;
     if (off > len) off = len;
+    size_t rest = off;
+    while (rest < len && strchr(" \t\r\n", text[rest])) rest++;
+    if (!got && rest == len) off = len; /* only whitespace left: the error is at the end of the file */
     line_col(text, off, &line, &col);
     char near[64], where[64];
     if (got) {
@@ -99,8 +102,8 @@ static int at_offset(const char *file, const char *text, size_t len, size_t off,
     } else if (off >= len) {
         snprintf(near, sizeof near, "the end of the file");
     } else {
-        size_t n = strcspn(text + off, "\r\n");
-        if (n > 24) n = 24;
+        size_t n = 0; /* the text need not end with a NUL: stay inside [0, len) */
+        while (n < 24 && off + n < len && text[off + n] != '\r' && text[off + n] != '\n') n++;
         char raw[32];
         snprintf(raw, sizeof raw, "%.*s", (int)n, text + off);
         char shown_raw[32];
@@ -294,23 +297,6 @@ static int walk(strict *st, const cJSON *node) {
     return 0;
 }
 
-static int syntax_error(const char *file, const char *text, size_t len, const char *at, moe_error *err) {
-    size_t off = (at && at >= text && at <= text + len) ? (size_t)(at - text) : len;
-    /* a complete value followed by more text: say so rather than "malformed" */
-    const char *end = NULL;
-    cJSON *prefix = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (prefix) {
-        cJSON_Delete(prefix);
-        size_t e = end ? (size_t)(end - text) : len;
-        while (e < len && strchr(" \t\r\n", text[e])) e++;
-        return at_offset(file, text, len, e, NULL,
-                         "valid JSON: nothing after the document's closing bracket (trailing text)", err);
-    }
-    return at_offset(file, text, len, off, NULL,
-                     "valid JSON: malformed here (a missing or extra comma, quote or bracket, or a "
-                     "truncated file?)", err);
-}
-
 cJSON *json_parse_strict(const char *file, const char *text, size_t len, moe_error *err) {
     const char *label = file ? file : "";
     if (!text) {
@@ -331,11 +317,19 @@ cJSON *json_parse_strict(const char *file, const char *text, size_t len, moe_err
         return NULL;
     }
     const char *end = NULL;
-    /* length + 1: cJSON's require_null_terminated looks for the NUL inside the buffer, which also
-     * rejects trailing text after the document */
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t off = (end && end >= text && end <= text + len) ? (size_t)(end - text) : len;
     if (!root) {
-        syntax_error(label, text, len, end, err);
+        at_offset(label, text, len, off, NULL,
+                  "valid JSON: malformed here (a missing or extra comma, quote or bracket, or a truncated "
+                  "file?)", err);
+        return NULL;
+    }
+    while (off < len && strchr(" \t\r\n", text[off])) off++;
+    if (off < len) {
+        cJSON_Delete(root);
+        at_offset(label, text, len, off, NULL,
+                  "valid JSON: nothing after the document's closing bracket (trailing text)", err);
         return NULL;
     }
     strict st = {.file = label, .text = text, .len = len, .err = err};

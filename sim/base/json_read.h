@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-/* Parse text[0, len) (text[len] must be '\0'; NUL bytes inside are refused). NULL with err set. */
+/* Parse text[0, len) (no NUL needed after it; NUL bytes inside are refused). NULL with err set. */
 cJSON *json_parse_strict(const char *file, const char *text, size_t len, moe_error *err);
 /* Read `path` (read_file_bounded with max_bytes; 0: the default cap) and parse it strictly. */
 cJSON *json_load(const char *path, size_t max_bytes, moe_error *err);

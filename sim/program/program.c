@@ -681,7 +681,12 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     p->vpp = sp.vpp; p->n_chunks = sp.n_chunks;
     p->micro_batches = sp.m;
     p->n_ranks = gpus;
-    p->tokens_per_mb = L->micro_batch * s->model.seq_len;
+    long long tokens_per_mb = (long long)L->micro_batch * s->model.seq_len;
+    if (routing_check_tokens(s, tokens_per_mb, err)) {
+        program_free(p);
+        return err->code;
+    }
+    p->tokens_per_mb = (int)tokens_per_mb;
     p->n_model_stages = n_ms;
     p->stage_layer_begin = moe_xmalloc((size_t)n_ms * sizeof(int));
     p->stage_layer_end = moe_xmalloc((size_t)n_ms * sizeof(int));

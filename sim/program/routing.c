@@ -15,6 +15,7 @@
 #include "sim/scenario/scenario_paths.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,11 +304,28 @@ static int build_placement(routing_ctx *c, const int *group_gpus, int gpus_per_n
     return 0;
 }
 
+int routing_check_tokens(const scenario *s, long long tokens_per_rank, moe_error *err) {
+    long long choices = tokens_per_rank * (s->model.top_k > 0 ? s->model.top_k : 1) * (s->layout.ep > 0 ? s->layout.ep : 1);
+    if (tokens_per_rank <= INT_MAX && (s->model.experts <= 0 || choices <= ROUTING_MAX_CHOICES)) return 0;
+    char v[32], why[160];
+    snprintf(v, sizeof v, "%d", s->model.seq_len);
+    if (tokens_per_rank > INT_MAX)
+        snprintf(why, sizeof why, "%lld tokens per micro-batch, more than %d", tokens_per_rank, INT_MAX);
+    else
+        snprintf(why, sizeof why, "%lld tokens x top_k %d x EP %d = %.3g choices per routing sample",
+                 tokens_per_rank, s->model.top_k, s->layout.ep, (double)choices);
+    return moe_error_input(err, s->file, "model.seq_len", v,
+                           "a step the routing model can draw: layout.micro_batch (%d) x model.seq_len tokens x "
+                           "model.top_k x layout.ep at most 2^28 (here %s)", s->layout.micro_batch, why);
+}
+
 routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, const routing_opts *opts,
                                      moe_error *err) {
-    int tpr = opts && opts->tokens_per_rank > 0
-                  ? opts->tokens_per_rank
-                  : (s->layout.tp > 0 ? s->layout.micro_batch * s->model.seq_len / s->layout.tp : 0);
+    long long tpr64 = opts && opts->tokens_per_rank > 0
+                          ? opts->tokens_per_rank
+                          : (s->layout.tp > 0 ? (long long)s->layout.micro_batch * s->model.seq_len / s->layout.tp : 0);
+    if (routing_check_tokens(s, tpr64, err)) return NULL;
+    int tpr = (int)tpr64;
     if (validate(s, group_gpus, tpr, err)) return NULL;
     routing_ctx *c = moe_xcalloc(1, sizeof *c);
     if (!c) { moe_error_set(err, EXIT_RUNTIME, "out of memory"); return NULL; }

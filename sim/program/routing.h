@@ -177,6 +177,13 @@ int routing_trace_from_json(const char *path, const struct cJSON *root, int E, i
 
 int routing_ctx_ranks(const routing_ctx *ctx);
 int routing_ctx_tokens_per_rank(const routing_ctx *ctx);
+
+/* The largest step the routing model draws: tokens_per_rank x top_k x ep token-expert choices per
+ * sample (int32 arrays of that length): 2^28, 1 GiB of choices (DeepSeek-V3 at 4096 tokens per
+ * micro-batch and EP 64: 2^21). A step past it, or tokens per micro-batch past INT_MAX, is refused
+ * with an exit-2 error naming model.seq_len (the field that sizes it in practice). */
+#define ROUTING_MAX_CHOICES ((long long)1 << 28)
+int routing_check_tokens(const scenario *s, long long tokens_per_rank, moe_error *err);
 int routing_ctx_n_nodes(const routing_ctx *ctx);
 const int *routing_ctx_nodes(const routing_ctx *ctx);      /* n_nodes global node ids, ascending */
 const int *routing_ctx_rank_node(const routing_ctx *ctx);  /* n_ranks node indexes (into nodes[]) */
