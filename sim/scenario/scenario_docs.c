@@ -1,6 +1,8 @@
 /* scenario_docs.c — the scenario reference from the field table (scenario_docs.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "sim/scenario/scenario_docs.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -94,7 +96,8 @@ static cJSON *json_row(const doc_row *r) {
     cJSON_AddStringToObject(o, "type", scn_field_type_name(r->f));
     cJSON_AddStringToObject(o, "unit", r->f->doc.unit ? r->f->doc.unit : "");
     if (*r->value) {
-        cJSON *v = cJSON_Parse(r->value);
+        moe_error ignored = {0}; /* a value this file printed; a string when it does not parse */
+        cJSON *v = json_parse_strict("(default)", r->value, strlen(r->value), &ignored);
         cJSON_AddItemToObject(o, "default", v ? v : cJSON_CreateString(r->value));
         cJSON_AddStringToObject(o, "default_from", r->from);
     }
@@ -111,9 +114,8 @@ static size_t section_len(const char *path) {
 }
 
 int scn_fields_describe(FILE *out, scn_doc_format fmt) {
-    scenario *d = malloc(sizeof *d);
+    scenario *d = moe_xmalloc(sizeof *d);
     cJSON *fields = fmt == SCN_DOC_JSON ? cJSON_CreateArray() : NULL;
-    if (!d || (fmt == SCN_DOC_JSON && !fields)) { free(d); cJSON_Delete(fields); return -1; }
     scenario_defaults(d);
     const char *section = NULL;
     size_t section_n = 0;
@@ -187,8 +189,7 @@ char *scn_doc_splice(const char *doc, const char *generated) {
     const char *from, *to;
     if (block_span(doc, &from, &to)) return NULL;
     size_t head = (size_t)(from - doc), gen = strlen(generated), tail = strlen(to);
-    char *out = malloc(head + gen + tail + 1);
-    if (!out) return NULL;
+    char *out = moe_xmalloc(head + gen + tail + 1);
     memcpy(out, doc, head);
     memcpy(out + head, generated, gen);
     memcpy(out + head + gen, to, tail + 1);
