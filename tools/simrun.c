@@ -7,6 +7,7 @@
  *   simrun merge DIR... --out DIR
  *   simrun plot DIR
  *   simrun dump-platform SCENARIO --out FILE                   (also: simrun --dump-platform FILE SCENARIO)
+ *   simrun validate [CASES.json] [--baseline FILE] [--out DIR]
  *
  * One row per subcommand in COMMANDS (name, handler, help), parsed with getopt_long through
  * sim/base/cli_args.h. Exit codes: 0 ok, 1 runtime failure, 2 bad input or usage. */
@@ -35,6 +36,7 @@
 #include "sim/scenario/scenario_origin.h"
 #include "sim/simgrid/a2a_bench.h"
 #include "sim/point/point_eval.h"
+#include "sim/point/validate.h"
 
 static const char ABOUT[] =
     "Evaluates every sweep point of a scenario at the levels asked for and writes DIR/results.json and\n"
@@ -111,6 +113,13 @@ static const char DUMP_OPTIONS[] =
     "  -o, --out FILE       the SimGrid XML to write (also --dump-platform FILE)\n"
     "  -j, --jobs N         accepted; the dump runs in one process\n"
     "  -q, --quiet          no summary line\n";
+
+static const char VALIDATE_OPTIONS[] =
+    "      --baseline FILE  compare with a committed validation.json: exit 1 when a case's error moved by\n"
+    "                       more than 1 percentage point or its status changed\n"
+    "  -o, --out DIR        where validation.json and validation.csv go (default results/validation)\n"
+    "  -j, --jobs N         worker processes (default: the number of cores)\n"
+    "  -q, --quiet          no table\n";
 
 /* ---- argument helpers -------------------------------------------------------------------------- */
 
@@ -582,6 +591,26 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     return rc;
 }
 
+/* simrun validate [CASES.json]: the published cases against the model (sim/point/validate.h). */
+static int cmd_validate(cli_parser *p, int argc, char **argv) {
+    enum { O_BASELINE = 256 };
+    static const struct option opts[] = {{"baseline", required_argument, NULL, O_BASELINE}, CLI_COMMON_OPTIONS};
+    validate_opts vo = {.cases_path = "scenarios/validation/cases.json", .out_dir = "results/validation"};
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_BASELINE) vo.baseline_path = optarg;
+    }
+    if (cli_positionals(p, argc, argv, 0, 1, "at most one CASES.json")) return p->rc;
+    if (optind < argc) vo.cases_path = argv[optind];
+    if (p->common.out) vo.out_dir = p->common.out;
+    vo.jobs = p->common.jobs ? p->common.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    vo.quiet = p->common.quiet;
+    moe_error err = {0};
+    int rc = validate_run(&vo, stdout, &err);
+    if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
+    return rc;
+}
+
 /* ---- the command table ------------------------------------------------------------------------ */
 
 /* One row per subcommand: name, handler, synopsis, one-line summary, options. */
@@ -605,6 +634,9 @@ static const cli_command COMMANDS[] = {
      FIELDS_OPTIONS},
     {"dump-platform", cmd_dump_platform, "SCENARIO.json --out FILE",
      "Write the scenario's fabric as SimGrid XML (up to 256 GPUs).", DUMP_OPTIONS},
+    {"validate", cmd_validate, "[CASES.json] [--baseline FILE] [--out DIR]",
+     "Predict every published case (default scenarios/validation/cases.json) and print the error table.",
+     VALIDATE_OPTIONS},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -1,0 +1,581 @@
+/* validate.c — published cases vs predictions (validate.h). */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+#include "sim/point/validate.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/base/fileio.h"
+#include "sim/point/point_eval.h"
+#include "sim/report/point_pool.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/deepep_bench.h"
+
+#define NAME_MAX_LEN 64
+
+typedef enum { CASE_STEP = 0, CASE_DEEPEP } case_kind;
+
+static const char *const STEP_METRICS[] = {"tokens_per_s_per_gpu", "tflops_per_gpu", "step_time_s", NULL};
+static const char *const DEEPEP_METRICS[] = {"dispatch_rdma_GBps", "dispatch_nvl_GBps", "combine_rdma_GBps",
+                                             "combine_nvl_GBps", NULL};
+static const char *const SOURCE_KEYS[] = {"document", "repository", "commit", "file", "table", "row", NULL};
+static const char *const CASE_KEYS[] = {"name", "kind", "scenario", "metric", "published", "source", "features",
+                                        "calibration_point", "notes", "deepep", NULL};
+static const char *const DEEPEP_KEYS[] = {"ep", "tokens", "hidden", "topk", "experts", "topk_groups", "dispatch",
+                                          "seed", NULL};
+
+typedef struct {
+    char name[NAME_MAX_LEN];
+    case_kind kind;
+    char scenario[SCN_PATH_MAX * 2];   /* resolved against the cases file's folder */
+    char metric[32];
+    double published;
+    deepep_case dp;
+    const cJSON *json;                 /* the case object (source, features, notes are copied out) */
+} vcase;
+
+typedef struct {
+    const char *file;
+    int n;
+    vcase *cases;
+    cJSON *root;
+} case_set;
+
+/* ---- reading the cases file -------------------------------------------------------------------- */
+
+static int one_of(const char *s, const char *const *list) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(s, list[i]) == 0) return i;
+    return -1;
+}
+
+static int check_keys(const char *file, const cJSON *obj, const char *path, const char *const *allowed,
+                      moe_error *err) {
+    for (const cJSON *k = obj->child; k; k = k->next)
+        if (one_of(k->string, allowed) < 0) {
+            char p[256];
+            snprintf(p, sizeof p, "%s.%s", path, k->string);
+            const char *near = moe_did_you_mean(k->string, allowed);
+            return moe_error_input(err, file, p, NULL, "no such field%s%s", near ? "; did you mean " : "",
+                                   near ? near : "");
+        }
+    return 0;
+}
+
+static int get_str(const char *file, const cJSON *obj, const char *path, const char *key, int required,
+                   char *dst, size_t cap, moe_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[256];
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    if (!v && !required) return 0;
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap) {
+        char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+        int rc = moe_error_input(err, file, p, txt ? txt : "nothing", "a non-empty string of < %zu characters", cap);
+        free(txt);
+        return rc;
+    }
+    snprintf(dst, cap, "%s", v->valuestring);
+    return 0;
+}
+
+static int get_num(const char *file, const cJSON *obj, const char *path, const char *key, int required,
+                   double lo, double hi, int integer, double *out, moe_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[256];
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    if (!v && !required) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi ||
+        (integer && v->valuedouble != floor(v->valuedouble))) {
+        char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+        int rc = moe_error_input(err, file, p, txt ? txt : "nothing", "%s in [%g, %g]",
+                                 integer ? "an integer" : "a number", lo, hi);
+        free(txt);
+        return rc;
+    }
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int read_deepep(const char *file, const cJSON *o, const char *path, deepep_case *d, moe_error *err) {
+    if (!cJSON_IsObject(o)) return moe_error_input(err, file, path, NULL, "an object (the DeepEP benchmark case)");
+    if (check_keys(file, o, path, DEEPEP_KEYS, err)) return EXIT_BADINPUT;
+    double ep = 0, tokens = 0, hidden = 0, topk = 0, experts = 0, groups = 0, seed = 1;
+    if (get_num(file, o, path, "ep", 1, 8, 4096, 1, &ep, err) ||
+        get_num(file, o, path, "tokens", 1, 1, 1 << 20, 1, &tokens, err) ||
+        get_num(file, o, path, "hidden", 1, 1, 1 << 20, 1, &hidden, err) ||
+        get_num(file, o, path, "topk", 1, 1, 64, 1, &topk, err) ||
+        get_num(file, o, path, "experts", 1, 1, 1 << 16, 1, &experts, err) ||
+        get_num(file, o, path, "topk_groups", 0, 0, 1024, 1, &groups, err) ||
+        get_num(file, o, path, "seed", 0, 0, 4294967295.0, 1, &seed, err))
+        return EXIT_BADINPUT;
+    char dt[16] = "fp8";
+    if (get_str(file, o, path, "dispatch", 0, dt, sizeof dt, err)) return EXIT_BADINPUT;
+    char p[256];
+    snprintf(p, sizeof p, "%s.dispatch", path);
+    if (strcmp(dt, "fp8") && strcmp(dt, "bf16"))
+        return moe_error_input(err, file, p, dt, "\"fp8\" (E4M3 with one FP32 scale per 128) or \"bf16\"");
+    *d = (deepep_case){.ep = (int)ep, .tokens = (int)tokens, .hidden = (int)hidden, .topk = (int)topk,
+                       .experts = (int)experts, .topk_groups = (int)groups,
+                       /* DeepEP's fp8_factor (1 + 4/128) / 2 of the BF16 size: one FP32 scale per 128 */
+                       .dispatch_elt_B = strcmp(dt, "fp8") == 0 ? 1.0 + 4.0 / 128.0 : 2.0,
+                       .combine_elt_B = 2.0, .seed = (uint64_t)seed};
+    return 0;
+}
+
+static int read_case(case_set *cs, const cJSON *o, int i, const char *dir, vcase *c, moe_error *err) {
+    const char *f = cs->file;
+    char path[64];
+    snprintf(path, sizeof path, "cases[%d]", i);
+    if (!cJSON_IsObject(o)) return moe_error_input(err, f, path, NULL, "an object (one published case)");
+    if (check_keys(f, o, path, CASE_KEYS, err)) return EXIT_BADINPUT;
+    memset(c, 0, sizeof *c);
+    c->json = o;
+    if (get_str(f, o, path, "name", 1, c->name, sizeof c->name, err)) return EXIT_BADINPUT;
+    for (const char *p = c->name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+            return moe_error_input(err, f, path, c->name, "a name of lower-case letters, digits, '-' and '.'");
+    for (int j = 0; j < i; j++)
+        if (strcmp(cs->cases[j].name, c->name) == 0)
+            return moe_error_input(err, f, path, c->name, "a name no other case has");
+    char kind[16] = "step";
+    if (get_str(f, o, path, "kind", 0, kind, sizeof kind, err)) return EXIT_BADINPUT;
+    if (strcmp(kind, "step") == 0) c->kind = CASE_STEP;
+    else if (strcmp(kind, "deepep") == 0) c->kind = CASE_DEEPEP;
+    else return moe_error_input(err, f, path, kind, "kind \"step\" (a scenario) or \"deepep\" (a DeepEP benchmark case)");
+    char scn[SCN_PATH_MAX];
+    if (get_str(f, o, path, "scenario", 1, scn, sizeof scn, err)) return EXIT_BADINPUT;
+    snprintf(c->scenario, sizeof c->scenario, "%s%s%s", scn[0] == '/' ? "" : dir, scn[0] == '/' ? "" : "/", scn);
+    if (get_str(f, o, path, "metric", 1, c->metric, sizeof c->metric, err)) return EXIT_BADINPUT;
+    const char *const *metrics = c->kind == CASE_STEP ? STEP_METRICS : DEEPEP_METRICS;
+    if (one_of(c->metric, metrics) < 0) {
+        char p[96];
+        snprintf(p, sizeof p, "%s.metric", path);
+        return moe_error_input(err, f, p, c->metric, "one of the %s metrics (%s, ...)", kind, metrics[0]);
+    }
+    if (get_num(f, o, path, "published", 1, 1e-12, 1e15, 0, &c->published, err)) return EXIT_BADINPUT;
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(o, "source");
+    char p[96];
+    snprintf(p, sizeof p, "%s.source", path);
+    if (!cJSON_IsObject(src)) return moe_error_input(err, f, p, NULL, "an object naming document, table and row");
+    if (check_keys(f, src, p, SOURCE_KEYS, err)) return EXIT_BADINPUT;
+    char buf[1024];
+    if (get_str(f, src, p, "document", 1, buf, sizeof buf, err) || get_str(f, src, p, "table", 1, buf, sizeof buf, err) ||
+        get_str(f, src, p, "row", 1, buf, sizeof buf, err))
+        return EXIT_BADINPUT;
+    const cJSON *feat = cJSON_GetObjectItemCaseSensitive(o, "features");
+    snprintf(p, sizeof p, "%s.features", path);
+    if (!cJSON_IsArray(feat)) return moe_error_input(err, f, p, NULL, "an array of strings (the run's software features)");
+    for (const cJSON *s = feat->child; s; s = s->next)
+        if (!cJSON_IsString(s)) return moe_error_input(err, f, p, NULL, "an array of strings");
+    const cJSON *cal = cJSON_GetObjectItemCaseSensitive(o, "calibration_point");
+    snprintf(p, sizeof p, "%s.calibration_point", path);
+    if (cal && !cJSON_IsBool(cal)) return moe_error_input(err, f, p, NULL, "true or false");
+    char notes[2048];
+    if (get_str(f, o, path, "notes", 0, notes, sizeof notes, err)) return EXIT_BADINPUT;
+    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(o, "deepep");
+    snprintf(p, sizeof p, "%s.deepep", path);
+    if (c->kind == CASE_DEEPEP) return read_deepep(f, dp, p, &c->dp, err);
+    if (dp) return moe_error_input(err, f, p, NULL, "no \"deepep\" object in a step case");
+    return 0;
+}
+
+static void case_set_free(case_set *cs) {
+    free(cs->cases);
+    cJSON_Delete(cs->root);
+    memset(cs, 0, sizeof *cs);
+}
+
+static int load_cases(const char *file, case_set *cs, moe_error *err) {
+    memset(cs, 0, sizeof *cs);
+    cs->file = file;
+    char *text = read_file_text(file, NULL, err);
+    if (!text) return err->code;
+    cs->root = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(cs->root)) { case_set_free(cs); return moe_error_input(err, file, NULL, NULL, "a JSON object"); }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(cs->root, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, VALIDATE_FORMAT) != 0) {
+        case_set_free(cs);
+        return moe_error_input(err, file, "format", NULL, "\"" VALIDATE_FORMAT "\"");
+    }
+    static const char *const TOP[] = {"format", "about", "cases", NULL};
+    if (check_keys(file, cs->root, "(root)", TOP, err)) { case_set_free(cs); return EXIT_BADINPUT; }
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(cs->root, "cases");
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1) {
+        case_set_free(cs);
+        return moe_error_input(err, file, "cases", NULL, "a non-empty array of cases");
+    }
+    char dir[SCN_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    cs->n = cJSON_GetArraySize(arr);
+    cs->cases = calloc((size_t)cs->n, sizeof *cs->cases);
+    int i = 0;
+    for (const cJSON *o = arr->child; o; o = o->next, i++)
+        if (read_case(cs, o, i, dir, &cs->cases[i], err)) { case_set_free(cs); return EXIT_BADINPUT; }
+    return 0;
+}
+
+/* ---- evaluating one case (in a worker process) ------------------------------------------------ */
+
+static double number_at(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static double deepep_metric(const deepep_result *r, const char *metric) {
+    if (strcmp(metric, "dispatch_rdma_GBps") == 0) return r->dispatch_rdma_GBps;
+    if (strcmp(metric, "dispatch_nvl_GBps") == 0) return r->dispatch_nvl_GBps;
+    if (strcmp(metric, "combine_rdma_GBps") == 0) return r->combine_rdma_GBps;
+    return r->combine_nvl_GBps;
+}
+
+/* The case's result object: the case as given (name, kind, metric, published, source, features,
+ * calibration_point, notes) plus predicted / error_pct (and the plan's for step cases), status and
+ * detail. */
+static cJSON *result_object(const vcase *c, int id) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "kind", c->kind == CASE_STEP ? "step" : "deepep");
+    cJSON_AddStringToObject(o, "metric", c->metric);
+    cJSON_AddNumberToObject(o, "published", c->published);
+    const cJSON *cal = cJSON_GetObjectItemCaseSensitive(c->json, "calibration_point");
+    cJSON_AddBoolToObject(o, "calibration_point", cJSON_IsTrue(cal));
+    cJSON_AddItemToObject(o, "source", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c->json, "source"), 1));
+    cJSON_AddItemToObject(o, "features", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c->json, "features"), 1));
+    const cJSON *notes = cJSON_GetObjectItemCaseSensitive(c->json, "notes");
+    if (notes) cJSON_AddItemToObject(o, "notes", cJSON_Duplicate(notes, 1));
+    return o;
+}
+
+static void set_prediction(cJSON *o, const char *key, const char *err_key, double v, double published) {
+    if (!isfinite(v)) return;
+    cJSON_AddNumberToObject(o, key, v);
+    cJSON_AddNumberToObject(o, err_key, 100.0 * (v - published) / published);
+}
+
+static void set_status(cJSON *o, const char *status, const char *detail) {
+    cJSON_AddStringToObject(o, "status", status);
+    if (detail) cJSON_AddStringToObject(o, "detail", detail);
+}
+
+typedef struct {
+    const case_set *cs;
+} eval_ctx;
+
+static cJSON *eval_case(int id, void *vctx, moe_error *err) {
+    const eval_ctx *x = vctx;
+    const vcase *c = &x->cs->cases[id];
+    cJSON *o = result_object(c, id);
+    scenario s;
+    moe_error e = {0};
+    if (scenario_load(c->scenario, &s, NULL, &e)) {
+        if (e.code == EXIT_BADINPUT) set_status(o, "not expressible", e.msg);
+        else set_status(o, "failed", e.msg);
+        return o;
+    }
+    if (c->kind == CASE_DEEPEP) {
+        deepep_result r;
+        if (deepep_bench_run(&s, &c->dp, &r, &e)) {
+            set_status(o, "failed", e.msg);
+            return o;
+        }
+        set_prediction(o, "predicted", "error_pct", deepep_metric(&r, c->metric), c->published);
+        set_status(o, "ok", NULL);
+        return o;
+    }
+    point_opts po = {.levels = LEVEL_PLAN | LEVEL_STEP, .reproducible = 1};
+    cJSON *pt = point_evaluate(&s, 0, NULL, &po, &e);
+    if (!pt) {
+        set_status(o, e.code == EXIT_BADINPUT ? "not expressible" : "failed", e.msg);
+        return o;
+    }
+    set_prediction(o, "predicted", "error_pct", number_at(cJSON_GetObjectItemCaseSensitive(pt, "step"), c->metric),
+                   c->published);
+    set_prediction(o, "plan_predicted", "plan_error_pct",
+                   number_at(cJSON_GetObjectItemCaseSensitive(pt, "plan"), c->metric), c->published);
+    cJSON_Delete(pt);
+    set_status(o, "ok", NULL);
+    (void)err;
+    return o;
+}
+
+/* ---- the document ------------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int status_ok(const cJSON *c) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
+    return cJSON_IsString(s) && strcmp(s->valuestring, "ok") == 0;
+}
+
+/* counts and |error| statistics over the cases that ran (all, or only out-of-sample ones) */
+static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
+    int n = 0, ok = 0, within = 0;
+    double *abs_e = calloc((size_t)cJSON_GetArraySize(cases) + 1, sizeof(double)), mx = 0;
+    for (const cJSON *c = cases->child; c; c = c->next) {
+        if (out_of_sample_only && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"))) continue;
+        n++;
+        double e = number_at(c, "error_pct");
+        if (!status_ok(c) || !isfinite(e)) continue;
+        abs_e[ok++] = fabs(e);
+        within += fabs(e) <= 10.0;
+        if (fabs(e) > mx) mx = fabs(e);
+    }
+    qsort(abs_e, (size_t)ok, sizeof(double), cmp_double);
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "cases", n);
+    cJSON_AddNumberToObject(s, "evaluated", ok);
+    cJSON_AddNumberToObject(s, "within_10pct", within);
+    if (ok) {
+        double med = ok % 2 ? abs_e[ok / 2] : 0.5 * (abs_e[ok / 2 - 1] + abs_e[ok / 2]);
+        cJSON_AddNumberToObject(s, "median_abs_error_pct", med);
+        cJSON_AddNumberToObject(s, "max_abs_error_pct", mx);
+    }
+    free(abs_e);
+    return s;
+}
+
+static cJSON *document_of(cJSON *cases) {
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "format", VALIDATE_FORMAT "-results");
+    for (cJSON *c = cases->child; c; c = c->next) cJSON_DeleteItemFromObjectCaseSensitive(c, "id");
+    cJSON_AddItemToObject(doc, "summary", summary_of(cases, 0));
+    cJSON_AddItemToObject(doc, "summary_out_of_sample", summary_of(cases, 1));
+    cJSON_AddItemToObject(doc, "cases", cases);
+    return doc;
+}
+
+static const char *str_at(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* `text` cut to cap - 1 characters, "..." marking a cut */
+static void json_clip(const char *text, char *buf, size_t cap) {
+    size_t n = strlen(text);
+    if (n < cap) { memcpy(buf, text, n + 1); return; }
+    memcpy(buf, text, cap - 4);
+    memcpy(buf + cap - 4, "...", 4);
+}
+
+static void fmt_num(char *buf, size_t cap, double v) {
+    if (!isfinite(v)) snprintf(buf, cap, "-");
+    else if (fabs(v) >= 100) snprintf(buf, cap, "%.0f", v);
+    else snprintf(buf, cap, "%.3g", v);
+}
+
+static void fmt_pct(char *buf, size_t cap, double v) {
+    if (!isfinite(v)) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, "%+.1f", v);
+}
+
+void validate_print(FILE *out, const cJSON *doc) {
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
+    fprintf(out, "%-32s %-22s %10s %10s %8s %10s %8s  %s\n", "case", "metric", "published", "predicted", "error%",
+            "plan", "plan%", "status");
+    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
+        char pub[32], pred[32], e[32], pl[32], pe[32];
+        fmt_num(pub, sizeof pub, number_at(c, "published"));
+        fmt_num(pred, sizeof pred, number_at(c, "predicted"));
+        fmt_pct(e, sizeof e, number_at(c, "error_pct"));
+        fmt_num(pl, sizeof pl, number_at(c, "plan_predicted"));
+        fmt_pct(pe, sizeof pe, number_at(c, "plan_error_pct"));
+        const char *st = str_at(c, "status"), *det = str_at(c, "detail");
+        int cal = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"));
+        /* the loader's message names the missing field first; the JSON keeps all of it */
+        const char *sep = strstr(det, ".json: ");
+        if (sep) det = sep + 7;   /* the scenario's file name: the case's name says which */
+        char shown[112];
+        json_clip(det, shown, sizeof shown);
+        fprintf(out, "%-32s %-22s %10s %10s %8s %10s %8s  %s%s%s%s\n", str_at(c, "name"), str_at(c, "metric"), pub,
+                pred, e, pl, pe, st, *det ? ": " : "", shown, cal ? " [calibration point]" : "");
+    }
+    const char *labels[2] = {"summary", "summary_out_of_sample"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, labels[i]);
+        if (!s) continue;
+        fprintf(out, "%s: %d cases, %d evaluated, %d within 10%%", i ? "out of sample" : "all cases",
+                (int)number_at(s, "cases"), (int)number_at(s, "evaluated"), (int)number_at(s, "within_10pct"));
+        if (isfinite(number_at(s, "median_abs_error_pct")))
+            fprintf(out, ", median |error| %.1f%%, max |error| %.1f%%", number_at(s, "median_abs_error_pct"),
+                    number_at(s, "max_abs_error_pct"));
+        fputc('\n', out);
+    }
+}
+
+static char *csv_of(const cJSON *doc) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    fprintf(f, "case,kind,metric,published,predicted,error_pct,plan_predicted,plan_error_pct,status,calibration_point\n");
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
+    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
+        double v[5] = {number_at(c, "published"), number_at(c, "predicted"), number_at(c, "error_pct"),
+                       number_at(c, "plan_predicted"), number_at(c, "plan_error_pct")};
+        fprintf(f, "%s,%s,%s", str_at(c, "name"), str_at(c, "kind"), str_at(c, "metric"));
+        for (int i = 0; i < 5; i++) {
+            if (isfinite(v[i])) fprintf(f, ",%.6g", v[i]);
+            else fputs(",", f);
+        }
+        fprintf(f, ",%s,%s\n", str_at(c, "status"),
+                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point")) ? "true" : "false");
+    }
+    fclose(f);
+    return buf;
+}
+
+static int write_outputs(const char *dir, const cJSON *doc, moe_error *err) {
+    if (make_dirs(dir, err)) return err->code;
+    char path[SCN_PATH_MAX * 2];
+    char *json = cJSON_Print(doc), *csv = csv_of(doc);
+    int rc = (!json || !csv) ? moe_error_set(err, EXIT_RUNTIME, "out of memory writing the validation table") : 0;
+    snprintf(path, sizeof path, "%s/validation.json", dir);
+    if (!rc) {
+        size_t n = strlen(json);
+        char *j2 = malloc(n + 2);
+        if (!j2) rc = moe_error_set(err, EXIT_RUNTIME, "out of memory");
+        else {
+            memcpy(j2, json, n);
+            j2[n] = '\n';
+            j2[n + 1] = '\0';
+            rc = write_file_atomic(path, j2, err);
+            free(j2);
+        }
+    }
+    snprintf(path, sizeof path, "%s/validation.csv", dir);
+    if (!rc) rc = write_file_atomic(path, csv, err);
+    free(json);
+    free(csv);
+    return rc;
+}
+
+int validate_compare(const cJSON *doc, const cJSON *baseline, double tol_pp, FILE *out) {
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(baseline, "cases");
+    int moved = 0;
+    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
+        const char *name = str_at(c, "name");
+        const cJSON *b = NULL;
+        for (const cJSON *x = base ? base->child : NULL; x && !b; x = x->next)
+            if (strcmp(str_at(x, "name"), name) == 0) b = x;
+        if (!b) { fprintf(out, "  %s: not in the baseline\n", name); moved++; continue; }
+        if (strcmp(str_at(c, "status"), str_at(b, "status")) != 0) {
+            fprintf(out, "  %s: status %s, baseline %s\n", name, str_at(c, "status"), str_at(b, "status"));
+            moved++;
+            continue;
+        }
+        const char *keys[2] = {"error_pct", "plan_error_pct"};
+        for (int k = 0; k < 2; k++) {
+            double e = number_at(c, keys[k]), eb = number_at(b, keys[k]);
+            if (isfinite(e) != isfinite(eb) || (isfinite(e) && fabs(e - eb) > tol_pp)) {
+                fprintf(out, "  %s: %s %+.2f, baseline %+.2f (moved by more than %.1f points)\n", name, keys[k], e, eb,
+                        tol_pp);
+                moved++;
+            }
+        }
+    }
+    for (const cJSON *b = base ? base->child : NULL; b; b = b->next) {
+        int found = 0;
+        for (const cJSON *c = cases ? cases->child : NULL; c && !found; c = c->next)
+            found = strcmp(str_at(c, "name"), str_at(b, "name")) == 0;
+        if (!found) { fprintf(out, "  %s: in the baseline but not among the cases\n", str_at(b, "name")); moved++; }
+    }
+    return moved;
+}
+
+int validate_band_of(const cJSON *doc, validate_band *out) {
+    memset(out, 0, sizeof *out);
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
+    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
+        double e = number_at(c, "error_pct");
+        if (!status_ok(c) || strcmp(str_at(c, "kind"), "step") != 0 || !isfinite(e)) continue;
+        /* relative error of a rate (tokens/s, TFLOP/s); a time's error enters inverted */
+        double rel = e / 100.0;
+        if (strcmp(str_at(c, "metric"), "step_time_s") == 0) rel = 1.0 / (1.0 + rel) - 1.0;
+        if (out->cases == 0 || rel < out->min_rel_err) out->min_rel_err = rel;
+        if (out->cases == 0 || rel > out->max_rel_err) out->max_rel_err = rel;
+        out->cases++;
+    }
+    return out->cases > 0 ? 0 : -1;
+}
+
+void validate_band_apply(const validate_band *b, double x, double *lo, double *hi) {
+    *lo = x / (1.0 + b->max_rel_err);
+    *hi = x / (1.0 + b->min_rel_err);
+}
+
+static cJSON *load_doc(const char *path, moe_error *err) {
+    char *text = read_file_text(path, NULL, err);
+    if (!text) return NULL;
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "cases"))) {
+        cJSON_Delete(doc);
+        moe_error_input(err, path, "cases", NULL, "a validation document (validation.json written by simrun validate)");
+        return NULL;
+    }
+    return doc;
+}
+
+int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
+    case_set cs;
+    if (load_cases(o->cases_path, &cs, err)) return err->code;
+    cJSON *baseline = NULL;
+    if (o->baseline_path && !(baseline = load_doc(o->baseline_path, err))) { case_set_free(&cs); return err->code; }
+    char points_dir[SCN_PATH_MAX * 2];
+    snprintf(points_dir, sizeof points_dir, "%s/cases", o->out_dir);
+    int rc = make_dirs(points_dir, err);
+    int *ids = malloc((size_t)cs.n * sizeof(int));
+    for (int i = 0; i < cs.n && !rc; i++) {
+        char old[SCN_PATH_MAX * 2 + 32];
+        point_file_path(points_dir, i, old, sizeof old);
+        unlink(old);
+        ids[i] = i;
+    }
+    eval_ctx x = {&cs};
+    point_run_opts po = {.points_dir = points_dir, .jobs = o->jobs > 0 ? o->jobs : 1, .chunk = 1};
+    if (!rc) rc = run_points(ids, cs.n, eval_case, &x, &po, err);
+    free(ids);
+    cJSON *doc = NULL;
+    if (!rc) {
+        const char *dirs[1] = {points_dir};
+        cJSON *cases = collect_points(dirs, 1, err);
+        if (!cases) rc = err->code;
+        else doc = document_of(cases);
+    }
+    if (!rc) rc = write_outputs(o->out_dir, doc, err);
+    if (!rc && !o->quiet) {
+        validate_print(out, doc);
+        fprintf(out, "wrote %s/validation.json and %s/validation.csv\n", o->out_dir, o->out_dir);
+    }
+    if (!rc && baseline) {
+        int moved = validate_compare(doc, baseline, VALIDATE_BASELINE_TOL_PP, out);
+        if (moved)
+            rc = moe_error_set(err, EXIT_RUNTIME, "%d case%s moved against the baseline %s (by more than %.1f points "
+                               "or in status); update the baseline in the same commit if the change is intended",
+                               moved, moved == 1 ? "" : "s", o->baseline_path, VALIDATE_BASELINE_TOL_PP);
+        else if (!o->quiet)
+            fprintf(out, "baseline %s: no case moved by more than %.1f points\n", o->baseline_path,
+                    VALIDATE_BASELINE_TOL_PP);
+    }
+    if (!rc) {
+        for (const cJSON *c = cJSON_GetObjectItemCaseSensitive(doc, "cases")->child; c && !rc; c = c->next)
+            if (strcmp(str_at(c, "status"), "failed") == 0)
+                rc = moe_error_set(err, EXIT_RUNTIME, "case %s failed: %s", str_at(c, "name"), str_at(c, "detail"));
+    }
+    cJSON_Delete(doc);
+    cJSON_Delete(baseline);
+    case_set_free(&cs);
+    return rc;
+}

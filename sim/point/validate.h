@@ -1,0 +1,66 @@
+/* validate.h — `simrun validate`: moesim's predictions against published runs.
+ *
+ * A cases file ("moesim-validation/1", scenarios/validation/cases.json) lists the published
+ * measurements moesim must reproduce: per case the metric, the published value, its exact source
+ * (document, commit, table, row) and the software features the run used, and either a scenario
+ * (step cases: a whole training step, evaluated at plan and step level) or a DeepEP benchmark case
+ * (deepep cases: sim/simgrid/deepep_bench.h). validate_run evaluates every case in a worker process
+ * (each builds its own SimGrid platform), prints
+ *
+ *     case | metric | published | predicted | error % | plan | plan error % | status
+ *
+ * and writes DIR/validation.json and DIR/validation.csv. error % = (predicted - published) /
+ * published x 100. A case whose scenario the loader refuses (a field or preset moesim does not have
+ * yet) is listed as "not expressible: <the loader's message>", never dropped.
+ *
+ * Baseline (CI): with a baseline (the committed validation.json), every case must be present in
+ * both, with the same status, and its error must not move by more than VALIDATE_BASELINE_TOL_PP
+ * percentage points; otherwise validate_run prints what moved and returns EXIT_RUNTIME. A change of
+ * the model therefore shows its effect on every case, and lands with the baseline it produces.
+ *
+ * Error bands: the residuals of the step cases of a validation document bound how far a prediction
+ * may be from a measurement: with e_i = predicted_i / published_i - 1 over the cases that ran, a
+ * prediction x has the band [x / (1 + max e), x / (1 + min e)] (validate_band_*). */
+#ifndef MOESIM_VALIDATE_H
+#define MOESIM_VALIDATE_H
+
+#include <stdio.h>
+
+#include "sim/base/errors.h"
+
+struct cJSON;
+
+#define VALIDATE_FORMAT "moesim-validation/1"
+#define VALIDATE_BASELINE_TOL_PP 1.0
+
+typedef struct {
+    const char *cases_path;     /* the cases file */
+    const char *out_dir;        /* validation.json / validation.csv go here */
+    const char *baseline_path;  /* NULL: no comparison */
+    int jobs;                   /* worker processes */
+    int quiet;                  /* no table */
+} validate_opts;
+
+/* 0: every case evaluated (and, with a baseline, none moved); EXIT_RUNTIME: a case failed to run or
+ * moved against the baseline; EXIT_BADINPUT: a bad cases or baseline file. */
+int validate_run(const validate_opts *o, FILE *out, moe_error *err);
+
+/* The table of a validation document (cases + summary) as validate_run prints it. */
+void validate_print(FILE *out, const struct cJSON *doc);
+
+/* Compare a validation document with a baseline document; prints every case that moved to `out`.
+ * Returns the number of cases that moved (a missing or new case, a changed status, or an error
+ * that moved by more than tol_pp). */
+int validate_compare(const struct cJSON *doc, const struct cJSON *baseline, double tol_pp, FILE *out);
+
+/* Error band of the step cases of a validation document: min and max of predicted/published - 1
+ * over the cases that ran. 0 on success, -1 when the document has no such case. */
+typedef struct {
+    double min_rel_err, max_rel_err;   /* predicted / published - 1 */
+    int cases;
+} validate_band;
+int validate_band_of(const struct cJSON *doc, validate_band *out);
+/* [lo, hi] of the true value for a prediction `x` under the band. */
+void validate_band_apply(const validate_band *b, double x, double *lo, double *hi);
+
+#endif

@@ -1,0 +1,160 @@
+/* test_validate.c — the validation table (sim/point/validate.h) and DeepEP's byte counting
+ * (sim/simgrid/deepep_bench.h).
+ *
+ * Truths: hand-made validation documents (which cases moved by more than 1 point, the band of
+ * hand-picked errors); the closed-form expectations of DeepEP's test routing (a token's 8 distinct
+ * experts among 256 reach a given rank of 32 experts with probability 1 - C(224,8)/C(256,8), and a
+ * given node of 128 with 1 - C(128,8)/C(256,8)); bad cases files give exit 2 with path and value. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <gsl/gsl_sf_gamma.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/base/fileio.h"
+#include "sim/point/validate.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/deepep_bench.h"
+
+static cJSON *doc_of(const char *json) {
+    cJSON *d = cJSON_Parse(json);
+    assert_non_null(d);
+    return d;
+}
+
+static void test_compare_moves(void **state) {
+    (void)state;
+    cJSON *base = doc_of("{\"cases\":[{\"name\":\"a\",\"kind\":\"step\",\"status\":\"ok\",\"error_pct\":5.0},"
+                         "{\"name\":\"b\",\"kind\":\"step\",\"status\":\"not expressible\"},"
+                         "{\"name\":\"c\",\"kind\":\"step\",\"status\":\"ok\",\"error_pct\":-3.0}]}");
+    /* 0.9 points is within the tolerance, 1.1 is not */
+    cJSON *same = doc_of("{\"cases\":[{\"name\":\"a\",\"status\":\"ok\",\"error_pct\":5.9},"
+                         "{\"name\":\"b\",\"status\":\"not expressible\"},{\"name\":\"c\",\"status\":\"ok\",\"error_pct\":-3.9}]}");
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(validate_compare(same, base, 1.0, devnull), 0);
+    cJSON *moved = doc_of("{\"cases\":[{\"name\":\"a\",\"status\":\"ok\",\"error_pct\":6.1},"
+                          "{\"name\":\"b\",\"status\":\"ok\",\"error_pct\":1.0},{\"name\":\"d\",\"status\":\"ok\",\"error_pct\":0}]}");
+    /* a moved by 1.1, b changed status, d is new, c is gone */
+    assert_int_equal(validate_compare(moved, base, 1.0, devnull), 4);
+    fclose(devnull);
+    cJSON_Delete(base);
+    cJSON_Delete(same);
+    cJSON_Delete(moved);
+}
+
+static void test_band(void **state) {
+    (void)state;
+    /* errors +10% and -5% on rates, and a step time 25% long (= a rate 20% low); deepep and
+     * not-run cases do not count */
+    cJSON *d = doc_of("{\"cases\":[{\"name\":\"a\",\"kind\":\"step\",\"metric\":\"tokens_per_s_per_gpu\",\"status\":\"ok\",\"error_pct\":10},"
+                      "{\"name\":\"b\",\"kind\":\"step\",\"metric\":\"tflops_per_gpu\",\"status\":\"ok\",\"error_pct\":-5},"
+                      "{\"name\":\"c\",\"kind\":\"step\",\"metric\":\"step_time_s\",\"status\":\"ok\",\"error_pct\":25},"
+                      "{\"name\":\"x\",\"kind\":\"deepep\",\"metric\":\"dispatch_rdma_GBps\",\"status\":\"ok\",\"error_pct\":90},"
+                      "{\"name\":\"y\",\"kind\":\"step\",\"metric\":\"step_time_s\",\"status\":\"not expressible\"}]}");
+    validate_band b;
+    assert_int_equal(validate_band_of(d, &b), 0);
+    assert_int_equal(b.cases, 3);
+    assert_float_equal(b.max_rel_err, 0.10, 1e-12);
+    assert_float_equal(b.min_rel_err, -0.20, 1e-12);
+    double lo, hi;
+    validate_band_apply(&b, 1100.0, &lo, &hi);
+    assert_float_equal(lo, 1000.0, 1e-9);
+    assert_float_equal(hi, 1375.0, 1e-9);
+    cJSON_Delete(d);
+    cJSON *none = doc_of("{\"cases\":[]}");
+    assert_int_equal(validate_band_of(none, &b), -1);
+    cJSON_Delete(none);
+}
+
+/* Bad cases files: exit 2 naming the file, the path and the value. */
+static void expect_bad(const char *cases_json, const char *needle) {
+    char dir[] = "/tmp/moesim-validate-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/cases.json", dir);
+    moe_error err = {0};
+    assert_int_equal(write_file_atomic(path, cases_json, &err), 0);
+    char out[300];
+    snprintf(out, sizeof out, "%s/out", dir);
+    validate_opts o = {.cases_path = path, .out_dir = out, .jobs = 1, .quiet = 1};
+    FILE *devnull = fopen("/dev/null", "w");
+    int rc = validate_run(&o, devnull, &err);
+    fclose(devnull);
+    if (rc != EXIT_BADINPUT || !strstr(err.msg, needle) || !strstr(err.msg, "cases.json"))
+        fail_msg("rc %d, message \"%s\" (wanted \"%s\")", rc, err.msg, needle);
+    unlink(path);
+    rmdir(dir);
+}
+
+#define CASE_OK "\"name\":\"x\",\"scenario\":\"s.json\",\"published\":1,\"features\":[],\"source\":{\"document\":\"d\",\"table\":\"t\",\"row\":\"r\"}"
+
+static void test_bad_cases_files(void **state) {
+    (void)state;
+    expect_bad("{\"format\":\"moesim-validation/2\",\"cases\":[]}", "format");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[]}", "cases");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"metric\":\"mfu\"}]}", "cases[0].metric");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"metric\":\"step_time_s\",\"publishd\":2}]}",
+               "cases[0].publishd");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"metric\":\"step_time_s\"},{" CASE_OK
+               ",\"metric\":\"step_time_s\"}]}", "cases[1]");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{\"name\":\"x\",\"scenario\":\"s.json\",\"published\":1,"
+               "\"features\":[],\"metric\":\"step_time_s\",\"source\":{\"document\":\"d\",\"table\":\"t\"}}]}",
+               "cases[0].source.row");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"kind\":\"deepep\",\"metric\":\"dispatch_rdma_GBps\","
+               "\"deepep\":{\"ep\":16,\"tokens\":4096,\"hidden\":7168,\"topk\":8,\"experts\":256,\"dispatch\":\"fp4\"}}]}",
+               "cases[0].deepep.dispatch");
+}
+
+/* P(a token's k distinct experts out of `pool` hit a set of `hit`) */
+static double p_hit(double pool, double hit, int k) {
+    return 1.0 - exp(gsl_sf_lnchoose((unsigned)(pool - hit), (unsigned)k) - gsl_sf_lnchoose((unsigned)pool, (unsigned)k));
+}
+
+/* DeepEP's counting on 2 nodes (EP16, both node groups kept: top-8 of all 256): rank 0 sends each
+ * token to E[distinct nodes] = 2 p(128 of 256) nodes (its own included) and receives from the 16 x
+ * 4096 tokens those that hit its 16 experts. Time: rank-0 rates equal counted bytes / time. */
+static void test_deepep_counting(void **state) {
+    (void)state;
+    scenario s;
+    moe_error err = {0};
+    assert_int_equal(scenario_load("scenarios/validation/deepep-h800.json", &s, NULL, &err), 0);
+    deepep_case c = {.ep = 16, .tokens = 4096, .hidden = 7168, .topk = 8, .experts = 256, .dispatch_elt_B = 1.03125,
+                     .combine_elt_B = 2.0, .seed = 1};
+    deepep_result r;
+    assert_int_equal(deepep_bench_run(&s, &c, &r, &err), 0);
+    assert_int_equal(r.nodes, 2);
+    double rdma = 4096 * 2 * p_hit(256, 128, 8), nvl = 16 * 4096 * p_hit(256, 16, 8);
+    /* sampling: 4096 tokens, relative sd ~ 1/sqrt(4096 * distinct) */
+    assert_float_equal(r.rdma_tokens, rdma, 0.01 * rdma);
+    assert_float_equal(r.nvl_tokens, nvl, 0.01 * nvl);
+    assert_float_equal(r.dispatch_rdma_GBps, r.rdma_tokens * 7168 * 1.03125 / 1e9 / r.dispatch_s, 1e-9);
+    assert_float_equal(r.combine_nvl_GBps, r.nvl_tokens * 7168 * 2.0 / 1e9 / r.combine_s, 1e-9);
+    /* node-limited: on 8 nodes a token keeps 4 node groups, so it reaches at most 4 nodes */
+    deepep_case c8 = c;
+    c8.ep = 64;
+    deepep_result r8;
+    assert_int_equal(deepep_bench_run(&s, &c8, &r8, &err), 0);
+    assert_true(r8.rdma_tokens <= 4.0 * 4096 && r8.rdma_tokens > 3.0 * 4096);
+    /* bad EP sizes are bad input */
+    deepep_case bad = c;
+    bad.ep = 12;
+    assert_int_equal(deepep_bench_run(&s, &bad, &r, &err), EXIT_BADINPUT);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compare_moves),
+        cmocka_unit_test(test_band),
+        cmocka_unit_test(test_bad_cases_files),
+        cmocka_unit_test(test_deepep_counting),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
