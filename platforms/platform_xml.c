@@ -39,7 +39,7 @@ static int write_body(FILE *f, const scenario *s) {
     const int G = c->nodes * c->gpus_per_node, L = fabric_leaves_per_rail(c);
     char id[64];
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
-    fprintf(f, "<!-- moesim rail-optimized fabric (seed 003): %d nodes x %d GPUs, %d rails, %d leaves per rail,\n"
+    fprintf(f, "<!-- moesim rail-optimized fabric: %d nodes x %d GPUs, %d rails, %d leaves per rail,\n"
                "     NVLink %g GB/s, NIC %g Gb/s, leaf uplinks %g GB/s (oversubscription %g), storage %g GB/s.\n"
                "     Same routes as the simulator's arithmetic-routing zone (sim/simgrid/rail_fabric.cpp). -->\n",
             c->nodes, c->gpus_per_node, c->rails, L, c->nvlink_GBps, c->nic_gbps, fabric_uplink_Bps(c) / 1e9,

@@ -48,13 +48,18 @@ static inline int cli_run_va(const char *bin, const char *dir, char *out, size_t
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The path of tool `name` in the build ($MOESIM_BIN, else build/tools) into buf. */
+static inline const char *cli_tool_path(const char *name, char *buf, size_t cap) {
+    const char *bin = getenv("MOESIM_BIN");
+    snprintf(buf, cap, "%s/%s", bin ? bin : "build/tools", name);
+    return buf;
+}
+
 /* Run the tool `name` of the build ($MOESIM_BIN, else build/tools) as cli_run_va does. */
 static inline int cli_run_tool_va(const char *name, const char *dir, char *out, size_t out_cap, char *err,
                                   size_t err_cap, va_list ap) {
-    const char *bin = getenv("MOESIM_BIN");
     char exe[4200];
-    snprintf(exe, sizeof exe, "%s/%s", bin ? bin : "build/tools", name);
-    return cli_run_va(exe, dir, out, out_cap, err, err_cap, ap);
+    return cli_run_va(cli_tool_path(name, exe, sizeof exe), dir, out, out_cap, err, err_cap, ap);
 }
 
 /* rm -rf DIR (a test's scratch folder); 0 on success. */
@@ -62,6 +67,15 @@ static inline int cli_remove_tree(const char *dir) {
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+/* cli_run_va with the arguments inline (NULL-terminated). */
+static inline int cli_run(const char *bin, const char *dir, char *out, size_t out_cap, char *err, size_t err_cap, ...) {
+    va_list ap;
+    va_start(ap, err_cap);
+    int rc = cli_run_va(bin, dir, out, out_cap, err, err_cap, ap);
+    va_end(ap);
+    return rc;
 }
 
 #endif

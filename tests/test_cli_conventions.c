@@ -17,14 +17,13 @@
 #include "sim/base/fileio.h"
 #include "tests/cli_run.h"
 
-static char bin_dir[4096];
 static char tmpdir[] = "/tmp/moesim-conv-XXXXXX";
 static char out[65536], err[16384];
 
 /* Run TOOL with the NULL-terminated arguments; stdout/stderr into out/err. */
 static int tool(const char *name, ...) {
     char exe[4200];
-    snprintf(exe, sizeof exe, "%s/%s", bin_dir, name);
+    cli_tool_path(name, exe, sizeof exe);
     va_list ap;
     va_start(ap, name);
     int rc = cli_run_va(exe, tmpdir, out, sizeof out, err, sizeof err, ap);
@@ -63,16 +62,12 @@ static void assert_same_points(const char *a, const char *b) {
 
 static int setup(void **state) {
     (void)state;
-    const char *b = getenv("MOESIM_BIN");
-    snprintf(bin_dir, sizeof bin_dir, "%s", b ? b : "build/tools");
     return mkdtemp(tmpdir) ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return cli_remove_tree(tmpdir);
 }
 
 /* Every subcommand of every tool: --help exits 0 and documents --out, --jobs and --quiet. */

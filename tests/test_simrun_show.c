@@ -20,23 +20,14 @@ static char tmpdir[] = "/tmp/moesim-show-XXXXXX";
 static char scenario_path[4200];
 static char out[1 << 17], err[8192];
 
-/* simrun with the NULL-terminated arguments after `first`. */
-static int run(const char *first, ...) {
-    va_list ap;
-    va_start(ap, first);
-    int rc = cli_run_va(simrun, tmpdir, out, sizeof out, err, sizeof err, ap);
-    va_end(ap);
-    return rc;
-}
-
 static int show(const char *point, const char *format) {
-    return run("", "show", scenario_path, "--point", point, "--format", format, NULL);
+    return cli_run(simrun, tmpdir, out, sizeof out, err, sizeof err, "show", scenario_path, "--point", point,
+                   "--format", format, NULL);
 }
 
 static int setup(void **state) {
     (void)state;
-    const char *bin = getenv("MOESIM_BIN");
-    snprintf(simrun, sizeof simrun, "%s/simrun", bin ? bin : "build/tools");
+    cli_tool_path("simrun", simrun, sizeof simrun);
     if (!mkdtemp(tmpdir)) return -1;
     /* no "name": it comes from the file name */
     snprintf(scenario_path, sizeof scenario_path, "%s/mixtral-32.json", tmpdir);
@@ -55,9 +46,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return cli_remove_tree(tmpdir);
 }
 
 static const cJSON *row(const cJSON *doc, const char *path) {

@@ -19,9 +19,9 @@
 #include "sim/report/results.h"
 
 static const char ABOUT[] =
-    "The seed 000 diagnoser over step traces: the trace.json of `simrun` (output.trace, step level) or of\n"
-    "`simlive`. A folder stands for the trace.json in it; a sweep's output folder for every\n"
-    "traces/trace-ID.json in it.";
+    "Diagnoses training steps (stragglers, expert imbalance, slow links, hangs) from step traces: the\n"
+    "trace.json of `simrun` (output.trace, step level) or of `simlive`. A folder stands for the\n"
+    "trace.json in it.";
 
 static const char EPILOG[] =
     "exit codes: 0 healthy, 1 runtime failure, 2 bad input or usage, 3 problem found\n"

@@ -246,6 +246,7 @@ static int finish(const char *out_dir, int plots, int quiet, moe_error *err) {
     cJSON *doc = results_document(points);
     int rc = results_write(out_dir, doc, err);
     if (!rc && !quiet) {
+        print_results_warnings(stderr, doc, 20);
         print_results_table(stdout, doc);
         printf("wrote %s/results.json and %s/results.csv (%d points)\n", out_dir, out_dir,
                cJSON_GetArraySize(points));
@@ -378,7 +379,10 @@ static int cmd_merge(cli_parser *p, int argc, char **argv) {
     cJSON *doc = results_document(points);
     rc = results_write(out, doc, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
-    else if (!quiet) print_results_table(stdout, doc);
+    else if (!quiet) {
+        print_results_warnings(stderr, doc, 20);
+        print_results_table(stdout, doc);
+    }
     cJSON_Delete(doc);
 done:
     free(dirs);

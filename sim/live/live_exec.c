@@ -499,7 +499,7 @@ char *live_hang_report(const program *p, const live_rank_state *st, const live_h
     size_t len = (size_t)(p->n_ranks + 4) * 1024, at = 0;
     char *buf = moe_xmalloc(len), line[1024];
     if (!buf) return NULL;
-    at = cat(buf, len, at, "simlive watchdog: no progress for %.1f s. Where every rank is (seed 000 §3.1: all "
+    at = cat(buf, len, at, "simlive watchdog: no progress for %.1f s. Where every rank is (all "
              "ranks but one wait inside a collective; the odd one out is the culprit):\n", watchdog_s);
     for (int r = 0; r < p->n_ranks; r++) {
         live_rank_where(p, st, r, line, sizeof line);

@@ -4,11 +4,24 @@
 
 #include <math.h>
 
+#include "sim/plan/reliability.h"
+
 double checkpoint_write_s(const scenario *s, double state_bytes) {
     const checkpoint_cfg *ck = &s->reliability.checkpoint;
     if (ck->write_min >= 0) return ck->write_min * 60.0;
     return storage_write_s(state_bytes, s->cluster.nodes, s->cluster.storage_GBps,
                            storage_node_GBps(&s->cluster));
+}
+
+double checkpoint_policy_interval_s(const scenario *s, double write_s, double mtbf_s) {
+    const checkpoint_cfg *ck = &s->reliability.checkpoint;
+    switch (ck->policy) {
+    case CKPT_FIXED: return ck->interval_min * 60.0;
+    case CKPT_YOUNG: return young_interval(write_s, mtbf_s);
+    case CKPT_DALY: return daly_interval(write_s, mtbf_s);
+    case CKPT_NONE: break;
+    }
+    return INFINITY;
 }
 
 double storage_write_s(double total_bytes, int n_writers, double fs_GBps, double node_GBps) {

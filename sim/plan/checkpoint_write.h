@@ -24,6 +24,11 @@
  * storage_node_GBps). INFINITY when the bytes cannot be written (storage_GBps <= 0). */
 double checkpoint_write_s(const scenario *s, double state_bytes);
 
+/* The interval (seconds) the scenario's checkpoint policy asks for, given the write time and the
+ * cluster MTBF (seconds): fixed = interval_min, young = sqrt(2 delta M), daly = Daly's higher-order
+ * estimate; INFINITY for "none". (The run level then rounds it to whole steps.) */
+double checkpoint_policy_interval_s(const scenario *s, double write_s, double mtbf_s);
+
 /* Seconds for n_writers nodes to write total_bytes together (each total_bytes / n_writers), sharing
  * fs_GBps, each limited by node_GBps (<= 0: no per-node limit). */
 double storage_write_s(double total_bytes, int n_writers, double fs_GBps, double node_GBps);

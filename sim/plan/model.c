@@ -155,3 +155,8 @@ void model_count(const model_cfg *m, model_counts *out) {
     out->flops_per_token = 3.0 * out->fwd_total;
     out->flops_per_token_6n = 6.0 * out->params_active;
 }
+
+double model_flops_per_token_processed(const model_counts *mc, double dropped_pair_fraction) {
+    double routed_blocks = mc->moe_layers + (mc->mtp_moe ? mc->mtp_layers : 0);
+    return mc->flops_per_token - dropped_pair_fraction * 3.0 * mc->fwd_routed * routed_blocks;
+}

@@ -90,6 +90,11 @@ typedef struct {
  * layer is dense whatever dense_layers says). */
 void model_count(const model_cfg *m, model_counts *out);
 
+/* Model FLOPs per token of the work actually done when a share `dropped_pair_fraction` of the
+ * token-expert pairs is dropped by the capacity rule: a dropped pair skips its routed expert's forward
+ * and backward, everything else is computed. MFU counts these (model.h's exact count otherwise). */
+double model_flops_per_token_processed(const model_counts *mc, double dropped_pair_fraction);
+
 /* The seq_len-independent part of a layer's forward FLOPs per token is 2 x params; this returns the
  * attention score+value FLOPs per token of one layer for sequence length s (causal = half). */
 double model_attn_core_flops(const model_cfg *m, double seq_len);

@@ -292,7 +292,7 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
     const layout_cfg *l = &s->layout;
     if (l->zero >= 3 && l->pp > 1)
         warn(out, "ZeRO-3 with PP=%d: parameter all-gathers repeat for each of the %d micro-batches "
-                  "(seed 000 §1.2); use ZeRO-1", l->pp, x->m);
+                  "; use ZeRO-1", l->pp, x->m);
     else if (l->zero == 2 && l->pp > 1)
         warn(out, "ZeRO-2 with PP=%d: sharded gradients are reduce-scattered after each of the %d "
                   "micro-batches; use ZeRO-1", l->pp, x->m);

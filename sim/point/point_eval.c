@@ -7,6 +7,7 @@
 
 #include "sim/plan/costmodel.h"
 #include "sim/plan/plan.h"
+#include "sim/point/point_warnings.h"
 #include "sim/simgrid/step_sim.h"
 #include "sim/run/trainrun.h"
 
@@ -38,7 +39,11 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
 
     plan_result plan;
     if (plan_evaluate(s, &plan, err)) goto fail;
-    if (opt->levels & LEVEL_PLAN) plan_result_to_json(&plan, cJSON_AddObjectToObject(pt, "plan"));
+    if (opt->levels & LEVEL_PLAN) {
+        cJSON *po = cJSON_AddObjectToObject(pt, "plan");
+        plan_result_to_json(&plan, po);   /* holds the plan's own warnings already */
+        point_warn_plan(s, &plan, cJSON_GetObjectItemCaseSensitive(po, "warnings"));
+    }
 
     double step_time_s = plan.step_time_s;
     if (opt->levels & LEVEL_STEP) {
@@ -48,13 +53,16 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         if (step_simulate(s, &so, &st, err)) goto fail;
         cJSON *step = cJSON_AddObjectToObject(pt, "step");
         step_result_to_json(&st, step);
+        point_warn_step(s, &plan, &st, cJSON_AddArrayToObject(step, "warnings"));
         step_time_s = st.step_time_s;
         step_result_free(&st);
     }
     if (opt->levels & LEVEL_RUN) {
         trainrun_result tr;
         if (trainrun_simulate(s, &plan, step_time_s, &tr, err)) goto fail;
-        trainrun_result_to_json(&tr, cJSON_AddObjectToObject(pt, "run"));
+        cJSON *run = cJSON_AddObjectToObject(pt, "run");
+        trainrun_result_to_json(&tr, run);
+        point_warn_run(s, &plan, &tr, cJSON_AddArrayToObject(run, "warnings"));
     }
     if (opt->reproducible) zero_wall_clock(pt);
     return pt;

@@ -55,7 +55,7 @@ enum { DIAG_EXIT_PROBLEM = 3 };
 #define DIAG_STRAGGLER_RATIO 1.25     /* seed 000 §4.2: > 1.25 x mean */
 #define DIAG_MIN_EXCESS_DEFAULT 0.05  /* noise floor of the 2-sigma half (see above) */
 /* `simdiag compare` fails (exit 3) when an op class's predicted mean is off the measured one by
- * more than this (percent): the same 20% at which results warn that plan and step disagree. */
+ * more than this (percent), unless --tolerance says otherwise. */
 #define DIAG_COMPARE_TOLERANCE_PCT 20.0
 #define DIAG_NAME_MAX 64
 

@@ -21,7 +21,7 @@ static void place_str(const diag_place *p, char *buf, size_t cap) {
 /* ---- text: stragglers ------------------------------------------------------------------------ */
 
 static void print_rule(FILE *f, const diag_rules *rules, int pp) {
-    fprintf(f, "  rule (seed 000 §4.2): > mean + 2 sd");
+    fprintf(f, "  rule: > mean + 2 sd");
     if (rules->min_excess > 0) fprintf(f, " (and >= %.0f%% over the mean)", rules->min_excess * 100.0);
     fprintf(f, ", or > 1.25 x mean%s\n", pp > 1 ? "; among the ranks of the same pipeline stage" : "");
 }
@@ -127,7 +127,7 @@ static void print_links(FILE *f, const diag_trace *t, const diag_link_report *l)
     fprintf(f, "  advice: its all-to-alls are slower with the same work and routing: a degraded NIC, optic or\n"
                "          NVLink on those nodes — ibstat / perfquery (LinkFlap, SymbolErrors), nvidia-smi\n"
                "          nvlink -e, NCCL logs 'via P2P/PCIe' where NVLink was expected; bisect with\n"
-               "          NCCL_IB_DISABLE=1 / NCCL_P2P_DISABLE=1 (seed 000 §3.1)\n");
+               "          NCCL_IB_DISABLE=1 / NCCL_P2P_DISABLE=1\n");
 }
 
 static void print_load(FILE *f, const diag_expert_report *l) {
@@ -145,10 +145,10 @@ static void print_load(FILE *f, const diag_expert_report *l) {
         fprintf(f, "  per EP rank: CV %.3f, max/min %.2f, Gini %.3f\n", l->ep_ranks.cv, l->ep_ranks.max_min,
                 l->ep_ranks.gini);
     if (!e->severe) {
-        fprintf(f, "  [PASS] balanced: CV <= 0.4 and max/min <= 3 (seed 000 §4.2)\n");
+        fprintf(f, "  [PASS] balanced: CV <= 0.4 and max/min <= 3\n");
         return;
     }
-    fprintf(f, "  [WARN] severe imbalance: %s%s%s (seed 000 §4.2)\n", e->cv > EXPERT_LOAD_CV_SEVERE ? "CV > 0.4" : "",
+    fprintf(f, "  [WARN] severe imbalance: %s%s%s\n", e->cv > EXPERT_LOAD_CV_SEVERE ? "CV > 0.4" : "",
             e->cv > EXPERT_LOAD_CV_SEVERE && e->max_min > EXPERT_LOAD_MAX_MIN_SEVERE ? ", " : "",
             e->max_min > EXPERT_LOAD_MAX_MIN_SEVERE ? "max/min > 3" : "");
     for (int j = 0; j < l->n_hot; j++) {
@@ -185,7 +185,7 @@ static void print_last_op(FILE *f, const diag_hang *h, int rank) {
 }
 
 static void print_hang(FILE *f, const diag_trace *t, const diag_hang *h) {
-    fprintf(f, "Hang (seed 000 §3.1)\n");
+    fprintf(f, "Hang\n");
     if (h->group >= 0)
         fprintf(f, "  [FAIL] the step did not finish: %d rank%s wait in %s of %s group %d (layer %d, micro-batch %d)\n",
                 h->n_waiting, h->n_waiting == 1 ? "" : "s", h->op, h->group_kind, h->group, h->layer, h->micro_batch);

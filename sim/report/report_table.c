@@ -35,38 +35,50 @@ static void fmt(char *out, size_t cap, const char *f, double v) {
     else snprintf(out, cap, f, v);
 }
 
+/* The row label: the swept values ("interval_min=30 drop=true"), else the layout. Never cut: the
+ * column is as wide as the widest label. */
+static void point_label(const cJSON *p, char *label, size_t cap) {
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(p, "sweep");
+    size_t len = 0;
+    label[0] = '\0';
+    for (const cJSON *e = sw ? sw->child : NULL; e && len < cap - 1; e = e->next) {
+        char *v = cJSON_PrintUnformatted(e);
+        const char *key = strrchr(e->string, '.') ? strrchr(e->string, '.') + 1 : e->string;
+        len += (size_t)snprintf(label + len, cap - len, "%s%s=%s", len ? " " : "", key, v ? v : "?");
+        free(v);
+    }
+    if (!len)
+        snprintf(label, cap, "%.0f.%.0f.%.0f.%.0f", num(p, "scenario.layout.tp"), num(p, "scenario.layout.pp"),
+                 num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
+}
+
+#define LABEL_CAP 512
+
 void print_results_table(FILE *out, const cJSON *doc) {
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
     int n = cJSON_GetArraySize(points);
     if (n == 0) { fprintf(out, "(no points)\n"); return; }
     row *rows = moe_xcalloc((size_t)n, sizeof *rows);
-    int i = 0, ranked = n > 1;
+    int i = 0, ranked = n > 1, width = 28;
+    char label[LABEL_CAP];
     for (const cJSON *p = points->child; p; p = p->next, i++) {
         double st = num(p, "step.step_time_s");
         if (isnan(st)) st = num(p, "plan.step_time_s");
         double fits = num(p, "plan.fits_memory");
         rows[i].pt = p;
         rows[i].key = (fits == 0 || isnan(st)) ? INFINITY : st;
+        point_label(p, label, sizeof label);
+        if ((int)strlen(label) > width) width = (int)strlen(label);
     }
     if (ranked) qsort(rows, (size_t)n, sizeof *rows, by_key);
 
-    fprintf(out, "%4s %5s  %-28s %4s %9s %9s %6s %10s %8s %8s %6s\n", ranked ? "rank" : "", "point",
-            "sweep / layout tp.pp.ep.dp", "fits", "plan_s", "step_s", "mfu", "tok/s/gpu", "mem_GiB",
-            "days_p50", "ettr");
+    fprintf(out, "%4s %5s  %-*s %4s %9s %9s %6s %10s %6s %8s %8s %6s %4s\n", ranked ? "rank" : "", "point", width,
+            "sweep / layout tp.pp.ep.dp", "fits", "plan_s", "step_s", "mfu", "tok/s/gpu", "drop%", "mem_GiB",
+            "days_p50", "ettr", "warn");
     for (i = 0; i < n; i++) {
         const cJSON *p = rows[i].pt;
-        char label[64] = "", c[8][24];
-        const cJSON *sw = cJSON_GetObjectItemCaseSensitive(p, "sweep");
-        size_t len = 0;
-        for (const cJSON *e = sw ? sw->child : NULL; e && len < sizeof label - 1; e = e->next) {
-            char *v = cJSON_PrintUnformatted(e);
-            const char *key = strrchr(e->string, '.') ? strrchr(e->string, '.') + 1 : e->string;
-            len += (size_t)snprintf(label + len, sizeof label - len, "%s%s=%s", len ? " " : "", key, v);
-            free(v);
-        }
-        if (!len)
-            snprintf(label, sizeof label, "%.0f.%.0f.%.0f.%.0f", num(p, "scenario.layout.tp"),
-                     num(p, "scenario.layout.pp"), num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
+        char c[8][24];
+        point_label(p, label, sizeof label);
         double mfu = num(p, "step.mfu"), tps = num(p, "step.tokens_per_s_per_gpu");
         if (isnan(mfu)) mfu = num(p, "plan.mfu");
         if (isnan(tps)) tps = num(p, "plan.tokens_per_s_per_gpu");
@@ -74,14 +86,45 @@ void print_results_table(FILE *out, const cJSON *doc) {
         fmt(c[1], 24, "%.3f", num(p, "step.step_time_s"));
         fmt(c[2], 24, "%.3f", mfu);
         fmt(c[3], 24, "%.0f", tps);
+        fmt(c[7], 24, "%.1f", 100.0 * num(p, "step.dropped_token_fraction"));
         fmt(c[4], 24, "%.1f", num(p, "plan.memory_GiB.total"));
         fmt(c[5], 24, "%.2f", num(p, "run.days_p50"));
         fmt(c[6], 24, "%.3f", num(p, "run.ettr"));
         double fits = num(p, "plan.fits_memory");
         char rank[16] = "";
         if (ranked) snprintf(rank, sizeof rank, "%d", i + 1);
-        fprintf(out, "%4s %5.0f  %-28.28s %4s %9s %9s %6s %10s %8s %8s %6s\n", rank, num(p, "id"), label,
-                isnan(fits) ? "-" : fits ? "yes" : "NO", c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+        fprintf(out, "%4s %5.0f  %-*s %4s %9s %9s %6s %10s %6s %8s %8s %6s %4d\n", rank, num(p, "id"), width, label,
+                isnan(fits) ? "-" : fits ? "yes" : "NO", c[0], c[1], c[2], c[3], c[7], c[4], c[5], c[6],
+                point_warning_count(p));
     }
     free(rows);
+}
+
+static const char *const LEVELS[] = {"plan", "step", "run"};
+
+int point_warning_count(const cJSON *p) {
+    int n = 0;
+    for (int l = 0; l < 3; l++)
+        n += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, LEVELS[l]), "warnings"));
+    return n;
+}
+
+int print_results_warnings(FILE *out, const cJSON *doc, int max_lines) {
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    int total = 0, shown = 0;
+    char label[LABEL_CAP];
+    for (const cJSON *p = points ? points->child : NULL; p; p = p->next) {
+        point_label(p, label, sizeof label);
+        for (int l = 0; l < 3; l++) {
+            const cJSON *w = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, LEVELS[l]), "warnings");
+            for (const cJSON *e = w ? w->child : NULL; e; e = e->next, total++)
+                if (cJSON_IsString(e) && shown < max_lines) {
+                    fprintf(out, "warning: point %.0f (%s) %s: %s\n", num(p, "id"), label, LEVELS[l], e->valuestring);
+                    shown++;
+                }
+        }
+    }
+    if (total > shown)
+        fprintf(out, "warning: ... and %d more (every point's plan/step/run.warnings in results.json)\n", total - shown);
+    return total;
 }

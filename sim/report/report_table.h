@@ -11,4 +11,10 @@ struct cJSON;
  * when present, else the plan's), points that do not fit in memory last. */
 void print_results_table(FILE *out, const struct cJSON *doc);
 
+/* Every level's warnings of every point ("warning: point 3 (interval_min=5) run: ..."), at most
+ * max_lines of them and then how many more; returns the total. */
+int print_results_warnings(FILE *out, const struct cJSON *doc, int max_lines);
+/* The number of warnings of one point, all levels together. */
+int point_warning_count(const struct cJSON *point);
+
 #endif

@@ -623,14 +623,8 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
 
 /* Steps per checkpoint interval under the scenario's policy (0 = none). */
 static long policy_steps(const scenario *s, const run_params *pr, double *tau_s) {
-    const checkpoint_cfg *ck = &s->reliability.checkpoint;
-    double tau;
-    switch (ck->policy) {
-    case CKPT_FIXED: tau = ck->interval_min * 60.0; break;
-    case CKPT_YOUNG: tau = young_interval(pr->write_s, pr->mtbf_s); break;
-    case CKPT_DALY: tau = daly_interval(pr->write_s, pr->mtbf_s); break;
-    default: *tau_s = INF; return 0;
-    }
+    double tau = checkpoint_policy_interval_s(s, pr->write_s, pr->mtbf_s);
+    if (s->reliability.checkpoint.policy == CKPT_NONE) { *tau_s = INF; return 0; }
     long k = pr->n_steps;
     if (isfinite(tau)) {
         double kk = floor(tau / pr->step_s + 0.5);

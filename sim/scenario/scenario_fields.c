@@ -208,7 +208,10 @@ const scn_field scn_fields[] = {
           DSV3_REPORT ", training hyper-parameters: the batch size ramps up to 15,360 sequences"),
     F_ENUM("layout.schedule", layout.schedule, scn_schedule_names, "", "pipeline schedule", DSV3_REPORT ", section 3.2.1: DualPipe"),
     F_INT("layout.vpp", layout.vpp, 1, NOMAX, "", "virtual pipeline chunks per rank (interleaved 1F1B)"),
-    F_ENUM("layout.recompute", layout.recompute, scn_recompute_names, "", "activation recomputation: none, selective (attention and activations) or full blocks"),
+    F_ENUM("layout.recompute", layout.recompute, scn_recompute_names, "",
+           "activation recomputation: none, selective (attention and activations) or full blocks",
+           "none; DeepSeek-V3 on 80 GB GPUs needs selective (its report recomputes RMSNorm and the MLA up-projections), "
+           "as the shipped scenarios set"),
     F_ENUM("layout.placement", layout.placement, scn_placement_names, "",
            "rank to GPU mapping: ep-inner puts an EP group on consecutive nodes (under as few leaf switches as possible), dp-inner the replicas"),
 

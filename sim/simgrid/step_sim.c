@@ -152,14 +152,17 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         out->compute_s = mean.compute_s; out->exposed_comm_s = mean.exposed_comm_s;
         out->bubble_s = mean.bubble_s; out->optimizer_s = mean.optimizer_s;
         double tokens = (double)s->layout.global_batch * s->model.seq_len;
-        out->tokens_per_s_per_gpu = tokens / xr.step_time_s / G;
-        /* MFU counts the model's FLOPs (model.h's exact per-token count x tokens), not the work the
-         * ranks executed: replicated TP work and recomputation are real time but not model FLOPs */
+        /* Only the work actually done counts: tokens/s/GPU the processed share of the tokens (dropped
+         * token-expert pairs are reported beside it), MFU the model's FLOPs (model.h's exact per-token
+         * count) less the routed-expert FLOPs of the dropped pairs, not the work the ranks executed:
+         * replicated TP work and recomputation are real time but not model FLOPs */
+        double dropped = p->dropped_token_fraction;
+        out->tokens_per_s_per_gpu = tokens * (1.0 - dropped) / xr.step_time_s / G;
         model_counts mc;
         model_count(&s->model, &mc);
-        out->tflops_per_gpu = mc.flops_per_token * tokens / xr.step_time_s / G / 1e12;
+        out->tflops_per_gpu = model_flops_per_token_processed(&mc, dropped) * tokens / xr.step_time_s / G / 1e12;
         out->mfu = out->tflops_per_gpu / s->cluster.gpu.bf16_tflops;
-        out->dropped_token_fraction = p->dropped_token_fraction;
+        out->dropped_token_fraction = dropped;
         out->expert_load_cv = p->expert_load_cv;
         out->expert_load_max_min = p->expert_load_max_min;
         out->expert_load_gini = p->expert_load_gini;

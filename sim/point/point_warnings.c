@@ -1,0 +1,69 @@
+/* point_warnings.c — a planner's warnings per level of one point (point_warnings.h). */
+#include "sim/point/point_warnings.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "sim/plan/checkpoint_write.h"
+#include "sim/plan/reliability.h"
+
+__attribute__((format(printf, 2, 3))) static void add(cJSON *warnings, const char *fmt, ...) {
+    char buf[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
+}
+
+static void memory_warning(const scenario *s, const plan_result *plan, int simulated, cJSON *w) {
+    if (plan->fits_memory) return;
+    add(w, "does not fit in memory%s: the most loaded GPU needs %.1f GiB (%s the largest part) of %.0f GiB",
+        simulated ? " but was simulated anyway" : "", plan->memory_GiB.total,
+        plan->overflow[0] ? plan->overflow : "activations", s->cluster.gpu.mem_GiB);
+}
+
+/* The interval in use (seconds) against the 5-minute floor and the storage path. */
+static void checkpoint_warnings(const scenario *s, double interval_s, double write_s, double state_bytes,
+                                const char *which, cJSON *w) {
+    if (s->reliability.checkpoint.policy == CKPT_NONE || !isfinite(interval_s) || !(interval_s > 0)) return;
+    if (interval_s < WARN_CHECKPOINT_MIN_INTERVAL_MIN * 60.0)
+        add(w, "%s checkpoint interval is %.1f min, under %.0f minutes: check the failure rate "
+               "(reliability.gpu_mtbf_h) and the write time (%.1f s)",
+            which, interval_s / 60.0, WARN_CHECKPOINT_MIN_INTERVAL_MIN, write_s);
+    if (write_s > interval_s && state_bytes > 0)
+        add(w, "checkpoints every %.1f min need %.0f GB/s of writes, above the %.0f GB/s the storage path "
+               "sustains (one write takes %.1f min): writes would queue",
+            interval_s / 60.0, state_bytes / interval_s / 1e9, state_bytes / write_s / 1e9, write_s / 60.0);
+}
+
+void point_warn_plan(const scenario *s, const plan_result *plan, cJSON *w) {
+    memory_warning(s, plan, 0, w);
+    double mtbf_s = plan->mtbf_cluster_h > 0 ? plan->mtbf_cluster_h * 3600.0 : INFINITY;
+    double tau = checkpoint_policy_interval_s(s, plan->checkpoint_write_s, mtbf_s);
+    checkpoint_warnings(s, tau, plan->checkpoint_write_s, plan->checkpoint_state_bytes, "the policy's", w);
+}
+
+void point_warn_step(const scenario *s, const plan_result *plan, const step_result *st, cJSON *w) {
+    memory_warning(s, plan, 1, w);
+    if (st->step_time_s > 0 && fabs(st->step_time_s - plan->step_time_s) > WARN_PLAN_STEP_DISAGREE * st->step_time_s)
+        add(w, "the plan's step (%.3f s) and the simulated step (%.3f s) differ by %.1f%%, more than %.0f%%: "
+               "an assumption of the closed form (balanced load, no contention, no faults) does not hold here",
+            plan->step_time_s, st->step_time_s, 100.0 * fabs(st->step_time_s - plan->step_time_s) / st->step_time_s,
+            100.0 * WARN_PLAN_STEP_DISAGREE);
+    if (st->dropped_token_fraction > WARN_DROPPED_PAIRS)
+        add(w, "%.1f%% of the token-expert pairs were dropped (over %.0f%%): MFU and tokens/s/GPU count only the "
+               "processed ones; raise routing.capacity_factor or balance the load",
+            100.0 * st->dropped_token_fraction, 100.0 * WARN_DROPPED_PAIRS);
+}
+
+void point_warn_run(const scenario *s, const plan_result *plan, const trainrun_result *tr, cJSON *w) {
+    memory_warning(s, plan, 1, w);
+    checkpoint_warnings(s, tr->checkpoint_interval_min * 60.0, tr->checkpoint_write_s, plan->checkpoint_state_bytes,
+                        "the run's", w);
+    if (isfinite(tr->best_interval_min) && tr->best_interval_min < WARN_CHECKPOINT_MIN_INTERVAL_MIN)
+        add(w, "the best checkpoint interval found is %.1f min, under %.0f minutes",
+            tr->best_interval_min, WARN_CHECKPOINT_MIN_INTERVAL_MIN);
+}

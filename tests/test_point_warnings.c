@@ -1,0 +1,220 @@
+/* test_point_warnings.c — every level of a point carries the warnings a planner would raise (also
+ * printed on stderr), and the step's MFU and tokens/s/GPU count only the work actually done.
+ *
+ * The cases are the small 32-GPU MoE of tests/data/scenarios/small-moe.json (4 blocks, 1 dense, 16
+ * experts of 3 x 1024 x 512 parameters, top-2; 128 sequences of 1024 tokens per step) changed one way
+ * each, with hand-worked truths:
+ *   - 0.1 GiB of HBM (it needs 0.37): it cannot fit; the step level is simulated anyway and says so;
+ *   - a 60% hot expert with capacity factor 1.0 and dropping: over 1% of the pairs dropped; tokens/s
+ *     x step time x 32 GPUs = 131,072 x (1 - dropped); the model FLOPs per token lose exactly the
+ *     routed-expert FLOPs of the dropped pairs: 3 (fwd + bwd) x 2 x 2 (top-2) x 3 x 1024 x 512 x 3 MoE
+ *     blocks = 56,623,104 per token at 100% dropped;
+ *   - a GPU 30x slower: the step is far above the plan (> 20%);
+ *   - GPU MTBF 10 h over 32 GPUs (M = 18.75 min) with a 30 s write: Young's interval sqrt(2 x 0.5 x
+ *     18.75) = 4.33 min, under 5 minutes;
+ *   - a fixed 2-minute interval with a 3-minute write: checkpoints come faster than they are written. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/base/fileio.h"
+#include "tests/cli_run.h"
+
+static char simrun[4096];
+static char tmpdir[] = "/tmp/moesim-warn-XXXXXX";
+static char out[1 << 16], err[1 << 16];
+
+/* small-moe with `extra` members added at the top level (they replace the file's own sections) */
+static const char *const BASE =
+    "\"model\": {\"preset\": null, \"layers\": 4, \"dense_layers\": 1, \"hidden\": 1024, \"heads\": 8, \"head_dim\": 128,"
+    " \"kv_heads\": 8, \"v_head_dim\": 128, \"q_lora_rank\": 0, \"kv_lora_rank\": 0, \"rope_head_dim\": 0,"
+    " \"ffn_hidden\": 4096, \"ffn_act\": \"swiglu\", \"experts\": 16, \"shared_experts\": 1, \"expert_hidden\": 512,"
+    " \"top_k\": 2, \"expert_groups\": 0, \"topk_groups\": 0, \"vocab\": 32000, \"seq_len\": 1024,"
+    " \"attention\": \"gqa\", \"tie_embeddings\": false, \"published_active_params\": 0},"
+    " \"layout\": {\"tp\": 1, \"pp\": 2, \"ep\": 8, \"dp\": 2, \"micro_batch\": 1, \"global_batch\": 128, \"schedule\": \"1f1b\"},"
+    " \"run\": {\"tokens\": 1e10, \"trials\": 20}, \"seed\": 7";
+
+/* Write scenario NAME, run it at `levels`, return the parsed results (caller frees). */
+static cJSON *run_case(const char *name, const char *cluster, const char *extra, const char *levels) {
+    char path[4300], dir[4300], res[4400];
+    snprintf(path, sizeof path, "%s/%s.json", tmpdir, name);
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{%s, \"cluster\": {\"preset\": \"h800-8rail\", \"nodes\": 4, \"leaf_down_ports\": 2%s}%s%s}\n", BASE,
+            cluster, *extra ? ", " : "", extra);
+    fclose(f);
+    int rc = cli_run(simrun, tmpdir, out, sizeof out, err, sizeof err, path, "--levels", levels, "--out", dir,
+                             "--jobs", "1", NULL);
+    if (rc != 0) fail_msg("%s: exit %d: %s", name, rc, err);
+    snprintf(res, sizeof res, "%s/results.json", dir);
+    moe_error e = {0};
+    char *t = read_file_text(res, NULL, &e);
+    assert_non_null(t);
+    cJSON *doc = cJSON_Parse(t);
+    free(t);
+    assert_non_null(doc);
+    return doc;
+}
+
+static const cJSON *level(const cJSON *doc, const char *lvl) {
+    return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "points"), 0), lvl);
+}
+
+static double num(const cJSON *doc, const char *lvl, const char *key) {
+    const cJSON *v = cJSON_GetObjectItem(level(doc, lvl), key);
+    assert_non_null(v);
+    return v->valuedouble;
+}
+
+/* Does level `lvl` hold a warning containing `needle`? */
+static int warns(const cJSON *doc, const char *lvl, const char *needle) {
+    const cJSON *w = cJSON_GetObjectItem(level(doc, lvl), "warnings");
+    if (!cJSON_IsArray(w)) fail_msg("%s has no warnings list", lvl);
+    for (const cJSON *e = w->child; e; e = e->next)
+        if (strstr(e->valuestring, needle)) return 1;
+    return 0;
+}
+
+static int setup(void **state) {
+    (void)state;
+    cli_tool_path("simrun", simrun, sizeof simrun);
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return cli_remove_tree(tmpdir);
+}
+
+static void test_memory(void **state) {
+    (void)state;
+    cJSON *ok = run_case("fits", "", "\"routing\": {\"drop\": false}", "plan,step");
+    assert_false(warns(ok, "plan", "memory"));
+    assert_false(warns(ok, "step", "memory"));
+    assert_false(warns(ok, "step", "dropped"));
+    cJSON_Delete(ok);
+    cJSON *big = run_case("no-fit", ", \"gpu\": {\"mem_GiB\": 0.1}", "\"routing\": {\"drop\": false}", "plan,step");
+    assert_true(warns(big, "plan", "does not fit in memory"));
+    assert_true(warns(big, "step", "simulated anyway"));
+    assert_non_null(strstr(err, "warning: point 0"));   /* on stderr too */
+    assert_non_null(strstr(err, "simulated anyway"));
+    cJSON_Delete(big);
+}
+
+static void test_dropped_tokens_and_processed_work(void **state) {
+    (void)state;
+    const double tokens = 128.0 * 1024, G = 32, routed = 56623104.0;
+    /* dropless: every pair processed, the model's full FLOPs per token */
+    cJSON *all = run_case("hot-dropless", "",
+                          "\"routing\": {\"distribution\": \"hot\", \"hot_expert\": 3, \"hot_share\": 0.6, \"drop\": false}",
+                          "plan,step");
+    assert_true(num(all, "step", "dropped_token_fraction") == 0);
+    double t0 = num(all, "step", "step_time_s");
+    double F = num(all, "step", "tflops_per_gpu") * 1e12 * t0 * G / tokens;
+    assert_true(fabs(num(all, "step", "tokens_per_s_per_gpu") * t0 * G / tokens - 1) < 1e-9);
+    assert_false(warns(all, "step", "dropped"));
+    cJSON_Delete(all);
+
+    cJSON *drop = run_case("hot-drop", "",
+                           "\"routing\": {\"distribution\": \"hot\", \"hot_expert\": 3, \"hot_share\": 0.6, "
+                           "\"capacity_factor\": 1.0, \"drop\": true}",
+                           "plan,step");
+    double d = num(drop, "step", "dropped_token_fraction"), t = num(drop, "step", "step_time_s");
+    print_message("dropped %.4f of the pairs\n", d);
+    assert_true(d > 0.01);
+    assert_true(warns(drop, "step", "dropped"));
+    /* tokens/s/GPU: the processed share only */
+    assert_true(fabs(num(drop, "step", "tokens_per_s_per_gpu") * t * G / tokens - (1 - d)) < 1e-9);
+    /* MFU: the full count less the routed-expert FLOPs of the dropped pairs */
+    double Fp = num(drop, "step", "tflops_per_gpu") * 1e12 * t * G / tokens;
+    assert_true(fabs((F - Fp) / d - routed) < 1e-6 * routed);
+    assert_true(fabs(num(drop, "step", "mfu") * 989e12 - num(drop, "step", "tflops_per_gpu") * 1e12) < 1e3);
+    cJSON_Delete(drop);
+}
+
+static void test_plan_step_disagree(void **state) {
+    (void)state;
+    cJSON *slow = run_case("slow-gpu", "", "\"routing\": {\"drop\": false}, \"faults\": {\"slow_gpus\": [{\"gpu\": 5, \"factor\": 30}]}",
+                           "plan,step");
+    double plan = num(slow, "plan", "step_time_s"), step = num(slow, "step", "step_time_s");
+    assert_true(fabs(step - plan) > 0.2 * step);   /* the case is what the warning is about */
+    assert_true(warns(slow, "step", "differ by"));
+    cJSON_Delete(slow);
+}
+
+static void test_checkpoint(void **state) {
+    (void)state;
+    cJSON *fast = run_case("short-interval", "",
+                           "\"reliability\": {\"gpu_mtbf_h\": 10, \"checkpoint\": {\"policy\": \"young\", \"write_min\": 0.5}}",
+                           "plan,run");
+    assert_true(fabs(num(fast, "plan", "young_interval_min") - sqrt(2 * 0.5 * 18.75)) < 1e-9);
+    assert_true(warns(fast, "plan", "under 5 minutes"));
+    assert_true(warns(fast, "run", "under 5 minutes"));
+    assert_false(warns(fast, "plan", "writes would queue"));
+    cJSON_Delete(fast);
+    cJSON *queue = run_case("write-queue", "",
+                            "\"reliability\": {\"checkpoint\": {\"policy\": \"fixed\", \"interval_min\": 2, \"write_min\": 3}}",
+                            "plan,run");
+    assert_true(warns(queue, "plan", "writes would queue"));
+    assert_true(warns(queue, "run", "writes would queue"));
+    cJSON_Delete(queue);
+    cJSON *fine = run_case("hourly", "", "\"reliability\": {\"checkpoint\": {\"policy\": \"fixed\", \"interval_min\": 60, \"write_min\": 3}}",
+                           "plan,run");
+    assert_false(warns(fine, "plan", "checkpoint"));
+    assert_false(warns(fine, "run", "checkpoint"));
+    cJSON_Delete(fine);
+}
+
+/* Every shipped scenario fits in memory (layout-sweep.json sweeps every factorization on purpose:
+ * the ones that do not fit are part of its answer), so none is simulated beyond what a GPU holds. */
+static void test_shipped_scenarios_fit(void **state) {
+    (void)state;
+    DIR *d = opendir("scenarios");
+    assert_non_null(d);
+    int checked = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0 || strcmp(e->d_name, "layout-sweep.json") == 0) continue;
+        char path[600], dir[4400], res[4500];
+        snprintf(path, sizeof path, "scenarios/%s", e->d_name);
+        snprintf(dir, sizeof dir, "%s/shipped-%.*s", tmpdir, (int)(n - 5), e->d_name);
+        if (cli_run(simrun, tmpdir, out, sizeof out, err, sizeof err, path, "--levels", "plan", "--out", dir, "-q", NULL))
+            fail_msg("%s: %s", path, err);
+        snprintf(res, sizeof res, "%s/results.json", dir);
+        moe_error me = {0};
+        char *t = read_file_text(res, NULL, &me);
+        cJSON *doc = cJSON_Parse(t);
+        free(t);
+        for (const cJSON *p = cJSON_GetObjectItem(doc, "points")->child; p; p = p->next) {
+            const cJSON *plan = cJSON_GetObjectItem(p, "plan");
+            if (!cJSON_IsTrue(cJSON_GetObjectItem(plan, "fits_memory")))
+                fail_msg("%s point %d does not fit: %.1f GiB", path, cJSON_GetObjectItem(p, "id")->valueint,
+                         cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "memory_GiB"), "total")->valuedouble);
+        }
+        cJSON_Delete(doc);
+        checked++;
+    }
+    closedir(d);
+    assert_true(checked >= 6);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_dropped_tokens_and_processed_work),
+        cmocka_unit_test(test_plan_step_disagree),
+        cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_shipped_scenarios_fit),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
