@@ -230,14 +230,14 @@ static void test_trace_load(void **state) {
     assert_non_null(strstr(err.msg, "line 7, column rank"));
     /* only a header: a valid log without failures (qsort never sees the empty array) */
     const char *header = "time_h,component,rank\n";
-    assert_int_equal(failure_trace_parse("h.csv", header, strlen(header), 8, &t, &err), 0);
+    assert_int_equal(failure_trace_parse("h.csv", header, strlen(header), &s8, &t, &err), 0);
     assert_int_equal(t.n, 0);
     failure_trace_free(&t);
     /* endless or special files are refused without reading: /dev/zero used to loop for ever */
-    assert_int_equal(failure_trace_load("/dev/zero", 8, &t, &err), EXIT_BADINPUT);
+    assert_int_equal(failure_trace_load("/dev/zero", &s8, &t, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "/dev/zero: got a character device"));
     const char nul[] = "time_h,component,rank\n1.0,gpu,1\n\0\n";
-    assert_int_equal(failure_trace_parse("n.csv", nul, sizeof nul - 1, 8, &t, &err), EXIT_BADINPUT);
+    assert_int_equal(failure_trace_parse("n.csv", nul, sizeof nul - 1, &s8, &t, &err), EXIT_BADINPUT);
     assert_non_null(strstr(err.msg, "n.csv: line 3: got a NUL byte"));
     failure_class fc;
     assert_int_equal(failure_class_parse("NVLink", &fc), 0);
