@@ -116,6 +116,18 @@ static const bad_case CASES[] = {
     {"failure_model_unknown", "reliability.failure_model", "got \"parts\"", "components", -1},
     {"correlated_probability", "reliability.correlated.probability", "got 1.5", "[0, 1]", -1},
     {"component_shape_zero", "reliability.components.gpu.weibull_shape", "got 0", "> 0", -1},
+    {"layout_stage_count", "layout.pipeline_layout", "(31 stages)", "pp x vpp = 8 x 4 = 32", -1},
+    {"layout_missing_block", "layout.pipeline_layout", "(60 t, 1 m)", "model.layers = 61 t's", -1},
+    {"layout_embedding_late", "layout.pipeline_layout", "\"tE|(tt|)*30mL\"", "start of the first stage", -1},
+    {"layout_loss_not_last", "layout.pipeline_layout", "\"EtL|(tt|)*30m\"", "in the last stage", -1},
+    {"layout_block_after_mtp", "layout.pipeline_layout", "|mttL", "every t before the first m", -1},
+    {"layout_bad_symbol", "layout.pipeline_layout", "(at character 2)", "symbols E (embedding)", -1},
+    {"layout_unbalanced", "layout.pipeline_layout", "(at character 13)", "a ')' closing the group", -1},
+    {"layout_star_without_count", "layout.pipeline_layout", "(at character 10)", "repetition count after '*'", -1},
+    {"layout_and_first_stage_layers", "layout.pipeline_layout", "Et|(tt|)*30mL", "not both", -1},
+    {"first_stage_layers_not_vpp_multiple", "layout.first_stage_layers", "got 6", "multiple of layout.vpp = 4", -1},
+    {"first_last_leave_uneven", "layout.first_stage_layers", "got 6", "(here 50 blocks) divisible by their 6 x vpp = 6 chunks", -1},
+    {"mtp_layers_negative", "model.mtp_layers", "got -1", "0..64", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

@@ -109,6 +109,11 @@ int live_cpu_create(const program *p, int rank, live_cpu **out, moe_error *err) 
         char v[16]; snprintf(v, sizeof v, "%d", p->tp);
         return moe_error_input(err, s->file, "layout.tp", v, "1 (live mode runs no tensor-parallel split)");
     }
+    if (s->model.mtp_layers > 0) {
+        char v[16]; snprintf(v, sizeof v, "%d", s->model.mtp_layers);
+        return moe_error_input(err, s->file, "model.mtp_layers", v,
+                               "0 (live mode runs no multi-token-prediction module; plan and step do)");
+    }
     if (s->model.experts > 0 && s->model.ffn_act != FFN_SWIGLU)
         return moe_error_input(err, s->file, "model.ffn_act", "gelu", "swiglu (the live expert kernel is SwiGLU)");
     live_cpu *c = moe_xcalloc(1, sizeof *c);

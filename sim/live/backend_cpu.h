@@ -17,7 +17,8 @@
  *     buffers. They burn op.flops in an FP32 multiply-add loop and apply a cheap deterministic token
  *     mix to the hidden state (attention: h' = bf16(0.75 h[j] + 0.25 h[j+1 mod H])), so that every
  *     layer changes the data the next one sees.
- * Live mode needs layout.tp == 1 (no tensor-parallel split of the stand-ins).
+ * Live mode needs layout.tp == 1 (no tensor-parallel split of the stand-ins) and model.mtp_layers
+ * == 0 (no multi-token-prediction module); it refuses the others with exit 2.
  *
  * Correctness: every MoE layer instance (layer, micro-batch) keeps its input x and output;
  * live_cpu_check_moe() recomputes moe_layer_ref_cpu(x) — the kernels' dense single-process

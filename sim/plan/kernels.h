@@ -17,6 +17,8 @@ typedef enum {
     K_UNPERMUTE_FWD, K_UNPERMUTE_BWD,                           /* weighted combine of top-k outputs */
     K_SHARED_EXPERT_FWD, K_SHARED_EXPERT_BWD_INPUT, K_SHARED_EXPERT_BWD_WEIGHT,
     K_HEAD_LOSS_FWD, K_HEAD_LOSS_BWD,                           /* output projection + cross-entropy */
+    K_MTP_PROJ_FWD, K_MTP_PROJ_BWD_INPUT, K_MTP_PROJ_BWD_WEIGHT,/* an MTP module's embedding, norms and
+                                                                   projection M (before its block) */
     K_OPTIMIZER,                                                /* AdamW on the ZeRO shard */
     K_NKINDS
 } kernel_kind;

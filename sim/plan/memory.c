@@ -2,7 +2,10 @@
 #include "sim/plan/memory.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "sim/base/alloc.h"
 #include "sim/plan/pipeline_forms.h"
 #include "sim/plan/recipes.h"
 
@@ -94,6 +97,9 @@ void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, ac
     /* full recompute: only the layer input survives the forward pass */
     out->dense_layer[RECOMPUTE_FULL] = out->moe_layer[RECOMPUTE_FULL] = h * w.act;
     out->head = (double)m->vocab * FP32_B;
+    /* an MTP module's own inputs: the two RMSNorm inputs (the previous depth's hidden state and the
+     * next token's embedding) and the projection's cached input, 2h each */
+    out->mtp_proj = 2.0 * h * w.act + 2.0 * h * w.lin;
 }
 
 void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out) {
@@ -105,17 +111,23 @@ void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out) {
 }
 
 void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
-                         int stage, stage_params *out) {
+                         const stage_census *cz, stage_params *out) {
     double tp = lay->tp;
-    int nd, nm;
-    stage_layers(mc->layers, mc->dense_layers, lay->pp, stage, &nd, &nm);
+    int nd = cz->n_dense, nm = cz->n_moe, mtp = cz->mtp;
     double attn = mc->attn_split / tp + mc->attn_replicated + mc->layer_norms;
     double ne = nd * (attn + mc->dense_ffn / tp) + nm * (attn + mc->shared / tp + mc->router);
-    double ex = 0;
-    if (m->experts > 0 && nm > 0)
-        ex = nm * ceil((double)m->experts / lay->ep) * mc->expert / tp;
-    if (stage == 0) ne += mc->embedding / tp;   /* vocabulary-parallel embedding */
-    if (stage == lay->pp - 1) {
+    double ex = 0, per_rank = m->experts > 0 ? ceil((double)m->experts / lay->ep) * mc->expert / tp : 0;
+    if (m->experts > 0 && nm > 0) ex = nm * per_rank;
+    if (mtp > 0) {
+        /* MTP modules (model.h): a block of the last block's kind, the projection M (column-parallel)
+         * and three norms; a stage without the embedding keeps its own copy for the next tokens */
+        ne += mtp * (attn + (mc->mtp_moe ? mc->shared / tp + mc->router : mc->dense_ffn / tp) +
+                     mc->mtp_proj / tp + mc->mtp_norms);
+        if (mc->mtp_moe) ex += mtp * per_rank;
+        if (!cz->embed) ne += mc->embedding / tp;
+    }
+    if (cz->embed) ne += mc->embedding / tp;   /* vocabulary-parallel embedding */
+    if (cz->loss) {
         ne += mc->final_norm;
         /* untied: the head; tied with pp > 1: the last stage keeps its own copy of the embedding */
         if (mc->head > 0) ne += mc->head / tp;
@@ -125,39 +137,41 @@ void memory_stage_params(const model_counts *mc, const model_cfg *m, const layou
     out->expert = ex;
 }
 
-/* Per-micro-batch activation bytes of one GPU of stage `stage` (before the in-flight multiplier),
- * the working set of the layer being recomputed (full recompute) and the last stage's logits. */
-static void stage_act(const scenario *s, const model_counts *mc, const act_profile *ap, int stage,
+/* Per-micro-batch activation bytes of one GPU of pipeline position `cz` (before the in-flight
+ * multiplier), the working set of the layer being recomputed (full recompute) and the loss stage's
+ * logits (one set per loss: the main one and each MTP module's). */
+static void stage_act(const scenario *s, const model_counts *mc, const act_profile *ap, const stage_census *cz,
                       double *per_mb, double *work, double *logits) {
     const layout_cfg *lay = &s->layout;
-    int nd, nm, rc = lay->recompute;
-    stage_layers(mc->layers, mc->dense_layers, lay->pp, stage, &nd, &nm);
+    int nd = cz->n_dense, nm = cz->n_moe, rc = lay->recompute;
     double tokens = (double)lay->micro_batch * s->model.seq_len / lay->tp;   /* sequence parallel */
     *per_mb = tokens * (nd * ap->dense_layer[rc] + nm * ap->moe_layer[rc]);
+    if (cz->mtp > 0)
+        *per_mb += tokens * cz->mtp * ((mc->mtp_moe ? ap->moe_layer[rc] : ap->dense_layer[rc]) + ap->mtp_proj);
     *work = 0;
     if (rc == RECOMPUTE_FULL && nd + nm > 0) {
         double widest = nm > 0 ? ap->moe_layer[RECOMPUTE_NONE] : ap->dense_layer[RECOMPUTE_NONE];
         *work = tokens * widest;
     }
-    *logits = stage == lay->pp - 1 ? tokens * ap->head : 0.0;
+    *logits = cz->loss ? tokens * ap->head * (1 + s->model.mtp_layers) : 0.0;
 }
 
-void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const act_profile *ap,
-                              const mem_state_bytes *sb, int micro_batches, int rank,
-                              mem_ledgers *out) {
+void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act_profile *ap,
+                            const mem_state_bytes *sb, int micro_batches, const stage_census *cz, int rank,
+                            mem_ledgers *out) {
     const layout_cfg *lay = &s->layout;
     int dual = lay->schedule == SCHED_DUALPIPE && lay->pp > 1;
     int other = lay->pp - 1 - rank;
     stage_params sp;
-    memory_stage_params(mc, &s->model, lay, rank, &sp);
+    memory_stage_params(mc, &s->model, lay, &cz[rank], &sp);
     double per_mb, work, logits;
-    stage_act(s, mc, ap, rank, &per_mb, &work, &logits);
+    stage_act(s, mc, ap, &cz[rank], &per_mb, &work, &logits);
     double copies = 1.0;
     if (dual && other != rank) {
         stage_params sp2;
         double per_mb2, work2, logits2;
-        memory_stage_params(mc, &s->model, lay, other, &sp2);
-        stage_act(s, mc, ap, other, &per_mb2, &work2, &logits2);
+        memory_stage_params(mc, &s->model, lay, &cz[other], &sp2);
+        stage_act(s, mc, ap, &cz[other], &per_mb2, &work2, &logits2);
         sp.nonexpert += sp2.nonexpert;
         sp.expert += sp2.expert;
         per_mb = 0.5 * (per_mb + per_mb2);   /* in-flight unit: one micro-batch through one stage */
@@ -176,6 +190,17 @@ void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const a
     double inflight = inflight_microbatches(lay->schedule, lay->pp, micro_batches, lay->vpp, rank);
     out->activations = inflight * per_mb + work + logits;
     out->total = out->params + out->grads + out->optimizer + out->activations;
+}
+
+void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const act_profile *ap,
+                              const mem_state_bytes *sb, int micro_batches, int rank,
+                              mem_ledgers *out) {
+    stage_census *cz = moe_xmalloc((size_t)s->layout.pp * sizeof *cz);
+    moe_error err;
+    memset(out, 0, sizeof *out);
+    if (pipeline_census(s, cz, &err) == 0)
+        memory_rank_ledgers_cz(s, mc, ap, sb, micro_batches, cz, rank, out);
+    free(cz);
 }
 
 void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_profile *ap,

@@ -3,8 +3,8 @@
  * Seed form, psi = parameters:  params 2psi/(TP*PP), grads 2psi/(TP*PP), optimizer (ZeRO-1)
  * 12psi/(TP*PP*DP), activations ~ P x (L/PP) x (b s h / TP) x recompute factor. What moesim models:
  *
- *  - Held parameters are counted per stage (the embedding sits on the first stage, the head and final
- *    norm on the last, layers split as pipeline_forms.h says), per TP rank (head-wise matrices, FFNs,
+ *  - Held parameters are counted per stage (the embedding and the head where the pipeline layout puts
+ *    them, blocks as it splits them), per TP rank (head-wise matrices, FFNs,
  *    experts and the vocabulary are split; norms, the router and MLA's down projections are
  *    replicated), and per EP rank for routed experts (ceil(experts/ep) experts per GPU).
  *  - Replica (ZeRO) groups: a non-expert parameter is replicated over attention-DP = gpus/(tp*pp)
@@ -50,12 +50,17 @@
  *                 FFN/expert activation outputs are recomputed; their inputs stay cached. (GQA/MHA
  *                 models keep q, k, v: there is no up-projection to recompute from.)
  *      full       each layer keeps its input only; one layer's full set while it is recomputed.
- *    EMA weights (DeepSeek-V3 keeps them in host memory) and the multi-token-prediction module (not
- *    in the preset) are not counted. */
+ *    MTP modules (model.mtp_layers) are counted on the stage the pipeline layout puts them: their
+ *    block, projection and norms, a copy of the embedding off the first stage, their inputs' and
+ *    their block's activations, and one more set of logits per module on the loss stage. EMA weights
+ *    (DeepSeek-V3 keeps them in host memory) are not counted.
+ *  - Stages: what each pipeline position holds comes from the pipeline layout
+ *    (sim/scenario/pipeline_layout.h, pipeline_census in pipeline_forms.h). */
 #ifndef MOESIM_MEMORY_H
 #define MOESIM_MEMORY_H
 
 #include "sim/plan/model.h"
+#include "sim/plan/pipeline_forms.h"
 #include "sim/scenario/scenario.h"
 
 /* Default share of GPU memory not available to the four ledgers: CUDA context and NCCL buffers
@@ -76,14 +81,15 @@ typedef struct {
     double dense_layer[3];   /* index: recompute_kind */
     double moe_layer[3];
     double head;             /* last stage, per token: FP32 logits */
+    double mtp_proj;         /* an MTP module's inputs besides its block, per token */
 } act_profile;
 
 void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, act_profile *out);
 
-/* Parameter counts one GPU of pipeline stage `stage` holds. */
+/* Parameter counts one GPU of a pipeline position holds (its census: pipeline_forms.h). */
 typedef struct { double nonexpert, expert; } stage_params;
 void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
-                         int stage, stage_params *out);
+                         const stage_census *cz, stage_params *out);
 
 /* Ledgers of one GPU of pipeline rank `rank` (0..pp-1) with `micro_batches` micro-batches per step.
  * For DualPipe the rank holds stages rank and pp-1-rank. State bytes from memory_state_bytes(). */
@@ -93,6 +99,10 @@ void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_pr
 void memory_rank_ledgers_with(const scenario *s, const model_counts *mc, const act_profile *ap,
                               const mem_state_bytes *sb, int micro_batches, int rank,
                               mem_ledgers *out);
+/* The same with the census of every pipeline position (pipeline_census) already made. */
+void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act_profile *ap,
+                            const mem_state_bytes *sb, int micro_batches, const stage_census *cz, int rank,
+                            mem_ledgers *out);
 
 /* Does `l` fit in mem_GiB x (1 - reserve)? When it does not, *overflow names the largest ledger
  * ("params", "grads", "optimizer" or "activations"); else "". */

@@ -1,27 +1,34 @@
 /* pipeline_forms.c — closed forms of pipeline schedules (see pipeline_forms.h). */
 #include "sim/plan/pipeline_forms.h"
 
+#include <string.h>
+
+#include "sim/scenario/pipeline_layout.h"
+
 static int imin(int a, int b) { return a < b ? a : b; }
-static int imax(int a, int b) { return a > b ? a : b; }
 
-void stage_layer_range(int layers, int pp, int stage, int *first, int *end) {
-    *first = (int)((long)stage * layers / pp);
-    *end = (int)((long)(stage + 1) * layers / pp);
-}
-
-void stage_layers(int layers, int dense_layers, int pp, int stage, int *n_dense, int *n_moe) {
-    int lo, hi;
-    stage_layer_range(layers, pp, stage, &lo, &hi);
-    int d = imax(0, imin(hi, dense_layers) - lo);
-    *n_dense = d;
-    *n_moe = hi - lo - d;
-}
-
-void stage_layer_kinds(const model_cfg *m, int pp, int stage, int n[LAYER_NKINDS]) {
-    int lo, hi;
-    stage_layer_range(m->layers, pp, stage, &lo, &hi);
-    for (int k = 0; k < LAYER_NKINDS; k++) n[k] = 0;
-    for (int l = lo; l < hi; l++) n[model_layer_kind(m, l)]++;
+int pipeline_census(const scenario *s, stage_census *out, moe_error *err) {
+    int pp = s->layout.pp;
+    memset(out, 0, (size_t)pp * sizeof *out);
+    pl_layout pl;
+    int rc = pipeline_layout_build(s, &pl, err);
+    if (rc) { pipeline_layout_free(&pl); return rc; }
+    int interleaved = pl.n > pp;
+    for (int k = 0; k < pl.n; k++) {
+        const pl_stage *st = &pl.st[k];
+        stage_census *c = &out[interleaved ? k % pp : k];
+        for (int l = st->layer_begin; l < st->layer_end; l++) {
+            layer_kind lk = model_layer_kind(&s->model, l);
+            c->n_kind[lk]++;
+            if (layer_kind_is_moe(lk)) c->n_moe++;
+            else c->n_dense++;
+        }
+        c->embed |= st->embed;
+        c->loss |= st->loss;
+        c->mtp += st->mtp_end - st->mtp_begin;
+    }
+    pipeline_layout_free(&pl);
+    return 0;
 }
 
 double bubble_1f1b(int p, int m) { return (double)(p - 1) / (double)(m + p - 1); }

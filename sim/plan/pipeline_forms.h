@@ -8,13 +8,20 @@
 #include "sim/plan/model.h"
 #include "sim/scenario/scenario.h"
 
-/* Layers [first, first+count) of stage `stage` of `pp`: the balanced split floor(s L / pp), so that
- * stage sizes differ by at most one layer. Of those, how many fall among the first `dense_layers`
- * (dense FFN) and how many after (MoE). */
-void stage_layers(int layers, int dense_layers, int pp, int stage, int *n_dense, int *n_moe);
-/* The same split as a range [*first, *end) of blocks, and the blocks of each layer_kind in it. */
-void stage_layer_range(int layers, int pp, int stage, int *first, int *end);
-void stage_layer_kinds(const model_cfg *m, int pp, int stage, int n[LAYER_NKINDS]);
+
+/* What one pipeline position holds (1F1B and DualPipe: model stage `stage`, whose mirror a DualPipe
+ * rank also holds; interleaved: the vpp chunks of pipeline rank `stage`), from the scenario's
+ * pipeline layout (sim/scenario/pipeline_layout.h). */
+typedef struct {
+    int n_kind[LAYER_NKINDS];  /* transformer blocks of each kind */
+    int n_dense, n_moe;        /* the same by FFN kind */
+    int embed, loss;           /* holds the embedding / the loss (final norm and head) */
+    int mtp;                   /* MTP modules it holds */
+} stage_census;
+
+/* Census of every pipeline position 0..pp-1 into out[pp]. 0, or EXIT_BADINPUT for a layout that
+ * scenario_validate would reject (err filled). */
+int pipeline_census(const scenario *s, stage_census *out, moe_error *err);
 
 /* Bubble fraction of 1F1B with p stages and m micro-batches: (p - 1) / (m + p - 1). */
 double bubble_1f1b(int p, int m);

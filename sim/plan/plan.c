@@ -28,9 +28,11 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/plan/checkpoint_write.h"
+#include "sim/base/alloc.h"
 #include "sim/plan/compute_budget.h"
 #include "sim/plan/costmodel.h"
 #include "sim/plan/memory.h"
@@ -83,6 +85,7 @@ typedef struct {
     double tp_layer_s;         /* the TP collectives of one layer, one micro-batch */
     double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
     group_span ep_span, attn_dp_span, exp_dp_span;
+    stage_census *cz;          /* what each pipeline position holds (pipeline_census) */
 } plan_ctx;
 
 /* A transfer of `bytes` per rank in one direction over a link class (0 bytes: free). */
@@ -188,13 +191,19 @@ static void add_scaled(stage_time *st, const pass_times *p, double n) {
 
 static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
     const layout_cfg *lay = &x->s->layout;
-    int nd, nm, nk[LAYER_NKINDS];
-    stage_layers(x->mc.layers, x->mc.dense_layers, lay->pp, stage, &nd, &nm);
-    stage_layer_kinds(&x->s->model, lay->pp, stage, nk);
+    const stage_census *cz = &x->cz[stage];
+    int nd = cz->n_dense, nm = cz->n_moe;
     memset(st, 0, sizeof *st);
-    for (int k = 0; k < LAYER_NKINDS; k++) add_scaled(st, &x->lc.layer[k], nk[k]);
-    if (stage == 0) add_scaled(st, &x->lc.embed, 1);
-    if (stage == lay->pp - 1) add_scaled(st, &x->lc.head, 1);
+    for (int k = 0; k < LAYER_NKINDS; k++) add_scaled(st, &x->lc.layer[k], cz->n_kind[k]);
+    if (cz->embed) add_scaled(st, &x->lc.embed, 1);
+    /* the loss stage runs the head once for the main loss and once per MTP module */
+    if (cz->loss) add_scaled(st, &x->lc.head, 1 + x->s->model.mtp_layers);
+    if (cz->mtp > 0) {
+        add_scaled(st, &x->lc.layer[x->mc.mtp_moe ? LAYER_MOE : LAYER_DENSE], cz->mtp);
+        add_scaled(st, &x->lc.mtp_proj, cz->mtp);
+        if (x->mc.mtp_moe) nm += cz->mtp;
+        else nd += cz->mtp;
+    }
     st->F *= x->sm_slow; st->B *= x->sm_slow; st->W *= x->sm_slow; st->R *= x->sm_slow;
     st->c_mb = st->F + st->B;
 
@@ -263,6 +272,7 @@ static void fill_params(const scenario *s, const model_counts *mc, plan_result *
     out->params_shared_experts = mc->params_shared_experts;
     out->params_routed_experts = mc->params_routed_experts;
     out->params_norms = mc->params_norms;
+    out->params_mtp = mc->params_mtp;
     out->flops_per_token = mc->flops_per_token;
     /* the back-of-the-envelope 6N uses the model card's headline active count when the scenario has
      * one (seed 003: 6 x 37e9); the exact per-layer count stays in flops_per_token/params_active */
@@ -302,7 +312,7 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
     if (s->model.experts > 0 && x->ep_span.nodes > s->cluster.leaf_down_ports)
         warn(out, "EP group spans %d nodes > %d under one leaf switch: its all-to-all crosses the spine",
              x->ep_span.nodes, s->cluster.leaf_down_ports);
-    if (l->pp > s->model.layers)
+    if (l->pp > s->model.layers && !l->pipeline_layout[0])
         warn(out, "PP=%d exceeds the %d layers: some stages hold no layer", l->pp, s->model.layers);
     if (l->schedule == SCHED_DUALPIPE && (l->pp % 2 != 0 || x->m < 2 * l->pp))
         warn(out, "DualPipe needs an even PP and at least 2*PP micro-batches (PP=%d, m=%d)", l->pp, x->m);
@@ -316,6 +326,11 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     memset(out, 0, sizeof *out);
     if (check_input(s, err)) return err->code;
     plan_ctx x;
+    x.cz = moe_xmalloc((size_t)s->layout.pp * sizeof *x.cz);
+    if (pipeline_census(s, x.cz, err)) {
+        free(x.cz);
+        return err->code;
+    }
     derive(&x, s, cm, c, out);
     fill_params(s, &x.mc, out);
     snprintf(out->costmodel_source, sizeof out->costmodel_source, "%s", cm->source);
@@ -334,19 +349,19 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     int last = dual ? (pp - 1) / 2 : pp - 1;   /* DualPipe ranks r and pp-1-r are mirror images */
     for (int r = 0; r <= last; r++) {
         mem_ledgers ml;
-        memory_rank_ledgers_with(s, &x.mc, &x.ap, &x.sb, x.m, r, &ml);
+        memory_rank_ledgers_cz(s, &x.mc, &x.ap, &x.sb, x.m, x.cz, r, &ml);
         if (ml.total > worst.total) { worst = ml; out->memory_rank = r; }
 
         stage_time st;
         stage_timing(&x, r, &st);
         stage_params sp;
-        memory_stage_params(&x.mc, &s->model, lay, r, &sp);
+        memory_stage_params(&x.mc, &s->model, lay, &x.cz[r], &sp);
         if (dual && pp - 1 - r != r) {
             /* the rank runs both of its stages in turn: per micro-batch, the mean of the two */
             stage_time st2;
             stage_params sp2;
             stage_timing(&x, pp - 1 - r, &st2);
-            memory_stage_params(&x.mc, &s->model, lay, pp - 1 - r, &sp2);
+            memory_stage_params(&x.mc, &s->model, lay, &x.cz[pp - 1 - r], &sp2);
             st.F = 0.5 * (st.F + st2.F);
             st.B = 0.5 * (st.B + st2.B);
             st.W = 0.5 * (st.W + st2.W);
@@ -438,6 +453,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     if (dual && wt.e > 0)
         warn(out, "all-to-all + P2P exceed compute per micro-batch by %.0f%%: DualPipe hides only up to "
                   "the compute time", 100.0 * wt.e / wt.c);
+    free(x.cz);
     return 0;
 }
 
@@ -561,4 +577,5 @@ void plan_result_to_json(const plan_result *p, cJSON *obj) {
     cJSON_AddNumberToObject(b, "shared_experts", p->params_shared_experts);
     cJSON_AddNumberToObject(b, "routed_experts", p->params_routed_experts);
     cJSON_AddNumberToObject(b, "norms", p->params_norms);
+    cJSON_AddNumberToObject(b, "mtp", p->params_mtp);
 }

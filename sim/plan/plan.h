@@ -15,8 +15,10 @@ typedef struct {
     double params_total, params_active;
     double params_embedding, params_head, params_attention, params_dense_ffn;
     double params_router, params_shared_experts, params_routed_experts, params_norms;
+    double params_mtp;             /* MTP modules (not in params_total: the published convention) */
     /* FLOPs (forward + backward = 3 x forward, per token) */
-    double flops_per_token;        /* exact per-layer count incl. attention score/value matmuls */
+    double flops_per_token;        /* exact per-layer count incl. attention score/value matmuls and
+                                      the MTP modules */
     double flops_per_token_6n;     /* 6 x params_active */
     double total_flops;            /* run.tokens x flops_per_token_6n (the seed's convention) */
     double pure_compute_days;      /* total_flops / (gpus x bf16 peak x mfu) */

@@ -28,6 +28,7 @@ static const roles R_PERMUTE = {K_PERMUTE_FWD, K_PERMUTE_BWD, K_PERMUTE_BWD};
 static const roles R_UNPERMUTE = {K_UNPERMUTE_FWD, K_UNPERMUTE_BWD, K_UNPERMUTE_BWD};
 static const roles R_EMBED = {K_EMBED_FWD, K_EMBED_BWD, K_EMBED_BWD};
 static const roles R_HEAD = {K_HEAD_LOSS_FWD, K_HEAD_LOSS_BWD, K_HEAD_LOSS_BWD};
+static const roles R_MTP = {K_MTP_PROJ_FWD, K_MTP_PROJ_BWD_INPUT, K_MTP_PROJ_BWD_WEIGHT};
 
 /* C[M x N] = A[M x K] B[K x N]: forward, input gradient dA = dC B^T (M x K, inner N) and weight
  * gradient dB = A^T dC (K x N, inner M). Returns the forward seconds. */
@@ -144,13 +145,14 @@ op_phase compute_kernel_phase(kernel_kind k) {
     switch (k) {
     case K_EMBED_FWD: case K_ATTN_FWD: case K_DENSE_FFN_FWD: case K_ROUTER_FWD: case K_PERMUTE_FWD:
     case K_EXPERT_FWD: case K_UNPERMUTE_FWD: case K_SHARED_EXPERT_FWD: case K_HEAD_LOSS_FWD:
+    case K_MTP_PROJ_FWD:
         return PHASE_F;
     case K_EMBED_BWD: case K_ATTN_BWD_INPUT: case K_DENSE_FFN_BWD_INPUT: case K_ROUTER_BWD:
     case K_PERMUTE_BWD: case K_EXPERT_BWD_INPUT: case K_UNPERMUTE_BWD: case K_SHARED_EXPERT_BWD_INPUT:
-    case K_HEAD_LOSS_BWD:
+    case K_HEAD_LOSS_BWD: case K_MTP_PROJ_BWD_INPUT:
         return PHASE_B;
     case K_ATTN_BWD_WEIGHT: case K_DENSE_FFN_BWD_WEIGHT: case K_EXPERT_BWD_WEIGHT:
-    case K_SHARED_EXPERT_BWD_WEIGHT:
+    case K_SHARED_EXPERT_BWD_WEIGHT: case K_MTP_PROJ_BWD_WEIGHT:
         return PHASE_W;
     default:
         return PHASE_OPT;
@@ -162,7 +164,8 @@ kernel_kind compute_recompute_kernel(layer_kind lk) {
 }
 
 static int is_layer_kernel(kernel_kind k) {
-    return k != K_EMBED_FWD && k != K_EMBED_BWD && k != K_HEAD_LOSS_FWD && k != K_HEAD_LOSS_BWD;
+    return k != K_EMBED_FWD && k != K_EMBED_BWD && k != K_HEAD_LOSS_FWD && k != K_HEAD_LOSS_BWD &&
+           k != K_MTP_PROJ_FWD && k != K_MTP_PROJ_BWD_INPUT && k != K_MTP_PROJ_BWD_WEIGHT;
 }
 
 /* The layer's forward (what full recompute re-runs): its forward kernels in the row. */
@@ -234,6 +237,14 @@ void compute_price_table(const scenario *s, const model_counts *mc, const costmo
     gemm(&x, end, R_HEAD, x.T, m->vocab / x.tp, h, DT_BF16);
     double logits = x.T * m->vocab / x.tp;
     mem(&x, end, R_HEAD, logits * (BF16_B + 4.0), logits * (4.0 + BF16_B));
+    /* an MTP module before its block (model.h): the next tokens' embedding gather, the RMSNorms of
+     * both inputs, the projection M (2h -> h, column-parallel) in the compute precision, and its
+     * final RMSNorm; its loss is one more head pass on the loss stage */
+    if (m->mtp_layers > 0) {
+        mem(&x, end, R_MTP, 4.0 * x.T * h, 4.0 * x.T * h);
+        mem(&x, end, R_MTP, 3.0 * norm_only_bytes(&x), 6.0 * norm_only_bytes(&x));
+        gemm(&x, end, R_MTP, x.T, h / x.tp, 2.0 * h, x.dt);
+    }
     for (int l = 0; l < LAYER_NKINDS; l++)
         for (int k = 0; k < K_NKINDS; k++)
             if (!is_layer_kernel((kernel_kind)k)) out->s[l][k] = end[k];
@@ -262,11 +273,13 @@ void plan_price_layers(const scenario *s, const model_counts *mc, const costmode
     compute_price_table(s, mc, cm, (double)s->layout.micro_batch * s->model.seq_len, &tab);
     for (int k = 0; k < LAYER_NKINDS; k++) out->layer[k] = sum_row(tab.s[k], 1, tab.recompute_s[k]);
     /* embedding and head share one row; split them by kernel */
-    double emb[K_NKINDS] = {0}, head[K_NKINDS] = {0};
+    double emb[K_NKINDS] = {0}, head[K_NKINDS] = {0}, mtp[K_NKINDS] = {0};
     emb[K_EMBED_FWD] = tab.s[LAYER_DENSE][K_EMBED_FWD];
     emb[K_EMBED_BWD] = tab.s[LAYER_DENSE][K_EMBED_BWD];
     head[K_HEAD_LOSS_FWD] = tab.s[LAYER_DENSE][K_HEAD_LOSS_FWD];
     head[K_HEAD_LOSS_BWD] = tab.s[LAYER_DENSE][K_HEAD_LOSS_BWD];
+    for (int k = K_MTP_PROJ_FWD; k <= K_MTP_PROJ_BWD_WEIGHT; k++) mtp[k] = tab.s[LAYER_DENSE][k];
     out->embed = sum_row(emb, 0, 0);
     out->head = sum_row(head, 0, 0);
+    out->mtp_proj = sum_row(mtp, 0, 0);
 }

@@ -48,6 +48,7 @@
  *   K_EXPERT_*         routed experts at uniform routing (the plan's figure; the step re-prices them)
  *   K_EMBED_*          the embedding gather / scatter-add
  *   K_HEAD_LOSS_*      final RMSNorm, head GEMM, cross-entropy (_BWD: input and weight gradients)
+ *   K_MTP_PROJ_*       an MTP module's embedding gather, three RMSNorms and projection M (2h -> h)
  *
  * Recompute (memory.h's kinds): selective re-runs, per layer, the RMSNorm passes, the MLA up
  * projections (q_b, kv_b forward GEMMs) and the FFN/expert activation functions; full re-runs the
@@ -98,6 +99,7 @@ typedef struct {
     pass_times layer[LAYER_NKINDS];
     pass_times embed;         /* first stage */
     pass_times head;          /* last stage: final norm, head GEMM, cross-entropy */
+    pass_times mtp_proj;      /* one MTP module before its block (its block: layer[] of its kind) */
 } plan_layer_costs;
 
 /* Price the layers of `s` (layout, precision, recompute) with `cm`: sums over compute_price_table at

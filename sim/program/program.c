@@ -26,6 +26,7 @@
 #include "sim/plan/model.h"
 #include "sim/program/routing.h"
 #include "sim/program/schedule.h"
+#include "sim/scenario/pipeline_layout.h"
 
 /* ---- names -------------------------------------------------------------------------------------- */
 const char *op_kind_name(op_kind k) {
@@ -48,7 +49,7 @@ const char *kernel_name(kernel_kind k) {
         "router_fwd", "router_bwd", "permute_fwd", "permute_bwd", "expert_fwd", "expert_bwd_input",
         "expert_bwd_weight", "unpermute_fwd", "unpermute_bwd", "shared_expert_fwd",
         "shared_expert_bwd_input", "shared_expert_bwd_weight", "head_loss_fwd", "head_loss_bwd",
-        "optimizer"};
+        "mtp_proj_fwd", "mtp_proj_bwd_input", "mtp_proj_bwd_weight", "optimizer"};
     return k < K_NKINDS ? n[k] : "?";
 }
 const char *phase_name(op_phase ph) {
@@ -191,6 +192,8 @@ static int build_routing(program *p, moe_error *err) {
     int n = p->ep, E = s->model.experts, m = p->micro_batches;
     p->moe_first_layer = E > 0 ? s->model.dense_layers : s->model.layers;
     p->n_moe_layers = E > 0 ? s->model.layers - s->model.dense_layers : 0;
+    /* MoE MTP blocks (layer model.layers + j) route like the blocks before them */
+    if (p->n_moe_layers > 0) p->n_moe_layers += s->model.mtp_layers;
     p->draw_of = moe_xcalloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
     p->step_expert_tokens = moe_xcalloc((size_t)(E > 0 ? E : 1), sizeof(double));
     p->step_expert_routed = moe_xcalloc((size_t)(E > 0 ? E : 1), sizeof(double));
@@ -357,66 +360,104 @@ static int tp_ar(op_buf *b, const gen_ctx *g, op_phase ph, int layer, int chunk,
     return coll(b, OP_ALL_REDUCE, GROUP_TP, ph, layer, chunk, mb, g->li->T * g->li->act_bytes, -1, d0);
 }
 
-/* Forward of one micro-batch through model stage `ms` (chunk `c`). */
-static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
+/* Hidden states a pipeline message carries per token: the main one, and each MTP module's output
+ * computed so far (its loss is on the loss stage). */
+static double hidden_states_after(const program *p, int ms) { return 1.0 + p->stage_mtp_end[ms]; }
+static double hidden_states_into(const program *p, int ms) { return 1.0 + p->stage_mtp_begin[ms]; }
+
+/* A routed-expert GEMM op of block l: sized per rank at resolution by the tokens the forward
+ * dispatch's routing sample sends it (resolve()). */
+static int expert_op(op_buf *b, const gen_ctx *g, kernel_kind k, op_phase ph, int l, int c, int mb, int d0) {
+    program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, ph, l, c, mb);
+    eo.kernel = (uint8_t)k; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
+    dep(&eo, d0);
+    return emit(b, eo);
+}
+
+/* The forward of block `l` (an MTP module's block: l >= model.layers); returns its last op. */
+static int fwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
     double T = li->T, tp = li->tp, h = s->model.hidden;
+    double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
+    last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
+                   T * (li->mc.fwd_attn_proj + attn_core(p, li, l)) / tp, attn_w + 6 * T * li->act_bytes, T, last, -1);
+    last = tp_ar(b, g, PHASE_F, l, c, mb, last);
+    if (!is_moe(li, l)) {
+        last = compute(b, K_DENSE_FFN_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                       li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+        return tp_ar(b, g, PHASE_F, l, c, mb, last);
+    }
+    int router = compute(b, K_ROUTER_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_router,
+                         li->mc.router * li->wbytes + T * li->act_bytes, T, last, -1);
+    int perm = compute(b, K_PERMUTE_FWD, PHASE_F, l, c, mb, 0,
+                       2 * T * s->model.top_k * h * dtype_bytes(s->precision.dispatch), T, router, -1);
+    int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_F), perm);
+    int shared = compute(b, K_SHARED_EXPERT_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_shared / tp,
+                         li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, router, -1);
+    int exp = expert_op(b, g, K_EXPERT_FWD, PHASE_F, l, c, mb, disp);
+    int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_F), exp);
+    return compute(b, K_UNPERMUTE_FWD, PHASE_F, l, c, mb, 0,
+                   2 * T * s->model.top_k * h * dtype_bytes(s->precision.combine), T, comb, shared);
+}
+
+/* The projection part of MTP module j (before its block, layer index model.layers + j): forward,
+ * input gradient or weight gradient (model.h: 2 x 2h x h FLOPs per token, column-parallel). */
+static int mtp_proj(op_buf *b, const gen_ctx *g, kernel_kind k, op_phase ph, int j, int c, int mb, int d0) {
+    const layer_info *li = g->li;
+    double T = li->T, tp = li->tp;
+    int l = g->p->scn->model.layers + j;
+    return compute(b, k, ph, l, c, mb, T * 2.0 * li->mc.mtp_proj / tp,
+                   li->mc.mtp_proj / tp * li->wbytes + 6 * T * li->act_bytes, T, d0, -1);
+}
+
+/* The loss stage: the head and cross-entropy once for the main loss, once per MTP module. */
+static int head_ops(op_buf *b, const gen_ctx *g, int fwd, int c, int mb, int last) {
+    const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
+    double T = li->T, tp = li->tp, f = fwd ? 1.0 : 2.0;
+    for (int j = 0; j <= s->model.mtp_layers; j++)
+        last = compute(b, fwd ? K_HEAD_LOSS_FWD : K_HEAD_LOSS_BWD, fwd ? PHASE_F : PHASE_B, OP_NO_LAYER, c, mb,
+                       f * T * li->mc.fwd_head / tp,
+                       f * li->mc.head / tp * li->wbytes + T * (li->act_bytes + 4.0 * s->model.vocab / tp), T, last, -1);
+    return last;
+}
+
+/* Forward of one micro-batch through model stage `ms` (chunk `c`): its blocks, then its MTP modules. */
+static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
+    const program *p = g->p; const layer_info *li = g->li;
+    double T = li->T;
     int last = -1;
     if (ms > 0) {
         int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
         program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
-        o.peer = ps; o.tag = tag_of(p, mb, ms - 1, 0); o.bytes = (float)(T * li->act_bytes);
+        o.peer = ps; o.tag = tag_of(p, mb, ms - 1, 0);
+        o.bytes = (float)(T * li->act_bytes * hidden_states_into(p, ms));
         last = emit(b, o);
     } else {
         last = compute(b, K_EMBED_FWD, PHASE_F, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, -1);
     }
-    for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
-        double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
-        last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
-                       T * (li->mc.fwd_attn_proj + attn_core(p, li, l)) / tp, attn_w + 6 * T * li->act_bytes, T, last, -1);
-        last = tp_ar(b, g, PHASE_F, l, c, mb, last);
-        if (!is_moe(li, l)) {
-            last = compute(b, K_DENSE_FFN_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
-                           li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
-            last = tp_ar(b, g, PHASE_F, l, c, mb, last);
-            continue;
-        }
-        int router = compute(b, K_ROUTER_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_router,
-                             li->mc.router * li->wbytes + T * li->act_bytes, T, last, -1);
-        int perm = compute(b, K_PERMUTE_FWD, PHASE_F, l, c, mb, 0,
-                           2 * T * s->model.top_k * h * dtype_bytes(s->precision.dispatch), T, router, -1);
-        int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_F), perm);
-        int shared = compute(b, K_SHARED_EXPERT_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_shared / tp,
-                             li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, router, -1);
-        program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, PHASE_F, l, c, mb);
-        eo.kernel = K_EXPERT_FWD; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
-        dep(&eo, disp);
-        int exp = emit(b, eo);
-        int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_F), exp);
-        last = compute(b, K_UNPERMUTE_FWD, PHASE_F, l, c, mb, 0,
-                       2 * T * s->model.top_k * h * dtype_bytes(s->precision.combine), T, comb, shared);
+    for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) last = fwd_block(b, g, l, c, mb, last);
+    for (int j = p->stage_mtp_begin[ms]; j < p->stage_mtp_end[ms]; j++) {
+        last = mtp_proj(b, g, K_MTP_PROJ_FWD, PHASE_F, j, c, mb, last);
+        last = fwd_block(b, g, p->scn->model.layers + j, c, mb, last);
     }
     if (ms == p->n_model_stages - 1) {
-        compute(b, K_HEAD_LOSS_FWD, PHASE_F, OP_NO_LAYER, c, mb, T * li->mc.fwd_head / tp,
-                li->mc.head / tp * li->wbytes + T * (li->act_bytes + 4.0 * s->model.vocab / tp), T, last, -1);
+        head_ops(b, g, 1, c, mb, last);
     } else {
         int ns, nc; schedule_locate(g->sp, ms + 1, mb, &ns, &nc);
         program_op o = base_op(OP_SEND, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
-        o.peer = ns; o.tag = tag_of(p, mb, ms, 0); o.bytes = (float)(T * li->act_bytes);
+        o.peer = ns; o.tag = tag_of(p, mb, ms, 0);
+        o.bytes = (float)(T * li->act_bytes * hidden_states_after(p, ms));
         dep(&o, last);
         emit(b, o);
     }
 }
 
-/* Weight-gradient ops of layer l (emitted inline after B, or later as a W item). */
+/* Weight-gradient ops of block l (emitted inline after B, or later as a W item). */
 static int gen_weights(op_buf *b, const gen_ctx *g, op_phase ph, int l, int c, int mb, int d0) {
     const layer_info *li = g->li; double T = li->T, tp = li->tp;
     int last = d0;
     if (is_moe(li, l)) {
-        program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, ph, l, c, mb);
-        eo.kernel = K_EXPERT_BWD_WEIGHT; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
-        dep(&eo, last);
-        last = emit(b, eo);
+        last = expert_op(b, g, K_EXPERT_BWD_WEIGHT, ph, l, c, mb, last);
         last = compute(b, K_SHARED_EXPERT_BWD_WEIGHT, ph, l, c, mb, T * li->mc.fwd_shared / tp,
                        li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
     } else {
@@ -428,76 +469,85 @@ static int gen_weights(op_buf *b, const gen_ctx *g, op_phase ph, int l, int c, i
     return last;
 }
 
-static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int with_w) {
+/* Input gradients of block l (weight gradients inline when with_w); returns its last op. */
+static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last, int with_w) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
     double T = li->T, tp = li->tp, h = s->model.hidden;
-    int last;
+    if (!is_moe(li, l)) {
+        last = compute(b, K_DENSE_FFN_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                       li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+        last = tp_ar(b, g, PHASE_B, l, c, mb, last);
+    } else {
+        int unp = compute(b, K_UNPERMUTE_BWD, PHASE_B, l, c, mb, 0,
+                          2 * T * s->model.top_k * h * 2.0, T, last, -1);
+        int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_B), unp);
+        int shared = compute(b, K_SHARED_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
+                             li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+        int exp = expert_op(b, g, K_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, disp);
+        int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_B), exp);
+        /* expert weight gradients run while the combine is in flight */
+        if (with_w) expert_op(b, g, K_EXPERT_BWD_WEIGHT, PHASE_B, l, c, mb, exp);
+        int perm = compute(b, K_PERMUTE_BWD, PHASE_B, l, c, mb, 0,
+                           2 * T * s->model.top_k * h * 2.0, T, comb, shared);
+        last = compute(b, K_ROUTER_BWD, PHASE_B, l, c, mb, 2 * T * li->mc.fwd_router,
+                       li->mc.router * li->wbytes + T * li->act_bytes, T, perm, -1);
+    }
+    last = compute(b, K_ATTN_BWD_INPUT, PHASE_B, l, c, mb,
+                   T * (li->mc.fwd_attn_proj + 2 * attn_core(p, li, l)) / tp,
+                   (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 8 * T * li->act_bytes, T, last, -1);
+    last = tp_ar(b, g, PHASE_B, l, c, mb, last);
+    if (with_w) {
+        /* the expert W was emitted above; the rest of the block's weight gradients here */
+        if (!is_moe(li, l))
+            compute(b, K_DENSE_FFN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
+                    li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+        else
+            compute(b, K_SHARED_EXPERT_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
+                    li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+        compute(b, K_ATTN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_attn_proj / tp,
+                (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+    }
+    return last;
+}
+
+static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int with_w) {
+    const program *p = g->p; const layer_info *li = g->li;
+    double T = li->T;
+    int last = -1, L = p->scn->model.layers;
     if (ms == p->n_model_stages - 1) {
-        last = compute(b, K_HEAD_LOSS_BWD, PHASE_B, OP_NO_LAYER, c, mb, 2 * T * li->mc.fwd_head / tp,
-                       2 * li->mc.head / tp * li->wbytes + T * (li->act_bytes + 4.0 * s->model.vocab / tp), T, -1, -1);
+        last = head_ops(b, g, 0, c, mb, -1);
     } else {
         int ns, nc; schedule_locate(g->sp, ms + 1, mb, &ns, &nc);
         program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_B, OP_NO_LAYER, c, mb);
-        o.peer = ns; o.tag = tag_of(p, mb, ms + 1, 1); o.bytes = (float)(T * li->act_bytes);
+        o.peer = ns; o.tag = tag_of(p, mb, ms + 1, 1);
+        o.bytes = (float)(T * li->act_bytes * hidden_states_after(p, ms));
         last = emit(b, o);
     }
-    for (int l = p->stage_layer_end[ms] - 1; l >= p->stage_layer_begin[ms]; l--) {
-        if (!is_moe(li, l)) {
-            last = compute(b, K_DENSE_FFN_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
-                           li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
-            last = tp_ar(b, g, PHASE_B, l, c, mb, last);
-        } else {
-            int unp = compute(b, K_UNPERMUTE_BWD, PHASE_B, l, c, mb, 0,
-                              2 * T * s->model.top_k * h * 2.0, T, last, -1);
-            int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_B), unp);
-            int shared = compute(b, K_SHARED_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
-                                 li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
-            program_op eo = base_op(OP_COMPUTE, STREAM_COMPUTE, PHASE_B, l, c, mb);
-            eo.kernel = K_EXPERT_BWD_INPUT; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
-            dep(&eo, disp);
-            int exp = emit(b, eo);
-            int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_B), exp);
-            if (with_w) {
-                /* expert weight gradients run while the combine is in flight */
-                program_op wo = base_op(OP_COMPUTE, STREAM_COMPUTE, PHASE_B, l, c, mb);
-                wo.kernel = K_EXPERT_BWD_WEIGHT; wo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
-                dep(&wo, exp);
-                emit(b, wo);
-            }
-            int perm = compute(b, K_PERMUTE_BWD, PHASE_B, l, c, mb, 0,
-                               2 * T * s->model.top_k * h * 2.0, T, comb, shared);
-            last = compute(b, K_ROUTER_BWD, PHASE_B, l, c, mb, 2 * T * li->mc.fwd_router,
-                           li->mc.router * li->wbytes + T * li->act_bytes, T, perm, -1);
-        }
-        last = compute(b, K_ATTN_BWD_INPUT, PHASE_B, l, c, mb,
-                       T * (li->mc.fwd_attn_proj + 2 * attn_core(p, li, l)) / tp,
-                       (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 8 * T * li->act_bytes, T, last, -1);
-        last = tp_ar(b, g, PHASE_B, l, c, mb, last);
-        if (with_w) {
-            /* the expert W was emitted above; the rest of the layer's weight gradients here */
-            if (!is_moe(li, l))
-                compute(b, K_DENSE_FFN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
-                        li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
-            else
-                compute(b, K_SHARED_EXPERT_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
-                        li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
-            compute(b, K_ATTN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_attn_proj / tp,
-                    (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
-        }
+    for (int j = p->stage_mtp_end[ms] - 1; j >= p->stage_mtp_begin[ms]; j--) {
+        last = bwd_block(b, g, L + j, c, mb, last, with_w);
+        last = mtp_proj(b, g, K_MTP_PROJ_BWD_INPUT, PHASE_B, j, c, mb, last);
+        if (with_w) mtp_proj(b, g, K_MTP_PROJ_BWD_WEIGHT, PHASE_B, j, c, mb, -1);
     }
+    for (int l = p->stage_layer_end[ms] - 1; l >= p->stage_layer_begin[ms]; l--)
+        last = bwd_block(b, g, l, c, mb, last, with_w);
     if (ms == 0) {
         compute(b, K_EMBED_BWD, PHASE_B, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, -1);
     } else {
         int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
         program_op o = base_op(OP_SEND, STREAM_P2P, PHASE_B, OP_NO_LAYER, c, mb);
-        o.peer = ps; o.tag = tag_of(p, mb, ms, 1); o.bytes = (float)(T * li->act_bytes);
+        o.peer = ps; o.tag = tag_of(p, mb, ms, 1);
+        o.bytes = (float)(T * li->act_bytes * hidden_states_into(p, ms));
         dep(&o, last);
         emit(b, o);
     }
 }
 
 static void gen_w(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
-    int last = -1;
+    int last = -1, L = g->p->scn->model.layers;
+    for (int j = g->p->stage_mtp_end[ms] - 1; j >= g->p->stage_mtp_begin[ms]; j--) {
+        last = gen_weights(b, g, PHASE_W, L + j, c, mb, last);
+        last = mtp_proj(b, g, K_MTP_PROJ_BWD_WEIGHT, PHASE_W, j, c, mb, last);
+    }
     for (int l = g->p->stage_layer_end[ms] - 1; l >= g->p->stage_layer_begin[ms]; l--)
         last = gen_weights(b, g, PHASE_W, l, c, mb, last);
 }
@@ -553,7 +603,10 @@ static void gen_tail(op_buf *b, const gen_ctx *g) {
     double tp = li->tp, dense = 0, expert = 0;
     for (int c = 0; c < g->sp->n_chunks; c++) {
         int ms = schedule_model_stage(g->sp, g->stage, c, c == 0 ? 0 : p->micro_batches - 1);
-        for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
+        int L = s->model.layers, m0 = p->stage_mtp_begin[ms], m1 = p->stage_mtp_end[ms];
+        for (int k = p->stage_layer_begin[ms]; k < p->stage_layer_end[ms] + (m1 - m0); k++) {
+            /* the stage's blocks, then its MTP modules' blocks (layer index model.layers + j) */
+            int l = k < p->stage_layer_end[ms] ? k : L + m0 + (k - p->stage_layer_end[ms]);
             dense += li->mc.attn_split / tp + li->mc.attn_replicated + li->mc.layer_norms;
             if (is_moe(li, l)) {
                 dense += li->mc.router + li->mc.shared / tp;
@@ -562,6 +615,9 @@ static void gen_tail(op_buf *b, const gen_ctx *g) {
                 dense += li->mc.dense_ffn / tp;
             }
         }
+        /* MTP modules' projections and norms, and their copy of the embedding off the first stage */
+        dense += (m1 - m0) * (li->mc.mtp_proj / tp + li->mc.mtp_norms);
+        if (m1 > m0 && ms != 0) dense += li->mc.embedding / tp;
         if (ms == 0) dense += li->mc.embedding / tp;
         if (ms == p->n_model_stages - 1) dense += (li->mc.head + li->mc.final_norm) / tp;
     }
@@ -670,9 +726,14 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     sp.n_chunks = L->schedule == SCHED_INTERLEAVED ? sp.vpp : L->schedule == SCHED_DUALPIPE ? 2 : 1;
     if (schedule_check(&sp, s->file, err)) return err->code;
     int n_ms = schedule_n_model_stages(&sp);
-    if (s->model.layers < n_ms) {
+    if (s->model.layers < n_ms && !L->pipeline_layout[0]) {
         char v[32]; snprintf(v, sizeof v, "%d", s->model.layers);
         return moe_error_input(err, s->file, "model.layers", v, "at least one layer per model stage (%d)", n_ms);
+    }
+    pl_layout pl;
+    if (pipeline_layout_build(s, &pl, err) || pl.n != n_ms) {
+        pipeline_layout_free(&pl);
+        return err->code ? err->code : moe_error_set(err, EXIT_RUNTIME, "program: %d model stages", n_ms);
     }
 
     program *p = moe_xcalloc(1, sizeof *p);
@@ -690,10 +751,15 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     p->n_model_stages = n_ms;
     p->stage_layer_begin = moe_xmalloc((size_t)n_ms * sizeof(int));
     p->stage_layer_end = moe_xmalloc((size_t)n_ms * sizeof(int));
-    for (int ms = 0; ms < n_ms; ms++) {   /* balanced split, as pipeline_forms.c stage_layers() */
-        p->stage_layer_begin[ms] = (int)((long)ms * s->model.layers / n_ms);
-        p->stage_layer_end[ms] = (int)((long)(ms + 1) * s->model.layers / n_ms);
+    p->stage_mtp_begin = moe_xmalloc((size_t)n_ms * sizeof(int));
+    p->stage_mtp_end = moe_xmalloc((size_t)n_ms * sizeof(int));
+    for (int ms = 0; ms < n_ms; ms++) {   /* the pipeline layout (sim/scenario/pipeline_layout.h) */
+        p->stage_layer_begin[ms] = pl.st[ms].layer_begin;
+        p->stage_layer_end[ms] = pl.st[ms].layer_end;
+        p->stage_mtp_begin[ms] = pl.st[ms].mtp_begin;
+        p->stage_mtp_end[ms] = pl.st[ms].mtp_end;
     }
+    pipeline_layout_free(&pl);
     build_groups(p);
     int rrc = build_routing(p, err);
     if (rrc) { program_free(p); return rrc; }
@@ -732,6 +798,7 @@ void program_free(program *p) {
     for (int s = 0; s < p->pp; s++) free(p->stage_ops ? p->stage_ops[s] : NULL);
     free(p->stage_ops); free(p->stage_n_ops);
     free(p->stage_layer_begin); free(p->stage_layer_end);
+    free(p->stage_mtp_begin); free(p->stage_mtp_end);
     free(p->groups); free(p->group_members); free(p->rank_group);
     for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); }
     free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);

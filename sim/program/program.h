@@ -163,10 +163,13 @@ typedef struct program {
     int micro_batches;        /* per pipeline per step */
     int n_ranks;
     int tokens_per_mb;        /* tokens of one micro-batch on one attention-DP rank */
-    /* model stages: model_stage -> [first_layer, end_layer) ; embedding on model stage 0, head on the
-     * last. n_model_stages = pp * (vpp or 1); DualPipe: pp model stages, each rank holds two. */
+    /* model stages (sim/scenario/pipeline_layout.h): model_stage -> [first_layer, end_layer) and its
+     * MTP modules; embedding on model stage 0, loss (one head pass per loss) on the last.
+     * n_model_stages = pp * (vpp or 1); DualPipe: pp model stages, each rank holds two. */
     int n_model_stages;
     int *stage_layer_begin, *stage_layer_end;
+    int *stage_mtp_begin, *stage_mtp_end;   /* MTP modules [begin, end) after the stage's blocks; their
+                                               ops name layer model.layers + module */
     /* per pipeline stage (position 0..pp-1): the rank-relative op list */
     program_op **stage_ops;
     int *stage_n_ops;

@@ -13,6 +13,7 @@
 
 #include "sim/base/fileio.h"
 #include "sim/base/json_read.h"
+#include "sim/scenario/pipeline_layout.h"
 #include "sim/scenario/presets.h"
 #include "sim/scenario/components.h"
 #include "sim/scenario/failure_classes.h"
@@ -269,8 +270,10 @@ static int check_layout(const scenario *s, moe_error *err) {
                  m->experts);
         return bad_int(s, err, "layout.ep", L->ep, exp);
     }
-    if (L->pp > m->layers) {
-        snprintf(exp, sizeof exp, "at most model.layers = %d (every pipeline stage holds a layer)", m->layers);
+    int custom = L->pipeline_layout[0] || L->first_stage_layers > 0 || L->last_stage_layers > 0;
+    if (L->pp > m->layers && !L->pipeline_layout[0]) {
+        snprintf(exp, sizeof exp, "at most model.layers = %d (every pipeline stage holds a layer; a "
+                 "layout.pipeline_layout may leave stages empty)", m->layers);
         return bad_int(s, err, "layout.pp", L->pp, exp);
     }
     if (m->heads % L->tp != 0) {
@@ -279,11 +282,15 @@ static int check_layout(const scenario *s, moe_error *err) {
     }
     if (L->vpp > 1 && L->schedule != SCHED_INTERLEAVED)
         return bad_int(s, err, "layout.vpp", L->vpp, "1 unless layout.schedule is \"interleaved\"");
-    if (L->vpp > 1 && m->layers % ((long long)L->pp * L->vpp) != 0) {
-        snprintf(exp, sizeof exp, "a value with model.layers = %d divisible by layout.pp*layout.vpp = %d*%d",
-                 m->layers, L->pp, L->vpp);
+    if (L->vpp > 1 && !custom && m->layers % ((long long)L->pp * L->vpp) != 0) {
+        snprintf(exp, sizeof exp, "a value with model.layers = %d divisible by layout.pp*layout.vpp = %d*%d "
+                 "(or a layout.pipeline_layout)", m->layers, L->pp, L->vpp);
         return bad_int(s, err, "layout.vpp", L->vpp, exp);
     }
+    pl_layout pl;
+    int prc = pipeline_layout_build(s, &pl, err);
+    pipeline_layout_free(&pl);
+    if (prc) return prc;
     /* tp*pp == gpus/(ep*dp) <= gpus now, so these products fit */
     long long attn_dp = gpus / ((long long)L->tp * L->pp);
     long long per_round = (long long)L->micro_batch * attn_dp;

@@ -108,6 +108,10 @@ typedef struct {
     int vpp;              /* virtual pipeline chunks per rank (interleaved) */
     recompute_kind recompute;
     placement_kind placement;
+    /* which blocks each model stage holds (sim/scenario/pipeline_layout.h): Megatron's layout string
+     * ("" = the even split), or the first / last pipeline rank's block counts (0 = "auto") */
+    char pipeline_layout[SCN_PATH_MAX];
+    int first_stage_layers, last_stage_layers;
 } layout_cfg;
 
 /* ---- routing ---------------------------------------------------------------------------------- */

@@ -57,6 +57,8 @@ const char *const scn_failure_model_names[] = {"classes", "components", NULL};
 #define F_ENUM(p, m, nm, ...) {.path = p, .type = SF_ENUM, .offset = OFF(m), .names = nm, DOC(__VA_ARGS__)}
 #define F_AUTO(p, m, lo, fl, ...) \
     {.path = p, .type = SF_AUTO, .offset = OFF(m), .min = (lo), .max = INFINITY, .flags = (fl), DOC(__VA_ARGS__)}
+#define F_INT_AUTO(p, m, lo, hi, ...) \
+    {.path = p, .type = SF_INT_AUTO, .offset = OFF(m), .min = (lo), .max = (hi), DOC(__VA_ARGS__)}
 #define F_PRESET(p, m, nm, ...) {.path = p, .type = SF_PRESET, .offset = OFF(m), .size = SZ(m), .names = nm, DOC(__VA_ARGS__)}
 /* The default class mix: Llama 3 405B pre-training, 419 unexpected interruptions in 54 days on 16,384
  * H100 (failure_classes.c has the grouping). */
@@ -158,6 +160,11 @@ const scn_field scn_fields[] = {
           "sliding-window attention: a windowed block's query attends to at most this many preceding keys (0 = full attention everywhere)"),
     F_INT("model.global_attention_every", model.global_attention_every, 0, NOMAX, "",
           "with a sliding window: every k-th block (k-1, 2k-1, ...) keeps full attention (gpt-oss: 2); 0 = every block is windowed"),
+    F_INT("model.mtp_layers", model.mtp_layers, 0, 64, "modules",
+          "multi-token-prediction modules after the last block (a block of its kind, a 2h x h projection, norms; shared "
+          "embedding and head; placed by layout.pipeline_layout's m, else on the last stage); FLOPs and MFU count them, "
+          "the published parameter totals do not",
+          "0 in every preset (the published totals exclude it); DeepSeek-V3's training recipe uses 1 (" DSV3_REPORT ", section 2.2)"),
 
     F_PRESET("cluster.preset", cluster.preset, preset_cluster_names, "",
              "a built-in cluster: sets every cluster.* field and the default cost model (calibration); fields given beside it override"),
@@ -214,6 +221,16 @@ const scn_field scn_fields[] = {
            "as the shipped scenarios set"),
     F_ENUM("layout.placement", layout.placement, scn_placement_names, "",
            "rank to GPU mapping: ep-inner puts an EP group on consecutive nodes (under as few leaf switches as possible), dp-inner the replicas"),
+    F_NSTR("layout.pipeline_layout", layout.pipeline_layout, "",
+           "Megatron-LM --pipeline-model-parallel-layout: E embedding, t block, m MTP module, L loss, | between stages, "
+           "(...)*n repetition, e.g. \"Et|(tt|)*30mL\"; one stage per pp x vpp model stage, every block once (null = the even split)",
+           "Megatron-LM docs/api-guide/pipeline_parallel_layout.md"),
+    F_INT_AUTO("layout.first_stage_layers", layout.first_stage_layers, 1, NOMAX, "blocks",
+               "blocks of the first pipeline rank, spread over its vpp chunks; the other ranks share the rest evenly (\"auto\" = the even split)",
+               "Megatron-LM --decoder-first-pipeline-num-layers"),
+    F_INT_AUTO("layout.last_stage_layers", layout.last_stage_layers, 1, NOMAX, "blocks",
+               "blocks of the last pipeline rank, spread over its vpp chunks (\"auto\" = the even split)",
+               "Megatron-LM --decoder-last-pipeline-num-layers"),
 
     F_ENUM("routing.distribution", routing.distribution, scn_route_names, "",
            "expert popularity: uniform, zipf (rank^-s), hot (one expert gets hot_share of the tokens) or trace (per-expert counts from routing.trace)"),
@@ -471,6 +488,7 @@ static void expect_words(const scn_field *f, char *buf, size_t cap) {
     case SF_NSTRING: snprintf(buf, cap, "a string of at most %zu characters, or null", f->size - 1); break;
     case SF_ENUM: names_words(f->names, nm, sizeof nm); snprintf(buf, cap, "one of %s", nm); break;
     case SF_AUTO: range_words(f, 0, r, sizeof r); snprintf(buf, cap, "\"auto\" or a number %s", r); break;
+    case SF_INT_AUTO: range_words(f, 1, r, sizeof r); snprintf(buf, cap, "\"auto\" or an integer %s", r); break;
     case SF_LEVELS:
         names_words(scn_level_names, nm, sizeof nm);
         snprintf(buf, cap, "a non-empty list of %s", nm);
@@ -752,6 +770,13 @@ static int set_value(scenario *s, char *base, const scn_field *f, const cJSON *v
         memcpy(dst, &x, sizeof x);
         return 0;
     }
+    case SF_INT_AUTO: {
+        int x = 0;
+        int is_auto = cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0;
+        if (!is_auto && json_int(f, v, &x)) return bad_json(err, file, label, v, f, NULL);
+        memcpy(dst, &x, sizeof x);
+        return 0;
+    }
     case SF_BOOL: {
         if (!cJSON_IsBool(v)) return bad_json(err, file, label, v, f, NULL);
         int x = cJSON_IsTrue(v);
@@ -800,6 +825,13 @@ static int check_value(const char *base, const scn_field *f, const char *file, c
         int x;
         memcpy(&x, src, sizeof x);
         if (in_range(f, x)) return 0;
+        snprintf(val, sizeof val, "%d", x);
+        break;
+    }
+    case SF_INT_AUTO: {
+        int x;
+        memcpy(&x, src, sizeof x);
+        if (x == 0 || in_range(f, x)) return 0;
         snprintf(val, sizeof val, "%d", x);
         break;
     }
@@ -904,6 +936,7 @@ static cJSON *get_value(const char *base, const scn_field *f) {
     }
     case SF_DOUBLE: memcpy(&d, src, sizeof d); return cJSON_CreateNumber(d);
     case SF_AUTO: memcpy(&d, src, sizeof d); return d < 0 ? cJSON_CreateString("auto") : cJSON_CreateNumber(d);
+    case SF_INT_AUTO: memcpy(&i, src, sizeof i); return i == 0 ? cJSON_CreateString("auto") : cJSON_CreateNumber(i);
     case SF_BOOL: memcpy(&i, src, sizeof i); return cJSON_CreateBool(i);
     case SF_STRING: return cJSON_CreateString(src);
     case SF_NSTRING:

@@ -32,6 +32,8 @@ typedef enum {
     SF_NSTRING,    /* JSON string or null (null <-> "") -> char[size] */
     SF_ENUM,       /* JSON string among `names` -> enum (int) = index in names */
     SF_AUTO,       /* "auto" (stored as -1) or a number in range -> double */
+    SF_INT_AUTO,   /* "auto" (stored as 0, so that a zeroed struct means "auto") or an integer in
+                      range [min, max], min >= 1 -> int */
     SF_LEVELS,     /* non-empty list of "plan" | "step" | "run" -> LEVEL_* bitmask (int) */
     SF_INT_LIST,   /* list of integers in range -> int[max_count], count at count_offset */
     SF_OBJ_LIST,   /* list of objects described by `items` -> element[max_count], count at count_offset */
