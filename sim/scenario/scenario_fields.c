@@ -522,6 +522,7 @@ const char *scn_field_type_name(const scn_field *f) {
     case SF_NSTRING: return "string or null";
     case SF_ENUM: return "enum";
     case SF_AUTO: return "number or \"auto\"";
+    case SF_INT_AUTO: return "integer or \"auto\"";
     case SF_LEVELS: return "list of levels";
     case SF_INT_LIST: return "list of integers";
     case SF_OBJ_LIST: return "list of objects";
