@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include "sim/base/alloc.h"
 #include "sim/base/cli_args.h"
 #include "sim/base/alloc.h"
 #include "sim/report/diagnose.h"
@@ -21,7 +23,8 @@
 static const char ABOUT[] =
     "Diagnoses training steps (stragglers, expert imbalance, slow links, hangs) from step traces: the\n"
     "trace.json of `simrun` (output.trace, step level) or of `simlive`. A folder stands for the\n"
-    "trace.json in it.";
+    "trace.json in it, a sweep's output folder for every traces/trace-ID.json in it (exit 3 when any has\n"
+    "a problem).";
 
 static const char EPILOG[] =
     "exit codes: 0 healthy, 1 runtime failure, 2 bad input or usage, 3 problem found\n"
@@ -111,38 +114,107 @@ static const char *trace_path(const char *arg, char *buf, size_t cap) {
     return buf;
 }
 
-static int cmd_check(cli_parser *p, int argc, char **argv) {
-    opts o = {0};
-    if (parse_opts(p, argc, argv, 1, &o)) return p->rc;
-    int rc = 0;
-    diag_rules rules;
-    diag_rules_default(&rules);
-    rules.min_excess = o.min_excess_pct / 100.0;
-    rules.top_experts = o.top;
+static int is_point_trace(const struct dirent *e) {
+    size_t n = strlen(e->d_name);
+    return strncmp(e->d_name, "trace-", 6) == 0 && n > 11 && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+/* The traces `arg` stands for: a file; a folder's trace.json; a sweep's folder: every
+ * traces/trace-ID.json in it, in point order. Returns the count (paths in *out, caller frees). */
+static int trace_list(const char *arg, char ***out) {
+    char one[4096];
+    const char *single = trace_path(arg, one, sizeof one);
+    struct stat st;
+    struct dirent **names = NULL;
+    int n = 0;
+    if (single != arg && stat(single, &st) != 0) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/traces", arg);
+        n = scandir(dir, &names, is_point_trace, alphasort);
+        if (n < 0) n = 0;
+    }
+    if (n == 0) {
+        *out = moe_xcalloc(1, sizeof **out);
+        (*out)[0] = moe_xstrdup(single);
+        free(names);
+        return 1;
+    }
+    *out = moe_xcalloc((size_t)n, sizeof **out);
+    for (int i = 0; i < n; i++) {
+        char path[8300];
+        snprintf(path, sizeof path, "%s/traces/%s", arg, names[i]->d_name);
+        (*out)[i] = moe_xstrdup(path);
+        free(names[i]);
+    }
+    free(names);
+    return n;
+}
+
+/* One trace: its report on stdout (unless quiet), its JSON into `reports` (when not NULL). Returns
+ * 0 healthy, DIAG_EXIT_PROBLEM, or an error code. */
+static int check_one(const char *path, const diag_rules *rules, int quiet, int heading, cJSON *reports) {
     moe_error err = {0};
     diag_trace t;
-    char path[4096];
-    o.files[0] = trace_path(o.files[0], path, sizeof path);
-    if (diag_trace_load(o.files[0], &t, &err)) {
+    if (diag_trace_load(path, &t, &err)) {
         fprintf(stderr, "simdiag: %s\n", err.msg);
         return err.code;
     }
     diag_report r;
-    if (diag_check(&t, &rules, &r)) {
-        fprintf(stderr, "simdiag: %s: out of memory\n", o.files[0]);
+    if (diag_check(&t, rules, &r)) {
+        fprintf(stderr, "simdiag: %s: out of memory\n", path);
         diag_trace_free(&t);
         return EXIT_RUNTIME;
     }
-    if (!o.quiet) diag_report_print(stdout, &t, &r, &rules);
-    if (o.json) {
-        cJSON *doc = diag_report_json(&t, &r, &rules);
-        rc = write_json(o.json, doc);
-        cJSON_Delete(doc);
+    if (!quiet) {
+        if (heading) printf("== %s\n", path);
+        diag_report_print(stdout, &t, &r, rules);
+    }
+    if (reports) {
+        cJSON *doc = diag_report_json(&t, &r, rules);
+        cJSON_AddStringToObject(doc, "trace", path);
+        cJSON_AddItemToArray(reports, doc);
     }
     int problems = r.problems;
     diag_report_free(&r);
     diag_trace_free(&t);
-    return rc ? rc : problems ? DIAG_EXIT_PROBLEM : EXIT_OK;
+    return problems ? DIAG_EXIT_PROBLEM : EXIT_OK;
+}
+
+static int cmd_check(cli_parser *p, int argc, char **argv) {
+    opts o = {0};
+    if (parse_opts(p, argc, argv, 1, &o)) return p->rc;
+    diag_rules rules;
+    diag_rules_default(&rules);
+    rules.min_excess = o.min_excess_pct / 100.0;
+    rules.top_experts = o.top;
+    char **paths = NULL;
+    int n = trace_list(o.files[0], &paths), rc = EXIT_OK, found = 0;
+    cJSON *reports = o.json ? cJSON_CreateArray() : NULL;
+    for (int i = 0; i < n && rc == EXIT_OK; i++) {
+        int r = check_one(paths[i], &rules, o.quiet, n > 1, reports);
+        if (r == DIAG_EXIT_PROBLEM) found++;
+        else rc = r;
+    }
+    if (rc == EXIT_OK && !o.quiet && n > 1)
+        printf("%d trace%s checked, %d with a problem\n", n, n == 1 ? "" : "s", found);
+    if (rc == EXIT_OK && o.json) {
+        /* one trace: its report; a sweep's folder: {"format", "traces": [reports]} */
+        cJSON *doc = reports;
+        if (n == 1) doc = cJSON_DetachItemFromArray(reports, 0);
+        else {
+            doc = cJSON_CreateObject();
+            cJSON_AddStringToObject(doc, "format", "moesim-diagnosis-set/1");
+            cJSON_AddItemToObject(doc, "traces", reports);
+        }
+        rc = write_json(o.json, doc);
+        if (doc != reports) cJSON_Delete(doc);
+        if (n == 1) cJSON_Delete(reports);
+        reports = NULL;
+    }
+    cJSON_Delete(reports);
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    return rc ? rc : found ? DIAG_EXIT_PROBLEM : EXIT_OK;
 }
 
 static int cmd_compare(cli_parser *cli, int argc, char **argv) {

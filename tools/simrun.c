@@ -75,12 +75,17 @@ static const char SEARCH_OPTIONS[] =
     "  -q, --quiet          no table, no progress\n";
 
 static const char A2A_OPTIONS[] =
-    "      --ep EP          the largest EP size (a power of two from 8 up; also --a2a EP)\n"
-    "      --tokens T       tokens per rank (default 4096)\n"
-    "      --hidden H       hidden size (default 7168)\n"
-    "      --topk K         experts per token (default 8)\n"
-    "      --dtype D        dispatch precision: fp8 or bf16 (default fp8)\n"
-    "      --node-limit M   node-limited routing: at most M nodes per token (default 0 = off)\n"
+    "  The model, routing (distribution, node limit, capacity), precisions and cluster come from SCENARIO\n"
+    "  (default: the built-in DeepSeek-V3 on 512 x 8 H800); the options below override them.\n"
+    "      --ep EP          the largest EP size, also --a2a EP: the table walks 8, 16, 32, ... below it that\n"
+    "                       divide the experts, then EP itself; EP must divide model.experts and be whole\n"
+    "                       nodes once it spans nodes\n"
+    "      --tokens T       tokens per rank (default: one micro-batch, layout.micro_batch x model.seq_len / tp)\n"
+    "      --hidden H       hidden size (default: model.hidden)\n"
+    "      --topk K         experts per token (default: model.top_k)\n"
+    "      --dtype D        dispatch precision: fp8 or bf16 (default: precision.dispatch)\n"
+    "      --node-limit M   node-limited routing: at most M nodes per token (default: routing.node_limit)\n"
+    "      --point N        the sweep point of SCENARIO to take (default 0; numbered as `simrun run` does)\n"
     "  -o, --out FILE       also write the table to FILE (default: stdout only)\n"
     "  -j, --jobs N         accepted; the benchmark runs in one process\n"
     "  -q, --quiet          no table on stdout (with --out: the file only)\n";
@@ -437,15 +442,36 @@ static int cmd_dump_platform(cli_parser *p, int argc, char **argv) {
     return 0;
 }
 
+/* Point `point` of scenario `file` (its sweep's values in *values when not NULL; the point count in
+ * *n_points): an exit-2 error naming --point when the sweep has fewer points. */
+static int load_point(const char *file, int point, scenario *out, cJSON **values, int *n_points, moe_error *err) {
+    scenario base;
+    sweep *sw = NULL;
+    if (values) *values = NULL;
+    int rc = scenario_load(file, &base, &sw, err);
+    int n = rc ? 0 : sweep_count(sw);
+    if (n_points) *n_points = n;
+    if (!rc && point >= n) {
+        char v[32];
+        snprintf(v, sizeof v, "%d", point);
+        rc = moe_error_input(err, file, "--point", v, "a point in [0, %d) (the sweep has %d point%s)", n, n, n == 1 ? "" : "s");
+    }
+    if (!rc) rc = sweep_point(sw, &base, point, out, values, err);
+    sweep_free(sw);
+    return rc;
+}
+
 static int cmd_a2a(cli_parser *p, int argc, char **argv) {
-    enum { O_EP = 256, O_TOKENS, O_HIDDEN, O_TOPK, O_DTYPE, O_NODE_LIMIT };
+    enum { O_EP = 256, O_TOKENS, O_HIDDEN, O_TOPK, O_DTYPE, O_NODE_LIMIT, O_POINT };
     static const struct option opts[] = {
         {"ep", required_argument, NULL, O_EP},         {"a2a", required_argument, NULL, O_EP},
+        {"point", required_argument, NULL, O_POINT},
         {"tokens", required_argument, NULL, O_TOKENS}, {"hidden", required_argument, NULL, O_HIDDEN},
         {"topk", required_argument, NULL, O_TOPK},     {"dtype", required_argument, NULL, O_DTYPE},
         {"node-limit", required_argument, NULL, O_NODE_LIMIT}, CLI_COMMON_OPTIONS};
     static const char *const dtypes[] = {"fp8", "bf16", NULL};
-    int ep = 0, tokens = 4096, hidden = 7168, topk = 8, node_limit = 0, dti = 0, bad = 0;
+    /* -1: not given, the scenario's value applies */
+    int ep = 0, tokens = -1, hidden = -1, topk = -1, node_limit = -1, dti = -1, point = 0, bad = 0;
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1 && !bad;) {
         switch (c) {
         case CLI_STOP: return p->rc;
@@ -455,27 +481,34 @@ static int cmd_a2a(cli_parser *p, int argc, char **argv) {
         case O_TOPK: bad = cli_int_opt(p, optarg, 1, 1024, &topk); break;
         case O_NODE_LIMIT: bad = cli_int_opt(p, optarg, 0, 1 << 20, &node_limit); break;
         case O_DTYPE: bad = cli_enum_opt(p, optarg, dtypes, &dti); break;
+        case O_POINT: bad = cli_int_opt(p, optarg, 0, INT32_MAX, &point); break;
         }
     }
     if (bad) return p->rc;
     if (cli_positionals(p, argc, argv, 0, 1, "at most one SCENARIO.json")) return p->rc;
     if (!ep) return cli_error(p, "--ep EP is required (the largest EP size to benchmark)");
     const char *file = optind < argc ? argv[optind] : NULL;
-    dtype_kind dt = dti == 0 ? DT_FP8 : DT_BF16;
     moe_error err = {0};
     scenario s;
-    /* without a scenario: the built-in defaults (deepseek-v3 on h800-8rail) */
-    int bad_in = file ? scenario_load(file, &s, NULL, &err) : scenario_parse("(defaults)", "{}", &s, NULL, &err);
+    /* without a scenario: the built-in defaults (deepseek-v3 on h800-8rail); the options override */
+    int bad_in = file ? load_point(file, point, &s, NULL, NULL, &err)
+                      : scenario_parse("(built-in defaults)", "{\"name\": \"built-in-defaults\"}", &s, NULL, &err);
     if (bad_in) {
         fprintf(stderr, "simrun: %s\n", err.msg);
         return err.code;
     }
+    if (hidden > 0) s.model.hidden = hidden;
+    if (topk > 0) s.model.top_k = topk;
+    if (node_limit >= 0) s.routing.node_limit = node_limit;
+    if (dti >= 0) s.precision.dispatch = dti == 0 ? DT_FP8 : DT_BF16;
+    /* tokens per rank: one micro-batch of the scenario (split over TP), unless given */
+    if (tokens < 0) tokens = s.layout.micro_batch * s.model.seq_len / (s.layout.tp > 0 ? s.layout.tp : 1);
     /* the table goes to memory first: stdout unless --quiet, and --out FILE written atomically */
     char *table = NULL;
     size_t table_len = 0;
     FILE *mem = open_memstream(&table, &table_len);
     if (!mem) { fprintf(stderr, "simrun: out of memory\n"); return EXIT_RUNTIME; }
-    int rc = a2a_bench_run(&s, ep, tokens, hidden, topk, dt, node_limit, mem, &err);
+    int rc = a2a_bench_run(&s, ep, tokens, "--ep", mem, &err);
     fclose(mem);
     if (!rc && !p->common.quiet) fputs(table, stdout);
     if (!rc && p->common.out) rc = write_file_atomic(p->common.out, table, &err);
@@ -552,18 +585,11 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return p->rc;
     const char *file = argv[optind];
     moe_error err = {0};
-    scenario base, s;
-    sweep *sw = NULL;
+    scenario s;
     cJSON *root = NULL, *values = NULL, *doc = NULL;
-    int rc = scenario_load(file, &base, &sw, &err);
+    int n = 0;
+    int rc = load_point(file, point, &s, &values, &n, &err);
     if (!rc && !(root = json_load(file, 0, &err))) rc = err.code;
-    int n = rc ? 0 : sweep_count(sw);
-    if (!rc && point >= n) {
-        char v[32];
-        snprintf(v, sizeof v, "%d", point);
-        rc = moe_error_input(&err, file, "--point", v, "a point in [0, %d) (the sweep has %d point%s)", n, n, n == 1 ? "" : "s");
-    }
-    if (!rc) rc = sweep_point(sw, &base, point, &s, &values, &err);
     if (!rc && !(doc = scenario_show_json(&s, root, values, point))) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
     if (!rc) {
         char *text = NULL;
@@ -591,7 +617,6 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     cJSON_Delete(doc);
     cJSON_Delete(values);
     cJSON_Delete(root);
-    sweep_free(sw);
     return rc;
 }
 
@@ -624,7 +649,7 @@ static const cli_command COMMANDS[] = {
     {"search", cmd_search, "SCENARIO.json [--top K] [options]",
      "Every valid tp*pp*ep*dp layout at plan level; drop what does not fit; simulate the best K at step level.",
      SEARCH_OPTIONS},
-    {"a2a", cmd_a2a, "[SCENARIO.json] --ep EP [options]",
+    {"a2a", cmd_a2a, "[SCENARIO.json [--point N]] --ep EP [options]",
      "nccl-tests/DeepEP-style table of MoE dispatch and combine over EP sizes on the scenario's fabric.",
      A2A_OPTIONS},
     {"merge", cmd_merge, "DIR... --out DIR",
