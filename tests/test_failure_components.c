@@ -22,6 +22,7 @@
 #include "sim/run/trainrun.h"
 #include "sim/scenario/components.h"
 #include "sim/scenario/scenario_defaults.h"
+#include "run_fixtures.h"
 
 /* The seed cluster: 512 nodes x 8 GPUs, 8 rails, 32 nodes per leaf, 2 nodes per rack. */
 static scenario seed_cluster(void) {
@@ -256,61 +257,36 @@ static void test_component_log(void **state) {
 }
 
 /* ---- recoveries, by hand ------------------------------------------------------------------------
- * 8 nodes x 8 GPUs, 36 s steps (1000 tokens each), sync checkpoints every 100 steps with a 5 min
- * write, full restart R = 10 min, swap 90 s, 2 hot spares (0.25 x 8). 500 steps without failures:
+ * tests/run_fixtures.h: 8 nodes x 8 GPUs, 36 s steps, sync checkpoints every 100 steps with a 5 min
+ * write, full restart R = 10 min, swap 90 s, 2 hot spares. 500 steps without failures:
  * 500 x 36 + 5 x 300 = 19,500 s. A failure at 2:30 finds step 200 written at 2:10: 20 min lost. */
-#define STEP_S 36.0
-
-static scenario run_scenario(const char *log, double steps) {
-    scenario s = small_cluster();
-    s.seed = 42;
-    s.layout.global_batch = 1;
-    s.model.seq_len = 1000;
-    snprintf(s.reliability.failure_trace, sizeof s.reliability.failure_trace, "%s", log);
-    s.reliability.checkpoint = (checkpoint_cfg){.policy = CKPT_FIXED, .interval_min = 60,
-                                                .mode = CKPT_SYNC, .state_bytes = 64e9,
-                                                .snapshot_GBps = 64, .write_min = 5};
-    s.reliability.recovery = (recovery_cfg){.hot_spare_fraction = 0.25, .spare_swap_s = 90,
-                                            .full_restart_min = 10, .repair_h = 24};
-    s.run = (run_cfg){.tokens = steps * 1000, .max_days = 1000, .trials = 2};
-    return s;
-}
-
-static trainrun_result simulate_ok(const scenario *s) {
-    trainrun_result r;
-    moe_error err = {0};
-    if (trainrun_simulate_no_search(s, NULL, STEP_S, &r, &err)) fail_msg("trainrun: %s", err.msg);
-    return r;
-}
-
-static double wall_s(const trainrun_result *r) { return r->days_mean * 86400.0; }
 
 static void test_blast_radius_recoveries(void **state) {
     (void)state;
-    const double nofail = 500 * STEP_S + 5 * 300.0, lost = 1200;
+    const double nofail = 500 * RUN_FIXTURE_STEP_S + 5 * 300.0, lost = 1200;
     /* a leaf takes 4 nodes, more than the 2 spares: full restart, after a 2 min detection */
-    scenario s = run_scenario("tests/data/failures/leaf_2p5h.csv", 500);
+    scenario s = run_fixture("tests/data/failures/leaf_2p5h.csv", 500);
     s.reliability.components[COMP_LEAF_SWITCH].detect_s = 120;
-    trainrun_result r = simulate_ok(&s);
-    assert_true(fabs(wall_s(&r) - (nofail + lost + 120 + 600)) < 1e-6);
+    trainrun_result r = run_fixture_simulate(&s);
+    assert_true(fabs(run_fixture_wall_s(&r) - (nofail + lost + 120 + 600)) < 1e-6);
     assert_true(r.restarts_mean == 1 && r.spare_swaps_mean == 0 && r.spare_shortfalls_mean == 1);
     assert_true(fabs(r.detect_hours_mean - 120 / 3600.0) < 1e-12);
     assert_true(fabs(r.restart_hours_mean - 600 / 3600.0) < 1e-12);
     assert_true(r.failures_by_source_mean[COMP_LEAF_SWITCH] == 1);
     /* with 4 spares the leaf's nodes are swapped */
     s.reliability.recovery.hot_spare_fraction = 0.5;
-    r = simulate_ok(&s);
-    assert_true(fabs(wall_s(&r) - (nofail + lost + 120 + 90)) < 1e-6);
+    r = run_fixture_simulate(&s);
+    assert_true(fabs(run_fixture_wall_s(&r) - (nofail + lost + 120 + 90)) < 1e-6);
     assert_true(r.spare_swaps_mean == 1 && r.spare_shortfalls_mean == 0);
     /* a rack takes 2 nodes: the 2 spares cover it */
-    s = run_scenario("tests/data/failures/rack_2p5h.csv", 500);
-    r = simulate_ok(&s);
-    assert_true(fabs(wall_s(&r) - (nofail + lost + 90)) < 1e-6);
+    s = run_fixture("tests/data/failures/rack_2p5h.csv", 500);
+    r = run_fixture_simulate(&s);
+    assert_true(fabs(run_fixture_wall_s(&r) - (nofail + lost + 90)) < 1e-6);
     assert_true(r.spare_swaps_mean == 1 && r.restarts_mean == 0);
     /* a spine takes no node: restart in place, no shortfall */
-    s = run_scenario("tests/data/failures/spine_2p5h.csv", 500);
-    r = simulate_ok(&s);
-    assert_true(fabs(wall_s(&r) - (nofail + lost + 600)) < 1e-6);
+    s = run_fixture("tests/data/failures/spine_2p5h.csv", 500);
+    r = run_fixture_simulate(&s);
+    assert_true(fabs(run_fixture_wall_s(&r) - (nofail + lost + 600)) < 1e-6);
     assert_true(r.restarts_mean == 1 && r.spare_shortfalls_mean == 0);
 }
 
@@ -321,19 +297,19 @@ static void test_blast_radius_recoveries(void **state) {
  * differ by exactly R - swap = 510 s. */
 static void test_repair_slots(void **state) {
     (void)state;
-    scenario s = run_scenario("tests/data/failures/hosts_repair_queue.csv", 2000);
+    scenario s = run_fixture("tests/data/failures/hosts_repair_queue.csv", 2000);
     s.reliability.components[COMP_HOST].repair_h = 10;
-    trainrun_result free_slots = simulate_ok(&s);
+    trainrun_result free_slots = run_fixture_simulate(&s);
     assert_true(free_slots.spare_swaps_mean == 4 && free_slots.restarts_mean == 0);
     s.reliability.recovery.repair_slots = 1;
-    trainrun_result one_slot = simulate_ok(&s);
+    trainrun_result one_slot = run_fixture_simulate(&s);
     assert_true(one_slot.spare_swaps_mean == 3 && one_slot.restarts_mean == 1);
     assert_true(one_slot.spare_shortfalls_mean == 1);
-    assert_true(fabs(wall_s(&one_slot) - wall_s(&free_slots) - 510) < 1e-6);
+    assert_true(fabs(run_fixture_wall_s(&one_slot) - run_fixture_wall_s(&free_slots) - 510) < 1e-6);
     /* repair_h "auto" takes recovery.repair_h (24 h): the spares are still out at 14:00 */
     s.reliability.components[COMP_HOST].repair_h = -1;
     s.reliability.recovery.repair_slots = 0;
-    trainrun_result slow = simulate_ok(&s);
+    trainrun_result slow = run_fixture_simulate(&s);
     assert_true(slow.spare_swaps_mean == 2 && slow.restarts_mean == 2);
 }
 

@@ -128,6 +128,8 @@ static const bad_case CASES[] = {
     {"first_stage_layers_not_vpp_multiple", "layout.first_stage_layers", "got 6", "multiple of layout.vpp = 4", -1},
     {"first_last_leave_uneven", "layout.first_stage_layers", "got 6", "(here 50 blocks) divisible by their 6 x vpp = 6 chunks", -1},
     {"mtp_layers_negative", "model.mtp_layers", "got -1", "0..64", -1},
+    {"tiers_sync", "reliability.checkpoint.tiers.enabled", "got true", "\"async\"", -1},
+    {"tiers_peer_offset", "reliability.checkpoint.tiers.peer.offset_nodes", "got 512", "cluster.nodes - 1 = 511", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

@@ -42,3 +42,28 @@ double storage_node_GBps(const cluster_cfg *c) {
     double nic = c->nic_gbps / 8.0;
     return (c->pcie_GBps > 0 && c->pcie_GBps < nic) ? c->pcie_GBps : nic;
 }
+
+void checkpoint_tier_times_resolve(const scenario *s, double state_bytes, checkpoint_tier_times *out) {
+    const cluster_cfg *c = &s->cluster;
+    const ckpt_tiers_cfg *t = &s->reliability.checkpoint.tiers;
+    double shard = c->nodes > 0 ? state_bytes / c->nodes : 0;
+    double snap_GBps = s->reliability.checkpoint.snapshot_GBps > 0 ? s->reliability.checkpoint.snapshot_GBps
+                                                                    : c->pcie_GBps;
+    out->snapshot_s = storage_snapshot_s(state_bytes / scn_gpus(s), snap_GBps);
+    out->host_read_s = out->snapshot_s;
+    double node_nic_GBps = c->rails * c->nic_gbps / 8.0;
+    double peer_GBps = t->peer_GBps > 0 ? t->peer_GBps : c->nic_gbps / 8.0;
+    double peer_read_GBps = t->peer_read_GBps > 0 ? t->peer_read_GBps : node_nic_GBps;
+    out->peer_write_s = storage_snapshot_s(shard, peer_GBps);
+    out->peer_read_s = storage_snapshot_s(shard, peer_read_GBps);
+    out->peer_step_slowdown = t->peer_step_slowdown >= 1 ? t->peer_step_slowdown
+                              : peer_GBps < node_nic_GBps ? 1.0 / (1.0 - peer_GBps / node_nic_GBps)
+                                                          : INFINITY;
+    out->nvme_write_s = storage_snapshot_s(shard, t->nvme_write_GBps);
+    out->nvme_read_s = storage_snapshot_s(shard, t->nvme_read_GBps);
+    out->pfs_write_s = checkpoint_write_s(s, state_bytes);
+    double read_GBps = t->pfs_read_GBps > 0 ? t->pfs_read_GBps : c->storage_GBps;
+    out->pfs_read_s = storage_write_s(state_bytes, c->nodes, read_GBps, storage_node_GBps(c));
+    int off = t->peer_offset_nodes > 0 ? t->peer_offset_nodes : s->reliability.rack_nodes;
+    out->peer_offset_nodes = c->nodes > 0 ? off % c->nodes : 0;
+}

@@ -41,4 +41,28 @@ double storage_snapshot_s(double bytes_per_gpu, double GBps);
  * bytes), capped by the host's PCIe bandwidth. */
 double storage_node_GBps(const cluster_cfg *c);
 
+/* ---- checkpoint tiers (reliability.checkpoint.tiers) ----------------------------------------------
+ * Where one checkpoint's copies go and how long each copy takes to write and to read back, every
+ * node (every GPU for PCIe) moving its own shard at the same time:
+ *   host  GPU -> host memory over PCIe: the snapshot, the training pause (state / GPUs per GPU at
+ *         checkpoint.snapshot_GBps, else cluster.pcie_GBps); read back the same way.
+ *   peer  host -> a peer node's host memory over the training rails: the shard (state / nodes) at
+ *         peer.GBps; read back at peer.read_GBps (training is stopped then). While it runs it takes
+ *         peer.GBps of the node's NIC bandwidth B = rails x nic_gbps / 8 from training; "auto"
+ *         step_slowdown is the bound for a step limited by its NICs, 1 / (1 - peer.GBps / B).
+ *   nvme  host -> the node's NVMe: the shard at nvme.write_GBps, read at nvme.read_GBps.
+ *   pfs   the parallel file system: checkpoint_write_s (the one write time); read with the same
+ *         max-min share as the write at pfs.read_GBps.
+ * All writes start when the snapshot ends and run side by side on separate paths (PCIe to the NVMe,
+ * the rails to the peer, the storage NIC to the file system). */
+typedef struct {
+    double snapshot_s, host_read_s;
+    double peer_write_s, peer_read_s, peer_step_slowdown;
+    double nvme_write_s, nvme_read_s;
+    double pfs_write_s, pfs_read_s;
+    int peer_offset_nodes;   /* node n's replica lives on node (n + offset) mod nodes */
+} checkpoint_tier_times;
+
+void checkpoint_tier_times_resolve(const scenario *s, double state_bytes, checkpoint_tier_times *out);
+
 #endif

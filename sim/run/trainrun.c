@@ -28,6 +28,18 @@
  *          keeps one host-memory buffer per node, never stalls training on storage, and makes the
  *          effective interval max(k steps, write time) — a write slower than the interval cannot
  *          be hidden, and queueing snapshots behind it would only let the backlog grow.
+ * Checkpoint tiers (reliability.checkpoint.tiers.enabled; async only; times: checkpoint_write.h).
+ *   The snapshot is a copy in host memory when its pause ends; then, side by side, the peer's copy
+ *   (training steps run peer_step_slowdown x longer meanwhile: the replication shares the NICs), the
+ *   NVMe copy, and — for every pfs_every-th snapshot and the last — the file system's copy, each
+ *   counting once written. A boundary waits for all of them (one host buffer). A failure loses the
+ *   copies on the nodes it takes down: host memory and NVMe whenever a node is lost (host memory
+ *   also in a restart in place unless host.survives_restart), the peer copies when a lost node's
+ *   replica holder is lost too (every node lost in the same recovery counts); the file system keeps
+ *   everything. The job rolls back to the newest surviving copy (the fastest tier to read among
+ *   equals) and its recovery ends with reading it (spare_swap_s and full_restart_min then exclude the
+ *   state load; a spike's reload is only the read). A failure during a recovery may take the copy
+ *   being read: the job rolls back further. Without tiers the file system's copy is the only one.
  * Failures. A failure (of any source, at any time, also during pauses, writes and recoveries) rolls
  *   the job back to the last complete checkpoint: the compute since then is lost, an in-flight
  *   write is abandoned. The job hangs for the source's detection delay (detect_s; 0 in the classes
@@ -103,7 +115,10 @@
 
 #define INF INFINITY
 
+const char *const CHECKPOINT_TIER_NAMES[N_TIERS] = {"host", "peer", "nvme", "pfs"};
+
 typedef enum { REC_NONE = 0, REC_RELOAD, REC_SWAP, REC_RESTART } recovery_kind;
+#define MAX_DOWN 16                     /* node ranges lost in one recovery episode (more: all) */
 typedef enum { PH_TRAIN = 0, PH_PAUSE, PH_DRAIN, PH_RECOVER, PH_DONE } phase_kind;
 enum { STREAM_FAILURES = 1, STREAM_STRAGGLERS = 2, STREAM_SPIKES = 3 };
 
@@ -124,13 +139,22 @@ typedef struct {
     uint64_t seed;
     double mtbf_s;                 /* INF: no drawn failures */
     int has_failures;              /* drawn or replayed */
+    /* checkpoint tiers (0: off; the file system is then the only copy a failure rolls back to) */
+    int tiers;
+    int tier_on[N_TIERS];
+    double tier_write_s[N_TIERS], tier_read_s[N_TIERS];
+    int pfs_every;                 /* every n-th snapshot goes to the file system */
+    double peer_slowdown;          /* step-time factor while a replication runs */
+    int peer_offset, nodes, host_survives_restart;
 } run_params;
 
 /* One trial's totals. */
 typedef struct {
-    double wall_s, useful_s, lost_s, recover_s, detect_s, ckpt_s;
+    double wall_s, useful_s, lost_s, recover_s, detect_s, ckpt_s, replicate_slow_s;
     int completed, failures, restarts, swaps, stragglers, spikes, shortfalls, correlated;
     int by_source[FAILURE_MAX_SOURCES];
+    int restores[N_TIERS];
+    double lost_by_tier_s[N_TIERS], restore_by_tier_s[N_TIERS];
 } trial_totals;
 
 /* Spares out for repair: when they return to the pool, and how many nodes. */
@@ -164,6 +188,13 @@ typedef struct {
     int pending;                        /* a boundary was deferred behind a running write */
     int slow_active, next_onset, next_detect;
     long k;                             /* steps per interval; 0 = no checkpoints */
+    /* checkpoint tiers: the fast tiers' copies (host, peer, nvme; the file system's is p_ckpt,
+     * train_s_at_ckpt, w_end): progress held (-1: none), its compute mark, its write in flight */
+    double tp[N_TIERS], tmark[N_TIERS], tend[N_TIERS];
+    int since_pfs;                      /* snapshots since the last one written to the file system */
+    int n_down, down_first[MAX_DOWN], down_n[MAX_DOWN];   /* nodes lost since the job last ran */
+    int restore_tier;                   /* the tier the current recovery reads from */
+    double restore_start;               /* the recovery reads the state from then to its end */
 } trial_state;
 
 /* ---- seeding ---------------------------------------------------------------------------------- */
@@ -202,13 +233,35 @@ static void trial_begin(trial_ctx *cx, const run_params *pr, int trial, long k, 
     st->k = k;
     st->phase = PH_TRAIN;
     st->w_end = INF;
+    for (int i = 0; i < N_TIERS; i++) {
+        st->tp[i] = -1;
+        st->tend[i] = INF;
+    }
+    st->restore_tier = -1;
     st->p_next = next_boundary(pr, k, 0);
     st->pw_spike = isfinite(pr->spike_mean_steps)
                        ? gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps) : INF;
 }
 
+/* A replication to the peer tier is running: training shares the NICs with it. */
+static int replicating(const trial_state *st, const run_params *pr) {
+    return pr->tiers && isfinite(st->tend[TIER_PEER]);
+}
+
+/* Any background write in flight (the host buffer is busy until all are done). */
+static int writing(const trial_state *st, const run_params *pr) {
+    if (isfinite(st->w_end)) return 1;
+    return pr->tiers && (isfinite(st->tend[TIER_PEER]) || isfinite(st->tend[TIER_NVME]));
+}
+
+static double clamp_overlap(double from, double t0, double dt) {
+    double x = t0 + dt - from;
+    return x < 0 ? 0 : x > dt ? dt : x;
+}
+
 /* Let time run to t_next in the current phase. */
-static void advance(trial_state *st, trial_totals *tot, double t_next, double step_dur_s) {
+static void advance(trial_state *st, const run_params *pr, trial_totals *tot, double t_next,
+                    double step_dur_s) {
     double dt = t_next - st->t;
     if (dt < 0) dt = 0;
     switch (st->phase) {
@@ -218,6 +271,7 @@ static void advance(trial_state *st, trial_totals *tot, double t_next, double st
         if (st->p > st->p_next) st->p = st->p_next;   /* rounding only */
         st->pw += dp;
         st->train_s += dt;
+        if (replicating(st, pr)) tot->replicate_slow_s += dt * (1.0 - 1.0 / pr->peer_slowdown);
         break;
     }
     case PH_PAUSE:
@@ -227,6 +281,8 @@ static void advance(trial_state *st, trial_totals *tot, double t_next, double st
         in_detect = in_detect < 0 ? 0 : in_detect > dt ? dt : in_detect;
         tot->detect_s += in_detect;
         tot->recover_s += dt - in_detect;
+        if (st->restore_tier >= 0)
+            tot->restore_by_tier_s[st->restore_tier] += clamp_overlap(st->restore_start, st->t, dt);
         break;
     }
     case PH_DONE: break;
@@ -265,7 +321,7 @@ static void on_boundary(trial_state *st, const run_params *pr, trial_totals *tot
         finish(st, pr, tot, 1, cx);
         return;
     }
-    if (pr->async && isfinite(st->w_end)) { /* previous write still running: defer */
+    if (pr->async && writing(st, pr)) {     /* previous write still running: defer */
         st->pending = 1;
         if (st->p >= (double)pr->n_steps) st->phase = PH_DRAIN;
         else st->p_next = (double)pr->n_steps;
@@ -279,12 +335,34 @@ static void on_pause_end(trial_state *st, const run_params *pr, trial_totals *to
     if (!pr->async) {
         commit_checkpoint(st, cx);
         if (st->p_ckpt >= (double)pr->n_steps) { finish(st, pr, tot, 1, cx); return; }
-    } else {
+    } else if (!pr->tiers) {
         st->w_end = st->t + pr->write_s;
         if (st->p >= (double)pr->n_steps) { st->phase = PH_DRAIN; return; }
+    } else {
+        /* the snapshot is in host memory; the other tiers copy it from there, side by side */
+        st->tp[TIER_HOST] = st->p_snap;
+        st->tmark[TIER_HOST] = st->train_s_at_snap;
+        for (int i = TIER_PEER; i <= TIER_NVME; i++)
+            if (pr->tier_on[i]) st->tend[i] = st->t + pr->tier_write_s[i];
+        int last = st->p >= (double)pr->n_steps;
+        if (++st->since_pfs >= pr->pfs_every || last) {
+            st->since_pfs = 0;
+            st->w_end = st->t + pr->write_s;
+        }
+        if (last) { st->phase = PH_DRAIN; return; }
     }
     st->p_next = next_boundary(pr, st->k, st->p);
     st->phase = PH_TRAIN;
+}
+
+/* The last background write is done: a boundary deferred behind it takes its snapshot now (or at
+ * the first step boundary from now). */
+static void resume_deferred(trial_state *st, const run_params *pr, const trial_ctx *cx) {
+    if (!st->pending || writing(st, pr)) return;
+    st->pending = 0;
+    if (st->phase == PH_DRAIN) { start_checkpoint(st, pr, cx); return; }
+    double b = ceil(st->p);                 /* the first step boundary from now */
+    st->p_next = b < (double)pr->n_steps ? b : (double)pr->n_steps;
 }
 
 static void on_write_done(trial_state *st, const run_params *pr, trial_totals *tot,
@@ -292,11 +370,16 @@ static void on_write_done(trial_state *st, const run_params *pr, trial_totals *t
     st->w_end = INF;
     commit_checkpoint(st, cx);
     if (st->p_ckpt >= (double)pr->n_steps) { finish(st, pr, tot, 1, cx); return; }
-    if (!st->pending) return;
-    st->pending = 0;
-    if (st->phase == PH_DRAIN) { start_checkpoint(st, pr, cx); return; }
-    double b = ceil(st->p);                 /* the first step boundary from now */
-    st->p_next = b < (double)pr->n_steps ? b : (double)pr->n_steps;
+    resume_deferred(st, pr, cx);
+}
+
+/* A peer or NVMe copy of the snapshot is complete. */
+static void on_tier_done(trial_state *st, const run_params *pr, int tier, const trial_ctx *cx) {
+    st->tend[tier] = INF;
+    st->tp[tier] = st->p_snap;
+    st->tmark[tier] = st->train_s_at_snap;
+    emit(cx, st->t, TR_EV_CHECKPOINT_DONE, tier, -1, 0, st->p_snap);
+    resume_deferred(st, pr, cx);
 }
 
 static void rollback(trial_state *st, const run_params *pr, trial_totals *tot,
@@ -309,6 +392,75 @@ static void rollback(trial_state *st, const run_params *pr, trial_totals *tot,
     st->pending = 0;
     st->p_next = next_boundary(pr, st->k, st->p);
     emit(cx, st->t, TR_EV_ROLLBACK, -1, -1, 0, lost);
+}
+
+/* ---- checkpoint tiers: which copies survive, which one a restart reads ------------------------- */
+
+static int node_down(const trial_state *st, int node) {
+    for (int i = 0; i < st->n_down; i++)
+        if (node >= st->down_first[i] && node < st->down_first[i] + st->down_n[i]) return 1;
+    return 0;
+}
+
+/* Nodes [first, first + n) are lost in this recovery episode (ranges past MAX_DOWN: every node). */
+static void add_down(trial_state *st, const run_params *pr, int first, int n) {
+    if (n <= 0) return;
+    if (st->n_down == MAX_DOWN) { st->down_first[0] = 0; st->down_n[0] = pr->nodes; st->n_down = 1; }
+    st->down_first[st->n_down] = first;
+    st->down_n[st->n_down++] = n;
+}
+
+/* Does tier t still hold a complete copy? host and NVMe: no node is lost (a lost node's memory and
+ * drives go with it), and for the host also the training process kept its memory (a loss spike) or
+ * a daemon held the snapshot across a restart in place; peer: no lost node's replica holder is lost
+ * too; the file system: always. */
+static int tier_usable(const trial_state *st, const run_params *pr, int tier, int in_process) {
+    if (tier == TIER_PFS) return 1;
+    if (st->tp[tier] < 0) return 0;
+    if (tier == TIER_HOST) return st->n_down == 0 && (in_process || pr->host_survives_restart);
+    if (tier == TIER_NVME) return st->n_down == 0;
+    for (int i = 0; i < st->n_down; i++)
+        for (int j = st->down_first[i]; j < st->down_first[i] + st->down_n[i]; j++)
+            if (node_down(st, (j + pr->peer_offset) % pr->nodes)) return 0;
+    return 1;
+}
+
+static double tier_progress(const trial_state *st, int tier) {
+    return tier == TIER_PFS ? st->p_ckpt : st->tp[tier];
+}
+static double tier_mark(const trial_state *st, int tier) {
+    return tier == TIER_PFS ? st->train_s_at_ckpt : st->tmark[tier];
+}
+
+/* Roll back to the newest copy that survived (the fastest tier to read among equals): the compute
+ * since it is lost; copies that did not survive are gone; in-flight writes are abandoned. Returns
+ * the tier the restart reads from. */
+static int rollback_tiers(trial_state *st, const run_params *pr, trial_totals *tot,
+                          const trial_ctx *cx, int in_process) {
+    int usable[N_TIERS], best = TIER_PFS;
+    for (int i = 0; i < N_TIERS; i++) usable[i] = tier_usable(st, pr, i, in_process);
+    for (int i = 0; i < TIER_PFS; i++) {
+        if (!usable[i]) continue;
+        double pi = tier_progress(st, i), pb = tier_progress(st, best);
+        if (pi > pb || (pi == pb && pr->tier_read_s[i] < pr->tier_read_s[best])) best = i;
+    }
+    double lost = st->train_s - tier_mark(st, best), base = tier_mark(st, best);
+    tot->lost_s += lost;
+    tot->lost_by_tier_s[best] += lost;
+    tot->restores[best]++;
+    /* the state is now the copy's: every surviving copy keeps its distance (in compute) to it */
+    for (int i = 0; i < TIER_PFS; i++) {
+        if (!usable[i]) st->tp[i] = -1;
+        else st->tmark[i] = st->train_s - (base - st->tmark[i]);
+        st->tend[i] = INF;
+    }
+    st->train_s_at_ckpt = st->train_s - (base - st->train_s_at_ckpt);
+    st->p = tier_progress(st, best);
+    st->w_end = INF;
+    st->pending = 0;
+    st->p_next = next_boundary(pr, st->k, st->p);
+    emit(cx, st->t, TR_EV_ROLLBACK, best, -1, 0, lost);
+    return best;
 }
 
 /* When a repair of repair_s that arrives now is done: at once with unlimited repair slots, else
@@ -338,25 +490,40 @@ static int take_spares(trial_ctx *cx, const run_params *pr, double t, int n_node
     return 1;
 }
 
+/* restore_tier >= 0 (tiers on): the recovery ends by reading the state from that tier; a reload
+ * (loss spike) is then only that read. */
 static void begin_recovery(trial_state *st, const run_params *pr, trial_totals *tot,
-                           const trial_ctx *cx, recovery_kind kind, double detect_s) {
+                           const trial_ctx *cx, recovery_kind kind, double detect_s, int restore_tier) {
     double dur = kind == REC_RESTART ? pr->restart_s : kind == REC_SWAP ? pr->swap_s : pr->reload_s;
+    double read_s = 0;
+    if (restore_tier >= 0) {
+        read_s = pr->tier_read_s[restore_tier];
+        if (kind == REC_RELOAD) dur = 0;
+    }
     if (kind == REC_RESTART) tot->restarts++;
     if (kind == REC_SWAP) tot->swaps++;
     st->phase = PH_RECOVER;
     st->rec_kind = kind;
     st->detect_end = st->t + detect_s;
-    st->phase_end = st->detect_end + dur;
-    emit(cx, st->t, TR_EV_RECOVERY_START, -1, -1, (int)kind, detect_s + dur);
+    st->phase_end = st->detect_end + dur + read_s;
+    st->restore_tier = restore_tier;
+    st->restore_start = st->phase_end - read_s;
+    emit(cx, st->t, TR_EV_RECOVERY_START, restore_tier, -1, (int)kind, detect_s + dur + read_s);
 }
 
 /* A failure (or a slow node taken out) that takes n_nodes out of the job: roll back, then swap them
  * for spares, or restart the job (in place when n_nodes = 0; with replacements from outside the
  * pool when too few spares are free). The recovery starts after the detection delay. */
 static void interrupt(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
-                      int n_nodes, double detect_s, double repair_s) {
-    int recovering = st->phase == PH_RECOVER;
-    if (!recovering) rollback(st, pr, tot, cx);
+                      int first_node, int n_nodes, double detect_s, double repair_s) {
+    int recovering = st->phase == PH_RECOVER, tier = -1;
+    if (pr->tiers) {
+        /* a failure during a recovery may take the copy being restored: back to the next one */
+        add_down(st, pr, first_node, n_nodes);
+        tier = rollback_tiers(st, pr, tot, cx, 0);
+    } else if (!recovering) {
+        rollback(st, pr, tot, cx);
+    }
     recovery_kind want = n_nodes > 0 ? REC_SWAP : REC_RESTART;
     if (recovering && st->rec_kind == REC_RESTART) want = REC_RESTART;
     int spared = want == REC_SWAP && take_spares(cx, pr, st->t, n_nodes, repair_s);
@@ -366,7 +533,7 @@ static void interrupt(trial_state *st, const run_params *pr, trial_totals *tot, 
     }
     /* nodes replaced from outside the pool still take a repair slot */
     if (!spared && n_nodes > 0) schedule_repair(cx, pr, st->t, repair_s);
-    begin_recovery(st, pr, tot, cx, want, detect_s);
+    begin_recovery(st, pr, tot, cx, want, detect_s, tier);
 }
 
 static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
@@ -376,13 +543,16 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     tot->spikes++;
     emit(cx, st->t, TR_EV_LOSS_SPIKE, -1, -1, 0, st->p);
     if (pr->spike_rollback) {
-        rollback(st, pr, tot, cx);
-        begin_recovery(st, pr, tot, cx, REC_RELOAD, 0);
+        int tier = -1;
+        if (pr->tiers) tier = rollback_tiers(st, pr, tot, cx, 1);   /* no node lost: host memory */
+        else rollback(st, pr, tot, cx);
+        begin_recovery(st, pr, tot, cx, REC_RELOAD, 0, tier);
         return;
     }
     /* skip: back to the start of the step in progress, never behind a taken snapshot */
     double floor_p = st->p_ckpt;
-    if (isfinite(st->w_end) || st->pending) floor_p = st->p_snap > floor_p ? st->p_snap : floor_p;
+    if (writing(st, pr) || st->pending) floor_p = st->p_snap > floor_p ? st->p_snap : floor_p;
+    if (pr->tiers && st->tp[TIER_HOST] > floor_p) floor_p = st->tp[TIER_HOST];
     double back = ceil(st->p) - 1.0;
     if (back < floor_p) back = floor_p;
     if (back >= st->p) return;
@@ -392,6 +562,7 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     /* the wasted compute lies after both marks: a later rollback must not count it again */
     st->train_s_at_ckpt += wasted;
     st->train_s_at_snap += wasted;
+    for (int i = 0; i < TIER_PFS; i++) st->tmark[i] += wasted;
 }
 
 /* Steady state in closed form. Right after a checkpoint pause, with nothing but checkpoints ahead
@@ -402,27 +573,82 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
  * costs O(failures) per trial rather than O(checkpoints). Not used when events are being reported
  * (each checkpoint is an event then) nor when an async write outlasts the interval (no steady
  * cycle: boundaries are deferred). */
-static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
-    long k = st->k;
-    if (k <= 0 || st->pending || cx->fn) return;
-    double d = pr->step_s * (st->slow_active > 0 ? pr->slowdown : 1.0);
-    double kd = (double)k * d;
-    if (pr->async && !(pr->write_s <= kd)) return;
-    double pause = pr->async ? pr->snapshot_s : pr->write_s;
-    double cycle = kd + pause;
+/* The next event that ends a steady stretch: a failure, a straggler onset or detection, the cutoff. */
+static double next_disruption(const trial_ctx *cx, const run_params *pr, const trial_state *st) {
     double te = failure_process_peek(&cx->fp);
     if (st->next_onset < pr->n_stragglers && cx->onsets[st->next_onset] < te)
         te = cx->onsets[st->next_onset];
     if (st->next_detect < st->next_onset && cx->onsets[st->next_detect] + pr->detect_s < te)
         te = cx->onsets[st->next_detect] + pr->detect_s;
-    if (pr->max_s < te) te = pr->max_s;
+    return pr->max_s < te ? pr->max_s : te;
+}
+
+/* Whole cycles that fit before time te, the last boundary and the next spike (0: none). */
+static double whole_cycles(const run_params *pr, const trial_state *st, double cycle, double te) {
+    double k = (double)st->k;
     double n = floor((te - st->t) / cycle);
-    double n_end = floor(((double)pr->n_steps - 1.0 - st->p) / (double)k);   /* stay before the last boundary */
-    double n_spike = floor((st->pw_spike - st->pw) / (double)k);
+    double n_end = floor(((double)pr->n_steps - 1.0 - st->p) / k);   /* stay before the last boundary */
+    double n_spike = floor((st->pw_spike - st->pw) / k);
     if (n_end < n) n = n_end;
     if (n_spike < n) n = n_spike;
-    if (!(n >= 1)) return;
+    if (!(n >= 1)) return 0;
     while (n >= 1 && st->t + n * cycle > te) n -= 1;   /* rounding guard */
+    return n;
+}
+
+/* The same with checkpoint tiers. A cycle is k steps and the snapshot; its first peer-write
+ * seconds run slower (the replication shares the NICs), every write of the snapshot finishes inside
+ * the cycle, and the file system takes every pfs_every-th snapshot, so whole multiples of pfs_every
+ * cycles repeat exactly. After n of them: the host holds the snapshot just taken, the peer and NVMe
+ * the one before (this one is being written), the file system the last one it took. */
+static void fast_forward_tiers(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
+    long k = st->k;
+    double s = pr->step_s * (st->slow_active > 0 ? pr->slowdown : 1.0);
+    double wp = pr->tier_on[TIER_PEER] ? pr->tier_write_s[TIER_PEER] : 0;
+    double steps_slow = wp / (s * pr->peer_slowdown);       /* steps done while replicating */
+    if (steps_slow > (double)k) return;
+    double train = wp + ((double)k - steps_slow) * s;       /* wall time of the k steps */
+    double w_max = pr->write_s;
+    for (int i = TIER_PEER; i <= TIER_NVME; i++)
+        if (pr->tier_on[i] && pr->tier_write_s[i] > w_max) w_max = pr->tier_write_s[i];
+    if (!(w_max <= train)) return;
+    double cycle = train + pr->snapshot_s;
+    double n = whole_cycles(pr, st, cycle, next_disruption(cx, pr, st));
+    n = floor(n / pr->pfs_every) * pr->pfs_every;
+    if (n < 1) return;
+    st->t += n * cycle;
+    st->p += n * (double)k;
+    st->pw += n * (double)k;
+    st->train_s += n * train;
+    tot->ckpt_s += n * pr->snapshot_s;
+    tot->replicate_slow_s += n * wp * (1.0 - 1.0 / pr->peer_slowdown);
+    st->p_snap = st->p;
+    st->train_s_at_snap = st->train_s;
+    st->tp[TIER_HOST] = st->p;
+    st->tmark[TIER_HOST] = st->train_s;
+    for (int i = TIER_PEER; i <= TIER_NVME; i++) {
+        if (!pr->tier_on[i]) continue;
+        st->tend[i] = st->t + pr->tier_write_s[i];
+        st->tp[i] = st->p - (double)k;
+        st->tmark[i] = st->train_s - train;
+    }
+    int back = st->since_pfs == 0 ? pr->pfs_every : st->since_pfs;   /* snapshots since the file's copy */
+    st->w_end = st->since_pfs == 0 ? st->t + pr->write_s : INF;
+    st->p_ckpt = st->p - (double)back * (double)k;
+    st->train_s_at_ckpt = st->train_s - (double)back * train;
+    st->p_next = next_boundary(pr, k, st->p);
+}
+
+static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
+    long k = st->k;
+    if (k <= 0 || st->pending || cx->fn) return;
+    if (pr->tiers) { fast_forward_tiers(cx, pr, st, tot); return; }
+    double d = pr->step_s * (st->slow_active > 0 ? pr->slowdown : 1.0);
+    double kd = (double)k * d;
+    if (pr->async && !(pr->write_s <= kd)) return;
+    double pause = pr->async ? pr->snapshot_s : pr->write_s;
+    double cycle = kd + pause;
+    double n = whole_cycles(pr, st, cycle, next_disruption(cx, pr, st));
     if (n < 1) return;
     st->t += n * cycle;
     st->p += n * (double)k;
@@ -443,7 +669,7 @@ static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, t
     st->p_next = next_boundary(pr, k, st->p);
 }
 
-enum { E_WRITE = 0, E_PHASE, E_SPIKE, E_DETECT, E_ONSET, E_FAIL, E_CUTOFF, N_EVENT_KINDS };
+enum { E_WRITE = 0, E_TIER, E_PHASE, E_SPIKE, E_DETECT, E_ONSET, E_FAIL, E_CUTOFF, N_EVENT_KINDS };
 
 static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, trial_totals *tot) {
     trial_state st;
@@ -451,8 +677,11 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
     memset(tot, 0, sizeof *tot);
     while (st.phase != PH_DONE) {
         double d = pr->step_s * (st.slow_active > 0 ? pr->slowdown : 1.0);
+        if (replicating(&st, pr)) d *= pr->peer_slowdown;
         double when[N_EVENT_KINDS];
+        int tier = st.tend[TIER_NVME] < st.tend[TIER_PEER] ? TIER_NVME : TIER_PEER;
         when[E_WRITE] = st.w_end;
+        when[E_TIER] = pr->tiers ? st.tend[tier] : INF;
         when[E_PHASE] = st.phase == PH_TRAIN ? st.t + (st.p_next - st.p) * d
                         : st.phase == PH_DRAIN ? INF : st.phase_end;
         when[E_SPIKE] = st.phase == PH_TRAIN ? st.t + (st.pw_spike - st.pw) * d : INF;
@@ -464,16 +693,23 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
         int e = 0;
         for (int i = 1; i < N_EVENT_KINDS; i++)
             if (when[i] < when[e]) e = i;
-        advance(&st, tot, when[e], d);
+        advance(&st, pr, tot, when[e], d);
         switch (e) {
         case E_WRITE: on_write_done(&st, pr, tot, cx); break;
+        case E_TIER: on_tier_done(&st, pr, tier, cx); break;
         case E_PHASE:
             if (st.phase == PH_TRAIN) on_boundary(&st, pr, tot, cx);
             else if (st.phase == PH_PAUSE) {
                 on_pause_end(&st, pr, tot, cx);
                 if (st.phase == PH_TRAIN) fast_forward(cx, pr, &st, tot);
             }
-            else { st.phase = PH_TRAIN; st.rec_kind = REC_NONE; emit(cx, st.t, TR_EV_RESUME, -1, -1, 0, 0); }
+            else {
+                st.phase = PH_TRAIN;
+                st.rec_kind = REC_NONE;
+                st.n_down = 0;
+                st.restore_tier = -1;
+                emit(cx, st.t, TR_EV_RESUME, -1, -1, 0, 0);
+            }
             break;
         case E_SPIKE: on_spike(&st, pr, tot, cx, d); break;
         case E_DETECT:
@@ -481,7 +717,7 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
             st.slow_active--;
             tot->stragglers++;
             emit(cx, st.t, TR_EV_STRAGGLER_DETECTED, -1, -1, 0, 0);
-            interrupt(&st, pr, tot, cx, 1, 0, pr->straggler_repair_s);
+            interrupt(&st, pr, tot, cx, 0, 1, 0, pr->straggler_repair_s);
             break;
         case E_ONSET:
             st.next_onset++;
@@ -495,7 +731,7 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
             tot->by_source[fe.source]++;
             tot->correlated += fe.correlated;
             emit(cx, st.t, TR_EV_FAILURE, fe.source, fe.rank, 0, fe.n_nodes);
-            interrupt(&st, pr, tot, cx, fe.n_nodes, src->detect_s, src->repair_s);
+            interrupt(&st, pr, tot, cx, fe.first_node, fe.n_nodes, src->detect_s, src->repair_s);
             break;
         }
         default: finish(&st, pr, tot, 0, cx); break;
@@ -583,13 +819,33 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
     }
     if (ck->write_min < 0 && !(s->cluster.storage_GBps > 0) && state_bytes > 0)
         return bad(err, s, "cluster.storage_GBps", s->cluster.storage_GBps, "> 0");
-    pr->write_s = checkpoint_write_s(s, state_bytes);
-    double snap_GBps = ck->snapshot_GBps > 0 ? ck->snapshot_GBps : s->cluster.pcie_GBps;
-    pr->snapshot_s = storage_snapshot_s(state_bytes / scn_gpus(s), snap_GBps);
+    checkpoint_tier_times tt;
+    checkpoint_tier_times_resolve(s, state_bytes, &tt);
+    pr->write_s = tt.pfs_write_s;
+    pr->snapshot_s = tt.snapshot_s;
     if (pr->async && !isfinite(pr->snapshot_s))
         return bad(err, s, "reliability.checkpoint.snapshot_GBps", ck->snapshot_GBps,
                    "> 0 (or cluster.pcie_GBps > 0)");
     pr->reload_s = pr->async ? pr->snapshot_s : pr->write_s;
+    const ckpt_tiers_cfg *tc = &ck->tiers;
+    pr->tiers = tc->enabled;
+    if (pr->tiers) {
+        if (!isfinite(tt.peer_step_slowdown) && tc->peer)
+            return bad(err, s, "reliability.checkpoint.tiers.peer.GBps", tc->peer_GBps,
+                       "less than the node's NIC bandwidth (rails x cluster.nic_gbps / 8), or a step_slowdown");
+        pr->tier_on[TIER_HOST] = pr->tier_on[TIER_PFS] = 1;
+        pr->tier_on[TIER_PEER] = tc->peer;
+        pr->tier_on[TIER_NVME] = tc->nvme;
+        const double w[N_TIERS] = {0, tt.peer_write_s, tt.nvme_write_s, tt.pfs_write_s};
+        const double r[N_TIERS] = {tt.host_read_s, tt.peer_read_s, tt.nvme_read_s, tt.pfs_read_s};
+        memcpy(pr->tier_write_s, w, sizeof w);
+        memcpy(pr->tier_read_s, r, sizeof r);
+        pr->pfs_every = tc->pfs_every > 1 ? tc->pfs_every : 1;
+        pr->peer_slowdown = tc->peer ? tt.peer_step_slowdown : 1.0;
+        pr->peer_offset = tt.peer_offset_nodes;
+        pr->nodes = s->cluster.nodes;
+        pr->host_survives_restart = tc->host_survives_restart;
+    }
 
     /* recovery */
     const recovery_cfg *rv = &rc->recovery;
@@ -637,9 +893,10 @@ static long policy_steps(const scenario *s, const run_params *pr, double *tau_s)
 /* ---- Monte Carlo and the interval search --------------------------------------------------------- */
 
 typedef struct {
-    double wall_s, useful_s, ettr, lost_s, recover_s, detect_s, ckpt_s;
+    double wall_s, useful_s, ettr, lost_s, recover_s, detect_s, ckpt_s, replicate_slow_s;
     double failures, restarts, swaps, stragglers, spikes, completed, shortfalls, correlated;
     double by_source[FAILURE_MAX_SOURCES];
+    double restores[N_TIERS], lost_by_tier_s[N_TIERS], restore_by_tier_s[N_TIERS];
 } trial_sums;
 
 static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_trial, int trials,
@@ -658,6 +915,12 @@ static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_tr
         sum->shortfalls += tt.shortfalls;
         sum->correlated += tt.correlated;
         for (int j = 0; j < FAILURE_MAX_SOURCES; j++) sum->by_source[j] += tt.by_source[j];
+        sum->replicate_slow_s += tt.replicate_slow_s;
+        for (int j = 0; j < N_TIERS; j++) {
+            sum->restores[j] += tt.restores[j];
+            sum->lost_by_tier_s[j] += tt.lost_by_tier_s[j];
+            sum->restore_by_tier_s[j] += tt.restore_by_tier_s[j];
+        }
         sum->failures += tt.failures;
         sum->restarts += tt.restarts;
         sum->swaps += tt.swaps;
@@ -686,7 +949,13 @@ static double objective(trial_ctx *cx, const run_params *pr, int trials, search_
 /* Candidate intervals in whole steps. Async: never shorter than the write — a shorter interval is
  * deferred to the write's end anyway (trainrun.c header), so it only adds events. */
 static long min_search_steps(const run_params *pr) {
-    double k = pr->async ? ceil(pr->write_s / pr->step_s - 1e-9) : 1;
+    double w = pr->write_s;
+    if (pr->tiers) {   /* with the file system every n-th, the fast tiers' writes bound the interval */
+        w = pr->pfs_every == 1 ? pr->write_s : 0;
+        for (int i = TIER_PEER; i <= TIER_NVME; i++)
+            if (pr->tier_on[i] && pr->tier_write_s[i] > w) w = pr->tier_write_s[i];
+    }
+    double k = pr->async ? ceil(w / pr->step_s - 1e-9) : 1;
     if (k < 1) k = 1;
     return k < (double)pr->n_steps ? (long)k : pr->n_steps;
 }
@@ -799,6 +1068,16 @@ static void fill_result(trainrun_result *out, const run_params *pr, const failur
     out->detect_hours_mean = sum->detect_s / n / 3600.0;
     out->spare_shortfalls_mean = sum->shortfalls / n;
     out->correlated_failures_mean = sum->correlated / n;
+    out->tiers = pr->tiers;
+    out->replicate_slow_hours_mean = sum->replicate_slow_s / n / 3600.0;
+    for (int j = 0; j < N_TIERS; j++) {
+        out->tier_on[j] = pr->tier_on[j];
+        out->tier_write_s[j] = pr->tier_write_s[j];
+        out->tier_read_s[j] = pr->tier_read_s[j];
+        out->restores_by_tier_mean[j] = sum->restores[j] / n;
+        out->lost_hours_by_tier_mean[j] = sum->lost_by_tier_s[j] / n / 3600.0;
+        out->restore_hours_by_tier_mean[j] = sum->restore_by_tier_s[j] / n / 3600.0;
+    }
     out->n_sources = fp->n_sources;
     for (int j = 0; j < fp->n_sources; j++) {
         out->source_names[j] = fp->src[j].name;
@@ -884,6 +1163,19 @@ void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
     add_number(obj, "correlated_failures_mean", r->correlated_failures_mean);
     add_number(obj, "spare_shortfalls_mean", r->spare_shortfalls_mean);
     add_number(obj, "detect_hours_mean", r->detect_hours_mean);
+    if (r->tiers) {
+        cJSON *tiers = cJSON_AddObjectToObject(obj, "tiers");
+        for (int j = 0; j < N_TIERS; j++) {
+            if (!r->tier_on[j]) continue;
+            cJSON *t = cJSON_AddObjectToObject(tiers, CHECKPOINT_TIER_NAMES[j]);
+            add_number(t, "write_s", r->tier_write_s[j]);
+            add_number(t, "read_s", r->tier_read_s[j]);
+            add_number(t, "restores_mean", r->restores_by_tier_mean[j]);
+            add_number(t, "lost_hours_mean", r->lost_hours_by_tier_mean[j]);
+            add_number(t, "restore_hours_mean", r->restore_hours_by_tier_mean[j]);
+        }
+        add_number(obj, "replication_slowdown_hours_mean", r->replicate_slow_hours_mean);
+    }
     add_number(obj, "restarts_mean", r->restarts_mean);
     add_number(obj, "spare_swaps_mean", r->spare_swaps_mean);
     add_number(obj, "lost_hours_mean", r->lost_hours_mean);

@@ -12,6 +12,10 @@
 
 struct cJSON;
 
+/* Checkpoint tiers (reliability.checkpoint.tiers; times: sim/plan/checkpoint_write.h). */
+typedef enum { TIER_HOST = 0, TIER_PEER, TIER_NVME, TIER_PFS, N_TIERS } checkpoint_tier;
+extern const char *const CHECKPOINT_TIER_NAMES[N_TIERS];   /* "host", "peer", "nvme", "pfs" */
+
 typedef struct {
     int trials;
     double ettr;                       /* effective training time ratio (mean over trials):
@@ -32,6 +36,15 @@ typedef struct {
     double correlated_failures_mean;   /* follow-on failures (reliability.correlated), in failures_mean */
     int n_sources;                     /* failure classes or component kinds */
     const char *source_names[FAILURE_MAX_SOURCES];
+    /* checkpoint tiers (tiers = 0: off, the rest unset): per tier, whether it is on, its write and
+     * read times, and means over trials of the restores that read it (failures and spike rollbacks),
+     * the compute those rolled back, and the time spent reading it */
+    int tiers;
+    int tier_on[N_TIERS];
+    double tier_write_s[N_TIERS], tier_read_s[N_TIERS];
+    double restores_by_tier_mean[N_TIERS], lost_hours_by_tier_mean[N_TIERS];
+    double restore_hours_by_tier_mean[N_TIERS];
+    double replicate_slow_hours_mean;  /* training time lost to replication sharing the NICs */
     double failures_by_source_mean[FAILURE_MAX_SOURCES];   /* failures_mean by class / component */
     double checkpoint_hours_mean;      /* training stopped for checkpoints (sync write / snapshot) */
     double stragglers_mean, loss_spikes_mean;

@@ -51,7 +51,12 @@ void scenario_defaults(scenario *s) {
     r->rack_nodes = 2;   /* Llama 3 (Dubey et al. 2024, section 3.3.1): two 8-GPU servers per rack */
     r->correlated = (correlated_cfg){.probability = 0, .delay_s = 60};
     r->checkpoint = (checkpoint_cfg){.policy = CKPT_DALY, .interval_min = 60, .mode = CKPT_ASYNC,
-                                     .state_bytes = -1, .snapshot_GBps = 64, .write_min = -1};
+                                     .state_bytes = -1, .snapshot_GBps = 64, .write_min = -1,
+                                     .tiers = {.enabled = 0, .host_survives_restart = 1, .peer = 1,
+                                               .peer_GBps = -1, .peer_read_GBps = -1,
+                                               .peer_step_slowdown = -1, .peer_offset_nodes = 0,
+                                               .nvme = 0, .nvme_write_GBps = 10, .nvme_read_GBps = 20,
+                                               .pfs_every = 1, .pfs_read_GBps = -1}};
     r->recovery = (recovery_cfg){.hot_spare_fraction = 0.02, .spare_swap_s = 90, .full_restart_min = 30,
                                  .repair_h = 24};
     r->stragglers = (stragglers_cfg){.fraction = 0, .slowdown = 1.4, .detect_min = 10};
@@ -346,6 +351,15 @@ static int check_reliability(const scenario *s, moe_error *err) {
             snprintf(val, sizeof val, "%g", n);
             return moe_error_input(err, s->file, path, val, "\"auto\" or a whole number of units");
         }
+    }
+    const checkpoint_cfg *ck = &s->reliability.checkpoint;
+    if (ck->tiers.enabled && ck->mode != CKPT_ASYNC)
+        return moe_error_input(err, s->file, "reliability.checkpoint.tiers.enabled", "true",
+                               "reliability.checkpoint.mode \"async\" (tiers hold copies of the host snapshot)");
+    if (ck->tiers.peer_offset_nodes >= s->cluster.nodes) {
+        snprintf(val, sizeof val, "%d", ck->tiers.peer_offset_nodes);
+        return moe_error_input(err, s->file, "reliability.checkpoint.tiers.peer.offset_nodes", val,
+                               "0 (auto) or 1 to cluster.nodes - 1 = %d", s->cluster.nodes - 1);
     }
     double sum = 0;
     for (int i = 0; i < FAIL_NCLASSES; i++) sum += s->reliability.classes[i].share;

@@ -159,6 +159,25 @@ typedef struct {
     int needs_node_swap;     /* bool: the node must be replaced (else: restart in place) */
 } failure_class_cfg;
 
+/* Checkpoint tiers (sim/plan/checkpoint_write.h): where the copies of a checkpoint live. The
+ * snapshot in host memory is always the first; peer host memory (over the training rails) and local
+ * NVMe are optional; the parallel file system takes every pfs_every-th checkpoint. All zero: off
+ * (a failure rolls back to the last checkpoint on the file system, restores are in the recovery
+ * times). */
+typedef struct {
+    int enabled;              /* restores read from the fastest surviving tier */
+    int host_survives_restart;/* the host snapshot outlives a restart in place (kept by a daemon) */
+    int peer;                 /* replicate each snapshot to a peer node's host memory */
+    double peer_GBps;         /* per node, replication; < 0: "auto" = one NIC */
+    double peer_read_GBps;    /* per node, restore from the peer; < 0: "auto" = all the node's NICs */
+    double peer_step_slowdown;/* step-time factor while replicating; < 0: "auto" (checkpoint_write.h) */
+    int peer_offset_nodes;    /* node n's peer is n + offset (mod nodes); 0: "auto" = one rack over */
+    int nvme;                 /* write each snapshot to the node's local NVMe */
+    double nvme_write_GBps, nvme_read_GBps;   /* per node */
+    int pfs_every;            /* every n-th checkpoint goes to the file system (the last one always) */
+    double pfs_read_GBps;     /* aggregate; < 0: "auto" = cluster.storage_GBps */
+} ckpt_tiers_cfg;
+
 typedef struct {
     ckpt_policy_kind policy;
     double interval_min;     /* used by "fixed" */
@@ -166,6 +185,7 @@ typedef struct {
     double state_bytes;      /* < 0: "auto" (from the plan's ledgers) */
     double snapshot_GBps;    /* GPU -> host snapshot bandwidth per GPU (async pause) */
     double write_min;        /* < 0: "auto" = state_bytes / storage bandwidth; else the write time */
+    ckpt_tiers_cfg tiers;
 } checkpoint_cfg;
 
 typedef struct {

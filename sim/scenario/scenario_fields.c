@@ -311,6 +311,36 @@ const scn_field scn_fields[] = {
     F_AUTO("reliability.checkpoint.write_min", reliability.checkpoint.write_min, 0, 0, "min",
            "time to write one checkpoint; auto = state_bytes over the storage path (cluster.storage_GBps shared by all nodes, "
            "each node limited by its own link)"),
+    F_BOOL("reliability.checkpoint.tiers.enabled", reliability.checkpoint.tiers.enabled, "",
+           "checkpoint tiers: every snapshot lives in host memory, optionally on a peer node and the local NVMe, every "
+           "pfs.every-th on the file system; a failure loses the copies on the nodes it takes down and the restart reads "
+           "the newest surviving copy from the fastest tier holding it (recovery times then exclude the state load). "
+           "Needs mode async; false: a failure rolls back to the last checkpoint on the file system"),
+    F_BOOL("reliability.checkpoint.tiers.host.survives_restart", reliability.checkpoint.tiers.host_survives_restart, "",
+           "the host-memory snapshot outlives a restart in place (held by a daemon outside the training process)"),
+    F_BOOL("reliability.checkpoint.tiers.peer.enabled", reliability.checkpoint.tiers.peer, "",
+           "replicate each snapshot into a peer node's host memory over the training rails (survives its node's loss)",
+           REF_DESIGN ": in-memory replicas on peer nodes, restored from a healthy peer in under 45 s"),
+    F_AUTO("reliability.checkpoint.tiers.peer.GBps", reliability.checkpoint.tiers.peer_GBps, 0, SCN_MIN_OPEN, "GB/s",
+           "per node, the replication's share of the node's NICs; auto = one NIC (cluster.nic_gbps / 8)"),
+    F_AUTO("reliability.checkpoint.tiers.peer.read_GBps", reliability.checkpoint.tiers.peer_read_GBps, 0, SCN_MIN_OPEN,
+           "GB/s", "per node, a restore from the peer (training is stopped: every NIC); auto = rails x cluster.nic_gbps / 8"),
+    F_AUTO("reliability.checkpoint.tiers.peer.step_slowdown", reliability.checkpoint.tiers.peer_step_slowdown, 1, 0, "x",
+           "step-time factor while a replication runs (it shares the NICs with training traffic); auto = the bound of a "
+           "step limited by its NICs: 1 / (1 - peer.GBps / the node's NIC bandwidth)"),
+    F_INT("reliability.checkpoint.tiers.peer.offset_nodes", reliability.checkpoint.tiers.peer_offset_nodes, 0, MAX_NODES,
+          "nodes", "node n keeps its replica on node n + offset (mod nodes); 0 = auto: reliability.components.rack.nodes, "
+          "the same place one rack over, so that a rack failure does not take a node and its replica"),
+    F_BOOL("reliability.checkpoint.tiers.nvme.enabled", reliability.checkpoint.tiers.nvme, "",
+           "write each snapshot to the node's local NVMe (survives a restart in place, not the node's loss)"),
+    F_POS("reliability.checkpoint.tiers.nvme.write_GBps", reliability.checkpoint.tiers.nvme_write_GBps, "GB/s",
+          "per node, NVMe write bandwidth", "assumption: a few PCIe 4 drives per node, no source"),
+    F_POS("reliability.checkpoint.tiers.nvme.read_GBps", reliability.checkpoint.tiers.nvme_read_GBps, "GB/s",
+          "per node, NVMe read bandwidth", "assumption: a few PCIe 4 drives per node, no source"),
+    F_INT("reliability.checkpoint.tiers.pfs.every", reliability.checkpoint.tiers.pfs_every, 1, NOMAX, "",
+          "every n-th checkpoint is also written to the parallel file system (the last one always)"),
+    F_AUTO("reliability.checkpoint.tiers.pfs.read_GBps", reliability.checkpoint.tiers.pfs_read_GBps, 0, SCN_MIN_OPEN,
+           "GB/s", "aggregate read bandwidth of the file system for a restore; auto = cluster.storage_GBps"),
     F_DBL("reliability.recovery.hot_spare_fraction", reliability.recovery.hot_spare_fraction, 0, 1, SCN_MAX_OPEN, "fraction",
           "idle spare nodes, as a fraction of the job's nodes: a failed node is swapped for one instead of waiting for a full restart",
           REF_DESIGN ": 2% hot spares"),
