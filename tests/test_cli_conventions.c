@@ -75,7 +75,7 @@ static void test_every_command_has_the_common_options(void **state) {
     (void)state;
     static const char *const cmds[][2] = {
         {"simrun", "run"}, {"simrun", "search"}, {"simrun", "a2a"}, {"simrun", "merge"}, {"simrun", "plot"},
-        {"simrun", "show"}, {"simrun", "fields"}, {"simrun", "dump-platform"},
+        {"simrun", "show"}, {"simrun", "fields"}, {"simrun", "dump-platform"}, {"simrun", "optimize"},
         {"simdiag", "check"}, {"simdiag", "compare"},
         {"simcal", "bench"}, {"simcal", "import-nccl-tests"}, {"simcal", "fit"}, {"simcal", "check"},
     };

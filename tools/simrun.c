@@ -8,6 +8,7 @@
  *   simrun plot DIR
  *   simrun dump-platform SCENARIO --out FILE                   (also: simrun --dump-platform FILE SCENARIO)
  *   simrun validate [CASES.json] [--baseline FILE] [--out DIR]
+ *   simrun optimize SCENARIO [--spares LIST] [--intervals LIST] [--tiers LIST] [--objective O] [--step]
  *
  * One row per subcommand in COMMANDS (name, handler, help), parsed with getopt_long through
  * sim/base/cli_args.h. Exit codes: 0 ok, 1 runtime failure, 2 bad input or usage. */
@@ -35,6 +36,7 @@
 #include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/scenario_origin.h"
 #include "sim/simgrid/a2a_bench.h"
+#include "sim/point/optimize.h"
 #include "sim/point/point_eval.h"
 #include "sim/point/validate.h"
 
@@ -113,6 +115,19 @@ static const char SHOW_OPTIONS[] =
     "  -o, --out FILE       write to FILE instead of stdout\n"
     "  -j, --jobs N         accepted; nothing runs in parallel\n"
     "  -q, --quiet          no header line (text)\n";
+
+static const char OPTIMIZE_OPTIONS[] =
+    "      --spares LIST    hot-spare fractions, comma-separated (default 0,0.005,0.01,0.02,0.04)\n"
+    "      --intervals LIST checkpoint intervals in minutes (default 5,10,15,20,30,45,60,90,120)\n"
+    "      --tiers LIST     checkpoint tiers: pfs (file system only, the scenario's mode), host, peer, nvme,\n"
+    "                       peer+nvme (default pfs,host,peer)\n"
+    "      --objective O    days (default) or gpu-hours (idle spares included): which best leads\n"
+    "      --step           the step time from one step simulation (default: the plan's)\n"
+    "      --step-time S    this step time in seconds (a measured one) instead\n"
+    "      --point N        the sweep point to optimize (default 0)\n"
+    "  -o, --out DIR        optimize.json, optimize.csv, pareto.png/svg (default OUTPUT.DIR/optimize)\n"
+    "  -j, --jobs N         accepted; the grid runs in one process\n"
+    "  -q, --quiet          print nothing\n";
 
 static const char DUMP_OPTIONS[] =
     "  -o, --out FILE       the SimGrid XML to write (also --dump-platform FILE)\n"
@@ -640,6 +655,72 @@ static int cmd_validate(cli_parser *p, int argc, char **argv) {
     return rc;
 }
 
+/* A comma-separated list of numbers in [lo, hi] (at most OPT_MAX_VALUES): each item as --opt ITEM. */
+static int number_list(cli_parser *p, const char *arg, double lo, double hi, double *out, int *n) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", arg);
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == OPT_MAX_VALUES) return cli_error(p, "%s: at most %d values", p->opt, OPT_MAX_VALUES);
+        if (cli_double_opt(p, tok, lo, hi, &out[(*n)++])) return p->rc;
+    }
+    if (*n == 0) return cli_error(p, "%s: got \"%s\"; expected a comma-separated list", p->opt, arg);
+    return 0;
+}
+
+/* simrun optimize: hot spares x checkpoint interval x tiers (sim/point/optimize.h). */
+static int cmd_optimize(cli_parser *p, int argc, char **argv) {
+    enum { O_SPARES = 256, O_INTERVALS, O_TIERS, O_OBJECTIVE, O_STEP, O_STEP_TIME, O_POINT };
+    static const struct option opts[] = {
+        {"spares", required_argument, NULL, O_SPARES},       {"intervals", required_argument, NULL, O_INTERVALS},
+        {"tiers", required_argument, NULL, O_TIERS},         {"objective", required_argument, NULL, O_OBJECTIVE},
+        {"step", no_argument, NULL, O_STEP},                 {"step-time", required_argument, NULL, O_STEP_TIME},
+        {"point", required_argument, NULL, O_POINT},         CLI_COMMON_OPTIONS};
+    optimize_opts o;
+    optimize_defaults(&o);
+    int point = 0, obj = 0;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_SPARES && number_list(p, optarg, 0, 0.999, o.spares, &o.n_spares)) return p->rc;
+        if (c == O_INTERVALS && number_list(p, optarg, 0.01, 1e6, o.intervals_min, &o.n_intervals)) return p->rc;
+        if (c == O_TIERS) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            o.n_tiers = 0;
+            char *save = NULL;
+            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                int t;
+                if (o.n_tiers == OPT_N_TIER_CHOICES) return cli_error(p, "%s: at most %d choices", p->opt, OPT_N_TIER_CHOICES);
+                if (cli_enum_opt(p, tok, OPTIMIZE_TIER_NAMES, &t)) return p->rc;
+                o.tiers[o.n_tiers++] = (optimize_tier_choice)t;
+            }
+            if (o.n_tiers == 0) return cli_error(p, "%s: got \"%s\"; expected a comma-separated list", p->opt, optarg);
+        }
+        if (c == O_OBJECTIVE) {
+            if (cli_enum_opt(p, optarg, OPTIMIZE_OBJECTIVE_NAMES, &obj)) return p->rc;
+            o.objective = (optimize_objective)obj;
+        }
+        if (c == O_STEP) o.step_level = 1;
+        if (c == O_STEP_TIME && cli_double_opt(p, optarg, 1e-6, 1e9, &o.step_time_s)) return p->rc;
+        if (c == O_POINT && cli_int_opt(p, optarg, 0, INT32_MAX, &point)) return p->rc;
+    }
+    if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return p->rc;
+    moe_error err = {0};
+    scenario s;
+    int rc = load_point(argv[optind], point, &s, NULL, NULL, &err);
+    char out_dir[SCN_PATH_MAX + 16];
+    if (!rc) {
+        snprintf(out_dir, sizeof out_dir, "%s/optimize", s.output.dir);
+        o.out_dir = p->common.out ? p->common.out : out_dir;
+        o.plots = s.output.plots;
+        o.quiet = p->common.quiet;
+        rc = optimize_run(&s, &o, stdout, &err);
+    }
+    if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
+    return rc;
+}
+
 /* ---- the command table ------------------------------------------------------------------------ */
 
 /* One row per subcommand: name, handler, synopsis, one-line summary, options. */
@@ -663,6 +744,9 @@ static const cli_command COMMANDS[] = {
      FIELDS_OPTIONS},
     {"dump-platform", cmd_dump_platform, "SCENARIO.json --out FILE",
      "Write the scenario's fabric as SimGrid XML (up to 256 GPUs).", DUMP_OPTIONS},
+    {"optimize", cmd_optimize, "SCENARIO.json [--spares LIST] [--intervals LIST] [--tiers LIST] [options]",
+     "Hot-spare fraction x checkpoint interval x checkpoint tiers: days and GPU-hours, the Pareto front, its plot.",
+     OPTIMIZE_OPTIONS},
     {"validate", cmd_validate, "[CASES.json] [--baseline FILE] [--out DIR]",
      "Predict every published case (default scenarios/validation/cases.json) and print the error table.",
      VALIDATE_OPTIONS},

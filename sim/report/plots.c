@@ -310,3 +310,57 @@ int plots_write(const char *dir, const cJSON *doc, int *n_written, moe_error *er
     }
     return 0;
 }
+
+int plots_pareto(const char *dir, const cJSON *doc, moe_error *err) {
+    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(doc, "points");
+    const cJSON *tiers = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "grid"), "tiers");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pareto.dat", dir);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "# gpu_hours days_mean hot_spare_fraction interval_min; one block per tier choice, then the front\n");
+    int nt = 0;
+    for (const cJSON *t = tiers ? tiers->child : NULL; t; t = t->next, nt++) {
+        fprintf(f, "# tier %s\n", t->valuestring);
+        for (const cJSON *p = pts ? pts->child : NULL; p; p = p->next)
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(p, "tier")->valuestring, t->valuestring) == 0)
+                fprintf(f, "%.10g %.10g %.10g %.10g\n", num(p, "gpu_hours"), num(p, "days_mean"),
+                        num(p, "hot_spare_fraction"), num(p, "interval_min"));
+        fputs("\n\n", f);
+    }
+    /* the front, by days (selection: grids are small) */
+    fprintf(f, "# Pareto front\n");
+    double last = -INFINITY;
+    for (;;) {
+        const cJSON *best = NULL;
+        for (const cJSON *p = pts ? pts->child : NULL; p; p = p->next) {
+            double d = num(p, "days_mean");
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "pareto")) && d > last &&
+                (!best || d < num(best, "days_mean")))
+                best = p;
+        }
+        if (!best) break;
+        fprintf(f, "%.10g %.10g %.10g %.10g\n", num(best, "gpu_hours"), num(best, "days_mean"),
+                num(best, "hot_spare_fraction"), num(best, "interval_min"));
+        last = num(best, "days_mean");
+    }
+    fclose(f);
+    int rc = write_file_atomic(path, buf, err);
+    free(buf);
+    if (rc) return rc;
+    char body[8192];
+    int n = snprintf(body, sizeof body,
+                     "set title 'Hot spares x checkpoint interval x tiers: days to target vs GPU-hours'\n"
+                     "set xlabel 'GPU-hours incl. idle spares'\nset ylabel 'wall-clock days to target (mean)'\n"
+                     "set grid\nset key top right\nset format x '%%.3g'\nplot ");
+    int s = 0;
+    for (const cJSON *t = tiers ? tiers->child : NULL; t; t = t->next, s++)
+        n += snprintf(body + n, sizeof body - (size_t)n, "datafile index %d using 1:2 with points pt %d ps 1.2 title '%s', ",
+                      s, 6 + s, t->valuestring);
+    snprintf(body + n, sizeof body - (size_t)n,
+             "datafile index %d using 1:2 with linespoints lw 2 pt 7 lc rgb 'black' title 'Pareto front', "
+             "datafile index %d using 1:2:(sprintf('%%.3g, %%g min', $3, $4)) with labels offset 1,0.6 left font ',8' notitle",
+             nt, nt);
+    return render(dir, "pareto", body, err);
+}

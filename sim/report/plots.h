@@ -20,4 +20,8 @@ struct cJSON;
  * when gnuplot is missing or fails. */
 int plots_write(const char *dir, const struct cJSON *doc, int *n_written, moe_error *err);
 
+/* `simrun optimize`'s figure from its optimize.json document: days to target vs GPU-hours (idle
+ * spares included), one series per tier choice, the Pareto front as a line (pareto.png/svg/dat/gp). */
+int plots_pareto(const char *dir, const struct cJSON *optimize_doc, moe_error *err);
+
 #endif
