@@ -23,7 +23,8 @@
  *     resource of storage_GBps aggregate bandwidth.
  *   - Latencies (cluster.latency_us) are end-to-end per hop class; each route's links carry a share
  *     so that the route sum is exactly the class latency: nvlink, same_leaf, cross_leaf.
- *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor.
+ *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor
+ *     (faults_link_factor, scenario.h: the rule the step program resolves too, sim/program/faults.h).
  */
 #ifndef MOESIM_FABRIC_GEOMETRY_H
 #define MOESIM_FABRIC_GEOMETRY_H
@@ -53,15 +54,6 @@ static inline double fabric_spine_Bps(const cluster_cfg *c) {
 static inline double fabric_pcie_Bps(const cluster_cfg *c) { return c->pcie_GBps * 1e9; }
 static inline double fabric_storage_nic_Bps(const cluster_cfg *c) { return fabric_nic_Bps(c); }
 static inline double fabric_storage_Bps(const cluster_cfg *c) { return c->storage_GBps * 1e9; }
-
-/* Bandwidth factor of a GPU's NIC or NVLink under faults.links (1 when healthy; factors of several
- * faults on the same link multiply). */
-static inline double fabric_fault_factor(const faults_cfg *f, int gpu, link_kind kind) {
-    double x = 1.0;
-    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
-        if (f->links[i].gpu == gpu && f->links[i].kind == kind) x *= f->links[i].factor;
-    return x;
-}
 
 /* Per-link latency shares (s) so that a route's sum is its class latency. */
 static inline double fabric_nvl_lat_s(const cluster_cfg *c) { return 0.5 * c->latency_us.nvlink * 1e-6; }
@@ -122,8 +114,8 @@ static inline int fabric_gpu_route(const cluster_cfg *c, int src, int dst, fabri
 /* Bandwidth (bytes/s) and latency share (s) of one hop, faults applied. */
 static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, fabric_hop h) {
     switch (h.cls) {
-    case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvlink_Bps(c) * fabric_fault_factor(f, h.index, LINK_NVLINK);
-    case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * fabric_fault_factor(f, h.index, LINK_NIC);
+    case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvlink_Bps(c) * faults_link_factor(f, h.index, LINK_NVLINK);
+    case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * faults_link_factor(f, h.index, LINK_NIC);
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps(c);
     case FL_SPINE: return fabric_spine_Bps(c);
     default: return 0;

@@ -14,8 +14,11 @@
 #      within the watchdog timeout (--watchdog-s 3), every rank prints where it is, and the report and
 #      watchdog.json name rank 2 / GPU 2 as the culprit (the truth: the scenario's stall). The same
 #      with a rank that does not even answer (MOESIM_LIVE_HARD_STALL=1).
-#   3. Bad input exits 2: an invalid scenario, a live-only restriction (tp 2), a stall at a layer the
-#      GPU never runs, a world size that differs from the scenario's GPU count, bad options.
+#   3. A slow GPU (faults.slow_gpus x4) makes its rank's measured busy time more than twice its EP
+#      peer's (the truth: the same stage's work, 4x as long).
+#   4. Bad input exits 2: an invalid scenario, a live-only restriction (tp 2), a stall at a layer the
+#      GPU never runs, a degraded link (faults.links cannot be made live), a world size that differs
+#      from the scenario's GPU count, bad options.
 set -u
 BIN=${MOESIM_BIN:?MOESIM_BIN must point at the tools folder of the build}
 SIMLIVE="$BIN/simlive"
@@ -104,6 +107,18 @@ if expect_rc hard 1; then
     ok "silent rank found (rank 2)"
 fi
 
+# ---- 2b. a slow GPU (faults.slow_gpus: GPU 1 at x4) holds its compute stream 4x as long as its
+# kernels took: its measured compute time is well above its EP peer's (rank 0, the same stage's work)
+run slow 4 60 tests/data/live/tiny-4-slow.json --out "$TMP/slow" --watchdog-s 20
+if expect_rc slow 0; then
+    # compute_s of ranks 0 and 1: the first two after "ranks_breakdown" in results.json
+    read -r b0 b1 < <(awk '/"ranks_breakdown"/ {on = 1} on && /"compute_s"/ {gsub(/[^0-9.eE+-]/, "", $2); v[n++] = $2}
+                           END {print v[0], v[1]}' "$TMP/slow/results.json")
+    echo "    compute rank 0 ${b0:-?} s, rank 1 ${b1:-?} s"
+    awk -v a="${b0:-0}" -v b="${b1:-0}" 'BEGIN {exit !(a > 0 && b > 2 * a)}' \
+        && ok "slow GPU x4: rank 1 computes > 2x as long as rank 0" || fail "slow GPU: rank 1 not slower (see results.json)"
+fi
+
 # ---- 3. bad input: exit 2 ----------------------------------------------------------------------------
 run badscn 1 30 tests/data/bad/layout_product.json --out "$TMP/x"
 expect_rc badscn 2 && grep -q "layout" "$TMP/badscn.log" && ok "bad scenario -> 2"
@@ -113,6 +128,8 @@ run mtp 4 30 tests/data/live/bad-mtp.json --out "$TMP/x"
 expect_rc mtp 2 && { grep -q "model.mtp_layers" "$TMP/mtp.log" || fail "mtp: message lacks model.mtp_layers"; } && ok "MTP -> 2"
 run stalllayer 4 30 tests/data/live/bad-stall-layer.json --out "$TMP/x"
 expect_rc stalllayer 2 && { grep -q "faults.stalls\[0\].layer" "$TMP/stalllayer.log" || fail "stall layer: message lacks the JSON path"; } && ok "stall at a foreign layer -> 2"
+run badlink 4 30 tests/data/live/bad-link.json --out "$TMP/x"
+expect_rc badlink 2 && { grep -q "faults.links: not supported by simlive" "$TMP/badlink.log" || fail "bad link: message lacks faults.links"; } && ok "degraded link (cannot be made live) -> 2"
 run np2 2 30 tests/data/live/tiny-4.json --out "$TMP/x"
 expect_rc np2 2 && { grep -q "got 4 GPUs.*this run has 2 (mpirun -np 2)" "$TMP/np2.log" || fail "np2: message does not name both numbers"; } && ok "wrong -np -> 2"
 run steps0 4 30 tests/data/live/tiny-4.json --steps 0

@@ -31,6 +31,19 @@
  *   stage 0: compute 2F+2B+2W, optimizer O, exposed C0 (the AG tail), bubble (2S+B) + F
  *   stage 1: compute 2F+2B+2W, optimizer O, exposed C1, bubble (F+S) + (S+B+C0-C1) (idle after its end)
  * and no overhead.
+ *
+ * With faults (sim/program/faults.h): GPU 1 (rank 1) slow by k and GPU 0's NIC at bandwidth factor n.
+ * The NIC carries stage 0's RS and AG: C0 = latency + (bytes/2) / (n x NIC bandwidth). Rank 1 runs
+ * every kernel k times longer, so rank 0 waits longer for its gradients and both AGs start when the
+ * faulty replica arrives:
+ *   rank 0: compute 2F+2B+2W, optimizer O, exposed C0, bubble (2S+kF+kB-F) + (kF+kB+kW-B-W);
+ *           end E0 = F+2S+2kF+2kB+kW+B+W+O+C0
+ *   rank 1: compute k(2F+2B+2W), optimizer kO, exposed C1, bubble (F+S) + (T-E1);
+ *           end E1 = F+S+2kF+2kB+2kW+kO+C1
+ *   rank 2: as rank 0 with k = 1 until its optimizer ends at H0 = 3F+2S+3B+2W+O, then the AG with
+ *           rank 0: exposed E0-H0, bubble (2S+B+F) + (T-E0)
+ *   rank 3: healthy until H1 = 3F+S+2B+2W+O: exposed E1-H1, bubble (F+S) + (T-E1)
+ *   T = max(E0, E1). With k = 1 and n = 1 this is the split above.
  */
 #ifndef MOESIM_TESTS_STEP_SPLIT_CASE_H
 #define MOESIM_TESTS_STEP_SPLIT_CASE_H
@@ -89,23 +102,35 @@ static inline comm_model split_case_comm(void) {
                         .collective_s = split_case_coll};
 }
 
-/* The split of every rank (4), from the formulas above; returns the step time. */
-static inline double split_case_expected(const program *p, step_split out[4]) {
+/* The split of every rank (4, rank = replica * 2 + stage) from the formulas above, with GPU 1 slow by
+ * k and GPU 0's NIC at factor n (1 and 1: healthy); returns the step time. */
+static inline double split_case_expected_faulty(const program *p, double k, double n, step_split out[4]) {
     double S = 0, C[2] = {0, 0};
     for (int st = 0; st < 2; st++)
         for (int i = 0; i < p->stage_n_ops[st]; i++) {
             const program_op *o = &p->stage_ops[st][i];
             if (o->kind == OP_SEND) S = split_case_p2p(NULL, 0, 0, o->bytes);
-            if (o->kind == OP_REDUCE_SCATTER) C[st] = split_case_coll(NULL, COLL_REDUCE_SCATTER, NULL, 2, o->bytes);
+            if (o->kind == OP_REDUCE_SCATTER)
+                C[st] = SPLIT_LAT_US * 1e-6 + o->bytes / 2 / ((st == 0 ? n : 1) * SPLIT_NIC_GBPS * 1e9 / 8);
         }
-    const double F = SPLIT_F, B = SPLIT_B, W = SPLIT_W, O = SPLIT_O;
-    double T = 3 * F + 2 * S + 3 * B + 2 * W + O + C[0];
-    step_split s0 = {.compute_s = 2 * F + 2 * B + 2 * W, .optimizer_s = O, .exposed_comm_s = C[0],
-                     .bubble_s = (2 * S + B) + F, .end_s = T};
-    step_split s1 = {.compute_s = 2 * F + 2 * B + 2 * W, .optimizer_s = O, .exposed_comm_s = C[1],
-                     .bubble_s = (F + S) + (S + B + C[0] - C[1]), .end_s = 3 * F + S + 2 * B + 2 * W + O + C[1]};
-    for (int r = 0; r < 4; r++) out[r] = r % 2 == 0 ? s0 : s1;   /* rank = replica * 2 + stage */
+    const double F = SPLIT_F, B = SPLIT_B, W = SPLIT_W, O = SPLIT_O, work = 2 * F + 2 * B + 2 * W;
+    double E0 = F + 2 * S + 2 * k * F + 2 * k * B + k * W + B + W + O + C[0];
+    double E1 = F + S + 2 * k * (F + B + W) + k * O + C[1];
+    double H0 = 3 * F + 2 * S + 3 * B + 2 * W + O, H1 = 3 * F + S + 2 * B + 2 * W + O;
+    double T = E0 > E1 ? E0 : E1;
+    out[0] = (step_split){.compute_s = work, .optimizer_s = O, .exposed_comm_s = C[0],
+                          .bubble_s = (2 * S + k * F + k * B - F) + (k * F + k * B + k * W - B - W) + (T - E0),
+                          .end_s = E0};
+    out[1] = (step_split){.compute_s = k * work, .optimizer_s = k * O, .exposed_comm_s = C[1],
+                          .bubble_s = (F + S) + (T - E1), .end_s = E1};
+    out[2] = (step_split){.compute_s = work, .optimizer_s = O, .exposed_comm_s = E0 - H0,
+                          .bubble_s = (2 * S + B + F) + (T - E0), .end_s = E0};
+    out[3] = (step_split){.compute_s = work, .optimizer_s = O, .exposed_comm_s = E1 - H1,
+                          .bubble_s = (F + S) + (T - E1), .end_s = E1};
     return T;
+}
+static inline double split_case_expected(const program *p, step_split out[4]) {
+    return split_case_expected_faulty(p, 1, 1, out);
 }
 
 /* Every rank's split against the hand split, to `tol` seconds (cmocka asserts). */
@@ -128,13 +153,39 @@ static inline void split_case_check(const char *who, double step_s, const step_s
     }
 }
 
-/* The case's scenario and program, with the hand split (want) and step time (*T). */
-static inline program *split_case_program(scenario *s, step_split want[4], double *T) {
+/* The case's scenario and program, with the hand split (want) and step time (*T); slow_k > 1 makes
+ * GPU 1 slow by that factor, nic_n < 1 degrades GPU 0's NIC (faults.slow_gpus, faults.links). */
+static inline program *split_case_program_faulty(scenario *s, double slow_k, double nic_n, step_split want[4],
+                                                 double *T) {
     split_case_scenario(s);
+    if (slow_k != 1) {
+        s->faults.n_slow_gpus = 1;
+        s->faults.slow_gpus[0] = (slow_gpu_fault){.gpu = 1, .factor = slow_k};
+    }
+    if (nic_n != 1) {
+        s->faults.n_links = 1;
+        s->faults.links[0] = (link_fault){.gpu = 0, .kind = LINK_NIC, .factor = nic_n};
+    }
     moe_error err = {0};
     program *p = NULL;
     if (program_build(s, &p, &err)) fail_msg("%s", err.msg);
-    *T = split_case_expected(p, want);
+    *T = split_case_expected_faulty(p, slow_k, nic_n, want);
+    return p;
+}
+static inline program *split_case_program(scenario *s, step_split want[4], double *T) {
+    return split_case_program_faulty(s, 1, 1, want, T);
+}
+
+/* The case with a stalled rank (faults.stalls): GPU 1 (rank 1, stage 1) stops before the forward of
+ * layer 1, micro-batch 1, its op 11 (SPLIT_STALL_OP); it has run the first micro-batch. */
+#define SPLIT_STALL_OP 11
+static inline program *split_case_program_stalled(scenario *s) {
+    split_case_scenario(s);
+    s->faults.n_stalls = 1;
+    s->faults.stalls[0] = (stall_fault){.gpu = 1, .layer = 1, .micro_batch = 1};
+    moe_error err = {0};
+    program *p = NULL;
+    if (program_build(s, &p, &err)) fail_msg("%s", err.msg);
     return p;
 }
 

@@ -358,19 +358,16 @@ int main(int argc, char **argv) {
         moe_error_input(&err, s.file, "cluster", v, "as many GPUs as MPI processes: this run has %d (mpirun -np %d)", size, size);
         return fail_all(rank, EXIT_BADINPUT, &err);
     }
+    /* the program resolves the step-level faults (sim/program/faults.h) for every rank alike, so
+     * every rank reaches the same verdict */
     program *p = NULL;
     if (program_build(&s, &p, &err)) return fail_all(rank, err.code, &err);
+    if (live_check_faults(p, &err)) {
+        program_free(p);
+        return fail_all(rank, err.code, &err);
+    }
     program_op *ops = NULL;
     int n_ops = program_materialize(p, rank, &ops);
-    int stop_at = -1;
-    rc = live_stall_point(p, rank, ops, n_ops, &stop_at, &err);
-    /* the stall check is rank-local: agree on the outcome before anyone proceeds */
-    if (live_mpi_all_ok(rc == 0)) {
-        if (rc) fprintf(stderr, "simlive: %s\n", err.msg);
-        free(ops); program_free(p);
-        live_mpi_finalize();
-        return EXIT_BADINPUT;
-    }
     const char *out_dir = c.out ? c.out : s.output.dir;
 
     /* backend */
@@ -412,7 +409,7 @@ int main(int argc, char **argv) {
     live_rank_run run;
     live_rank_run_init(&run, n_ops);
     double *step_times = moe_xcalloc((size_t)c.steps, sizeof(double));
-    live_exec_opts eo = {.stop_at = stop_at, .watchdog_s = c.watchdog_s,
+    live_exec_opts eo = {.watchdog_s = c.watchdog_s,
                          .hard_stall = getenv("MOESIM_LIVE_HARD_STALL") != NULL};
     for (int step = 0; step < c.steps; step++) {
         if (cpu) live_cpu_begin_step(cpu);

@@ -4,7 +4,6 @@
 
 #include "sim/plan/plan_costs.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +73,7 @@ typedef struct {
     double *busy;                  /* per COMPUTE op: its priced duration (step_accounting.h) */
     double *recv_at;               /* per tag: arrival time of the matching SEND; < 0: not yet */
     double *recv_from;             /* per tag: start of the matching SEND */
-    int stop_at;                   /* stalled rank: first op index it never issues; else INT_MAX */
+    int stop_at;                   /* stalled rank: first op index it never issues; else STEP_NO_STALL */
     int cur[STREAM_N];
     double free_t[STREAM_N];
     int arrived, arr_seq;          /* comm stream: arrived at the current collective */
@@ -286,83 +285,6 @@ static void advance(exec_ctx *x, int si) {
     }
 }
 
-/* ---- setup ------------------------------------------------------------------------------------------ */
-static int replica_has_fault(const program *p, int d) {
-    const faults_cfg *f = &p->scn->faults;
-    int lo = d * p->pp * p->ep * p->tp, hi = lo + p->pp * p->ep * p->tp;
-    for (int r = lo; r < hi; r++) {
-        int g = program_gpu_of_rank(p, r);
-        for (int i = 0; i < f->n_slow_gpus; i++) if (f->slow_gpus[i].gpu == g) return 1;
-        for (int i = 0; i < f->n_links; i++) if (f->links[i].gpu == g) return 1;
-        for (int i = 0; i < f->n_stalls; i++) if (f->stalls[i].gpu == g) return 1;
-    }
-    return 0;
-}
-
-static double slow_factor(const program *p, int rank) {
-    const faults_cfg *f = &p->scn->faults;
-    int g = program_gpu_of_rank(p, rank);
-    double s = 1.0;
-    for (int i = 0; i < f->n_slow_gpus; i++) if (f->slow_gpus[i].gpu == g) s *= f->slow_gpus[i].factor;
-    return s;
-}
-
-/* ---- stalls ---------------------------------------------------------------------------------------
- * stop[r] for every rank: the index of the first op of the forward of (layer, micro_batch) of the
- * stall on its GPU (the earliest when several), INT_MAX when none. A stall on a GPU outside the
- * cluster or at a (layer, micro_batch) its rank never runs is bad input. */
-static int stall_stops(const program *p, int *stop, moe_error *err) {
-    const faults_cfg *f = &p->scn->faults;
-    for (int r = 0; r < p->n_ranks; r++) stop[r] = INT_MAX;
-    if (f->n_stalls == 0) return 0;
-    int *rank_of_gpu = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
-    for (int r = 0; r < p->n_ranks; r++) rank_of_gpu[program_gpu_of_rank(p, r)] = r;
-    int rc = 0;
-    for (int k = 0; k < f->n_stalls && rc == 0; k++) {
-        const stall_fault *sf = &f->stalls[k];
-        char path[64], v[32];
-        if (sf->gpu < 0 || sf->gpu >= p->n_ranks) {
-            snprintf(path, sizeof path, "faults.stalls[%d].gpu", k); snprintf(v, sizeof v, "%d", sf->gpu);
-            rc = moe_error_input(err, p->scn->file, path, v, "a GPU id in 0..%d", p->n_ranks - 1);
-            break;
-        }
-        int r = rank_of_gpu[sf->gpu], d, st, e, t, found = -1;
-        program_coords(p, r, &d, &st, &e, &t);
-        for (int i = 0; i < p->stage_n_ops[st] && found < 0; i++) {
-            const program_op *o = &p->stage_ops[st][i];
-            if (o->phase == PHASE_F && o->layer == sf->layer && o->mb == sf->micro_batch) found = i;
-        }
-        if (found < 0) {
-            /* what the rank does run: per chunk, its layers and micro-batches (forward ops) */
-            char runs[256] = "";
-            for (int c = 0; c < p->n_chunks; c++) {
-                int lo = INT_MAX, hi = -1, mlo = INT_MAX, mhi = -1;
-                for (int i = 0; i < p->stage_n_ops[st]; i++) {
-                    const program_op *o = &p->stage_ops[st][i];
-                    if (o->phase != PHASE_F || o->chunk != c || o->layer < 0) continue;
-                    if (o->layer < lo) lo = o->layer;
-                    if (o->layer > hi) hi = o->layer;
-                    if (o->mb < mlo) mlo = o->mb;
-                    if (o->mb > mhi) mhi = o->mb;
-                }
-                if (hi < 0) continue;
-                size_t len = strlen(runs);
-                snprintf(runs + len, sizeof runs - len, "%slayers %d..%d with micro-batches %d..%d",
-                         len ? "; " : "", lo, hi, mlo, mhi);
-            }
-            snprintf(path, sizeof path, "faults.stalls[%d]", k);
-            snprintf(v, sizeof v, "layer %d, micro_batch %d", sf->layer, sf->micro_batch);
-            rc = moe_error_input(err, p->scn->file, path, v,
-                                 "a (layer, micro_batch) whose forward the rank on GPU %d (pipeline stage %d) "
-                                 "runs: %s", sf->gpu, st, runs);
-            break;
-        }
-        if (found < stop[r]) stop[r] = found;
-    }
-    free(rank_of_gpu);
-    return rc;
-}
-
 /* ---- hang description --------------------------------------------------------------------------------- */
 static int rank_unfinished(const exec_ctx *x, const rank_state *r) {
     int d, s, e, t;
@@ -400,7 +322,7 @@ static void describe_hang(exec_ctx *x, const int *rep_sim_of_rank, step_hang *h)
     h->culprit = -1;
     for (int si = 0; si < x->n_sim && h->culprit < 0; si++) {
         rank_state *r = &x->rs[si];
-        if (r->stop_at == INT_MAX || !rank_unfinished(x, r)) continue;
+        if (r->stop_at == STEP_NO_STALL || !rank_unfinished(x, r)) continue;
         h->culprit = r->rank;
     }
     if (h->culprit < 0) return;   /* a genuine deadlock of the program (a bug): no culprit */
@@ -459,15 +381,13 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     x.price = step_pricing_resolve(o, p, &x.own_pricing, &x.price_ctx);
     for (int i = 0; i < 4; i++) x.p2p_src[i] = -1;
     res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
-    int *stop = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
-    if (stall_stops(p, stop, err)) { free(stop); return err->code; }
 
     /* which replicas to simulate */
     int per_rep = p->pp * p->ep * p->tp;
     int *rep_sim = moe_xmalloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
     int healthy_rep = -1;
     for (int d = 0; d < p->dp; d++) {
-        if (!o->shortcut || replica_has_fault(p, d)) rep_sim[d] = d;
+        if (!o->shortcut || p->faults.replica_faulty[d]) rep_sim[d] = d;
         else { if (healthy_rep < 0) healthy_rep = d; rep_sim[d] = healthy_rep; }
     }
     x.sim_index = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
@@ -510,10 +430,9 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->recv_at = moe_xmalloc((size_t)x.n_tags * sizeof(double));
         rs->recv_from = moe_xmalloc((size_t)x.n_tags * sizeof(double));
         for (int i = 0; i < x.n_tags; i++) rs->recv_at[i] = rs->recv_from[i] = -1;
-        rs->slow = slow_factor(p, r);
-        rs->stop_at = stop[r];
+        rs->slow = p->faults.compute_factor[r];
+        rs->stop_at = p->faults.stop_at[r];
     }
-    free(stop);
     /* traces */
     res->n_trace_ranks = o->n_trace_ranks;
     res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));

@@ -9,10 +9,11 @@
  * driven simulation would produce, computed in O(ops).
  *
  * Durations: compute from the cost model (costmodel.h) — through the plan level's per-kernel price
- * table (plan_compute.h), so both levels price a kernel alike — times the slow-GPU factor of the rank's GPU
- * (faults.slow_gpus); communication from a comm_model (comm.h), memoized per (pattern, group) for
- * all-to-alls and per (group, kind) for ring collectives, so that an expensive SimGrid pattern run
- * happens once per distinct pattern. Link faults reach the comm model through the scenario. An
+ * table (plan_compute.h), so both levels price a kernel alike — times the rank's compute factor
+ * (program.faults: faults.slow_gpus, sim/program/faults.h); communication from a comm_model (comm.h),
+ * memoized per (pattern, group) for all-to-alls and per (group, kind) for ring collectives, so that an
+ * expensive SimGrid pattern run happens once per distinct pattern. Degraded links (faults.links) are
+ * the comm model's: it prices transfers on the fabric with its faulty links. An
  * all-to-all hands the comm model its group's GPUs, the routing sample's byte matrix and the DeepEP
  * per-node RDMA payloads (a2a_pattern.node_bytes); combine-direction patterns go as their mirror
  * image (program.h "Routing").
@@ -20,7 +21,7 @@
  * The replica shortcut (opts.shortcut): DP replicas run identical programs (routing draws do not
  * depend on the replica, program.h) and meet only in the gradient collectives of the step tail, where
  * a healthy replica arrives exactly when its twin does. So the executor simulates every replica that
- * holds a fault (a slow GPU or a degraded link) plus one representative healthy replica, and mirrors
+ * holds a fault (program.faults.replica_faulty) plus one representative healthy replica, and mirrors
  * the representative's per-rank results onto the other healthy replicas; collectives count only the
  * simulated members. This is exact, not an approximation: tests/test_step.c compares it with the run
  * over the materialised program of every rank.
@@ -29,15 +30,13 @@
  * over the per-op timeline this executor records for every simulated rank, with the priced compute
  * durations as busy times.
  *
- * Stalled ranks (faults.stalls, seed 000 §3.1 NCCL hang). The rank on a stalled GPU issues its ops in
- * program order, like the CPU thread that launches kernels, and stops before the first op of the
- * forward (phase F) of (layer, micro_batch): that op and every later one (by index, on every stream)
- * never start; ops issued before it still run to completion. Everyone else runs until blocked. When no
+ * Stalled ranks (program.faults.stop_at: faults.stalls, seed 000 §3.1 NCCL hang, semantics in
+ * sim/program/faults.h): a stalled rank never starts its op stop_at nor any later one; everyone else
+ * runs until blocked. When no
  * op can progress the executor describes the hang (step_hang below) from the blocked state alone —
  * who waits in which collective instance, who never arrived and what it did last — and returns
  * EXIT_RUNTIME with a message naming the culprit; the per-rank arrays (compute_s, end_s, ...) and the
- * traces are still filled with what ran, so that a trace can be written for simdiag. A stall whose
- * (layer, micro_batch) the rank never runs is bad input (EXIT_BADINPUT, path faults.stalls[i].layer).
+ * traces are still filled with what ran, so that a trace can be written for simdiag.
  */
 #ifndef MOESIM_STEP_EXEC_H
 #define MOESIM_STEP_EXEC_H

@@ -43,29 +43,14 @@ void live_rank_run_free(live_rank_run *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* ---- stall point ---------------------------------------------------------------------------------- */
-int live_stall_point(const program *p, int rank, const program_op *ops, int n_ops, int *stop_at,
-                     moe_error *err) {
-    *stop_at = -1;
+/* ---- faults -------------------------------------------------------------------------------------- */
+int live_check_faults(const program *p, moe_error *err) {
     const faults_cfg *f = &p->scn->faults;
-    int gpu = program_gpu_of_rank(p, rank);
-    for (int k = 0; k < f->n_stalls; k++) {
-        if (f->stalls[k].gpu != gpu) continue;
-        int at = -1;
-        for (int i = 0; i < n_ops && at < 0; i++)
-            if (ops[i].phase == PHASE_F && ops[i].layer == f->stalls[k].layer && ops[i].mb == f->stalls[k].micro_batch)
-                at = i;
-        if (at < 0) {
-            char path[64], v[32];
-            snprintf(path, sizeof path, "faults.stalls[%d].layer", k);
-            snprintf(v, sizeof v, "%d", f->stalls[k].layer);
-            return moe_error_input(err, p->scn->file, path, v,
-                                   "a layer and micro_batch (%d) that GPU %d runs forward (its rank %d holds "
-                                   "other layers or micro-batches)", f->stalls[k].micro_batch, gpu, rank);
-        }
-        if (*stop_at < 0 || at < *stop_at) *stop_at = at;
-    }
-    return 0;
+    if (p->faults.n_link_ranks == 0) return 0;
+    return moe_error_set(err, EXIT_BADINPUT,
+                         "%s%sfaults.links: not supported by simlive (a live run cannot degrade a real NIC or NVLink: "
+                         "%d degraded link(s), the first on GPU %d); simulate it with simrun",
+                         p->scn->file, p->scn->file[0] ? ": " : "", f->n_links, f->links[0].gpu);
 }
 
 /* ---- the executor --------------------------------------------------------------------------------- */
@@ -75,6 +60,7 @@ typedef struct {
     const program *p;
     const program_op *ops;
     int n, stop;
+    double compute_factor;         /* program.faults: a slow GPU's kernels take this many times longer */
     const live_backend *b;
     live_rank_run *r;
     unsigned char *status;
@@ -102,6 +88,16 @@ static void finish_op(exec_state *x, int i, double t) {
         x->st->last_op = i;
 }
 
+/* A slow GPU (faults.slow_gpus): its kernel took factor x as long, so the compute stream stays busy
+ * until start + factor x (the measured kernel time), through the backend's hold or by idling. */
+static void hold_compute(exec_state *x, double start_s) {
+    const live_backend *b = x->b;
+    double until = start_s + x->compute_factor * (b->now_s(b->ctx) - start_s);
+    if (b->hold) b->hold(b->ctx, until);
+    else
+        while (b->now_s(b->ctx) < until) b->idle(b->ctx);
+}
+
 /* Start op i (its deps are done, its stream is free). Compute ops finish inside. */
 static int start_op(exec_state *x, int i, int stream, moe_error *err) {
     const program_op *o = &x->ops[i];
@@ -113,6 +109,7 @@ static int start_op(exec_state *x, int i, int stream, moe_error *err) {
     case OP_COMPUTE:
         rc = b->compute(b->ctx, i, o, m, err);
         if (rc) return rc;
+        if (x->compute_factor > 1) hold_compute(x, x->r->times[i].start_s);
         finish_op(x, i, b->now_s(b->ctx));
         return 0;
     case OP_A2A_DISPATCH: case OP_A2A_COMBINE: rc = b->a2a(b->ctx, i, o, m, err); break;
@@ -199,8 +196,8 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
     exec_state x;
     memset(&x, 0, sizeof x);
     x.p = p; x.ops = ops; x.n = n_ops; x.b = b; x.r = r; x.st = &r->state;
-    x.stop = o->stop_at >= 0 ? o->stop_at : n_ops;
-    if (x.stop > n_ops) x.stop = n_ops;
+    x.stop = p->faults.stop_at[rank] < n_ops ? p->faults.stop_at[rank] : n_ops;
+    x.compute_factor = p->faults.compute_factor[rank];
     x.status = moe_xcalloc((size_t)(n_ops + 1), 1);
     if (!x.status || build_lists(&x)) {
         free_lists(&x);

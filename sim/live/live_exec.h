@@ -54,11 +54,13 @@
  * that has not issued the SEND, a rank that did not answer — and names the culprits: ranks that others
  * (transitively) wait on and that wait on nobody themselves.
  *
- * Injected stalls (scenario faults.stalls, semantics of step_exec.h): the rank on the stalled GPU
- * never starts op `stop_at` (the first forward op of (layer, micro_batch)) nor any later op; ops
- * before it still run to completion. It then sits in backend.idle (it still answers the watchdog, like
- * a process whose launch thread hangs while its watchdog thread lives), or with opts.hard_stall it
- * sleeps without answering (a dead process).
+ * Step-level faults (program.faults, sim/program/faults.h): a stalled rank (faults.stalls) never
+ * starts its op stop_at (the first forward op of (layer, micro_batch)) nor any later op; ops before it
+ * still run to completion. It then sits in backend.idle (it still answers the watchdog, like a process
+ * whose launch thread hangs while its watchdog thread lives), or with opts.hard_stall it sleeps
+ * without answering (a dead process). A slow GPU (faults.slow_gpus, factor k) holds its compute stream
+ * after every kernel until k x the kernel's measured time has passed, as a GPU running k times slower
+ * would. Degraded links (faults.links) cannot be made on real hardware: live_check_faults refuses them.
  */
 #ifndef MOESIM_LIVE_EXEC_H
 #define MOESIM_LIVE_EXEC_H
@@ -94,6 +96,9 @@ typedef struct live_backend {
     /* The rank cannot progress: service watchdog traffic, yield the CPU briefly.
      * Returns 1 when another rank has raised the watchdog alarm. */
     int (*idle)(void *ctx);
+    /* Optional: keep this rank's compute stream busy until now_s() reaches until_s (a slow GPU's
+     * extra time). NULL: the executor calls idle until then. */
+    void (*hold)(void *ctx, double until_s);
 } live_backend;
 
 enum { LIVE_HUNG = 3 };        /* distinct from EXIT_* codes; never an exit code itself */
@@ -125,7 +130,6 @@ typedef struct {
 
 /* ---- one step of one rank ------------------------------------------------------------------------ */
 typedef struct {
-    int stop_at;               /* injected stall: first op never started; INT32_MAX / <0: none */
     double watchdog_s;         /* no progress for this long -> LIVE_HUNG; <= 0: no watchdog */
     int hard_stall;            /* the stalled rank sleeps without answering (until it is killed) */
     int step;                  /* step index, for the state */
@@ -142,16 +146,14 @@ typedef struct {
 int live_rank_run_init(live_rank_run *r, int n_ops);
 void live_rank_run_free(live_rank_run *r);
 
-/* Run one step of `rank` (ops: its materialised list). 0 = completed; LIVE_HUNG = the watchdog fired
+/* Run one step of `rank` (ops: its materialised list), with its faults (program.faults). 0 = completed; LIVE_HUNG = the watchdog fired
  * here or elsewhere (r->state says where this rank is); EXIT_RUNTIME = backend error (err). */
 int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
                    const live_backend *b, const live_exec_opts *o, live_rank_run *r, moe_error *err);
 
-/* The stall point of `rank` (step_exec.h semantics: the first op of phase F of (layer, micro_batch)),
- * or -1 when its GPU has no stall. EXIT_BADINPUT (path faults.stalls[i].layer) when the rank never
- * runs that (layer, micro_batch). */
-int live_stall_point(const program *p, int rank, const program_op *ops, int n_ops, int *stop_at,
-                     moe_error *err);
+/* The faults a live run cannot inject: EXIT_BADINPUT naming faults.links when any link is degraded
+ * (stalls and slow GPUs are run as described above). */
+int live_check_faults(const program *p, moe_error *err);
 
 /* ---- hang analysis ------------------------------------------------------------------------------ */
 typedef struct {

@@ -789,6 +789,8 @@ int program_build(const scenario *s, program **out, moe_error *err) {
         }
     }
     p->model_flops_per_step = fl * p->dp;
+    int frc = step_faults_resolve(p, &p->faults, err);
+    if (frc) { program_free(p); return frc; }
     *out = p;
     return 0;
 }
@@ -803,5 +805,6 @@ void program_free(program *p) {
     for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); }
     free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
     free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
+    step_faults_free(&p->faults);
     free(p);
 }

@@ -11,7 +11,7 @@
  *     starts when (a) the previous op of the same rank on the same stream has finished and (b) every
  *     op listed in its deps (earlier ops of the same rank, by index) has finished.
  *   - COMPUTE: duration from the cost model (kernel, flops, mem_bytes, tokens), times the slow-GPU
- *     factor of the rank's GPU.
+ *     factor of the rank's GPU (program.faults, sim/program/faults.h: the step-level faults).
  *   - SEND is eager (buffered, like NCCL p2p of a small activation into a pre-posted buffer): it
  *     occupies the sender's P2P stream for the transfer time and finishes then; it never waits for
  *     the receiver. RECV occupies no resource: it finishes at max(its own ready time, the matching
@@ -83,6 +83,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/base/errors.h"
 #include "sim/plan/kernels.h"
+#include "sim/program/faults.h"
 
 /* ---- op vocabulary ---------------------------------------------------------------------------- */
 typedef enum {
@@ -201,10 +202,13 @@ typedef struct program {
     long routed_pairs, dropped_pairs; /* summed the same way */
     /* totals */
     double model_flops_per_step;   /* sum over all ranks' compute ops (for MFU) */
+    /* the scenario's in-step faults, resolved for every rank (faults.h): every executor applies these */
+    step_faults faults;
 } program;
 
-/* Build the program of scenario `s` (which must stay alive). 0 on success; on bad layout/schedule
- * combinations (e.g. DualPipe with an odd pp) fills err (EXIT_BADINPUT) and returns non-zero. */
+/* Build the program of scenario `s` (which must stay alive), its faults resolved (faults.h). 0 on
+ * success; on bad layout/schedule combinations (e.g. DualPipe with an odd pp) or a stall the program
+ * never reaches fills err (EXIT_BADINPUT) and returns non-zero. */
 int program_build(const scenario *s, program **out, moe_error *err);
 void program_free(program *p);
 

@@ -265,6 +265,16 @@ typedef struct {
     stall_fault stalls[SCN_MAX_FAULTS];
 } faults_cfg;
 
+/* Bandwidth factor of GPU `gpu`'s NIC or NVLink under faults.links: 1 when healthy, the product of
+ * the factors of every fault on that link. The one rule for both the fabric's links
+ * (platforms/fabric_geometry.h) and the step program's resolved faults (sim/program/faults.h). */
+static inline double faults_link_factor(const faults_cfg *f, int gpu, link_kind kind) {
+    double x = 1.0;
+    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
+        if (f->links[i].gpu == gpu && f->links[i].kind == kind) x *= f->links[i].factor;
+    return x;
+}
+
 /* ---- run, output -------------------------------------------------------------------------------- */
 typedef struct {
     double tokens;

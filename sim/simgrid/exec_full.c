@@ -363,14 +363,6 @@ static void stream_actor(int argc, char **argv) {
 }
 
 /* ---- setup and results ---------------------------------------------------------------------------- */
-static double slow_factor(const program *p, int gpu) {
-    const faults_cfg *f = &p->scn->faults;
-    double s = 1.0;
-    for (int i = 0; i < f->n_slow_gpus; i++)
-        if (f->slow_gpus[i].gpu == gpu) s *= f->slow_gpus[i].factor;
-    return s;
-}
-
 int sg_exec_full_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
     return sg_exec_full_run_mode(p, o, SG_FULL_BARRIER, res, err);
 }
@@ -387,6 +379,11 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
                                "a cluster of at most %d GPUs for \"full\" (every transfer is simulated); use \"fast\"",
                                SG_FULL_MAX_GPUS);
     }
+    if (p->faults.n_stalled_ranks > 0)
+        return moe_error_set(err, EXIT_BADINPUT,
+                             "%s%sfaults.stalls: not supported by step.fidelity \"full\" (a stalled rank would leave "
+                             "the other ranks' SimGrid actors blocked for good); use \"fast\", which runs the stall "
+                             "and names the culprit", s->file, s->file[0] ? ": " : "");
     if (rail_fabric_init(s, err)) return err->code;
     full_ctx x;
     memset(&x, 0, sizeof x);
@@ -429,7 +426,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         }
         for (int i = 0; i < rr->n_ops; i++)
             if (rr->seq[i] >= 0) count[rr->ops[i].group] = 0;
-        rr->slow = slow_factor(p, rr->gpu);
+        rr->slow = p->faults.compute_factor[r];
         rr->cond = sg_cond_init();
     }
     free(count);

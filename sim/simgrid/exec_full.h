@@ -5,7 +5,9 @@
  * flow sharing links max-min with everything else in flight:
  *   - one actor per (rank, stream), walking that stream's ops in order (streams are FIFO); an op waits
  *     for its deps (other streams of the rank, RECVs) on the rank's condition variable;
- *   - COMPUTE sleeps for the price (cost model) times the rank's slow-GPU factor;
+ *   - COMPUTE sleeps for the price (cost model) times the rank's compute factor (program.faults:
+ *     faults.slow_gpus); degraded links (faults.links) are links of the SimGrid platform;
+ *     faults.stalls are refused (EXIT_BADINPUT): a stalled actor would leave the others blocked;
  *   - SEND is one flow to the peer's GPU (eager: the RECV completes when it lands);
  *   - A2A: every member issues its own flows, DeepEP-style (one RDMA flow per destination node on its
  *     rail to that node's GPU of the rail, the NVLink fan-out from there, NVLink flows inside its

@@ -91,10 +91,10 @@ void RailZone::build(const faults_cfg &faults) {
 
     for (int g = 0; g < G; g++) {
         nvl_.push_back(duplex("nvl-" + std::to_string(g),
-                              fabric_nvlink_Bps(&c_) * fabric_fault_factor(&faults, g, LINK_NVLINK),
+                              fabric_nvlink_Bps(&c_) * faults_link_factor(&faults, g, LINK_NVLINK),
                               fabric_nvl_lat_s(&c_)));
         nic_.push_back(duplex("nic-" + std::to_string(g),
-                              fabric_nic_Bps(&c_) * fabric_fault_factor(&faults, g, LINK_NIC),
+                              fabric_nic_Bps(&c_) * faults_link_factor(&faults, g, LINK_NIC),
                               fabric_nic_lat_s(&c_)));
         pcie_.push_back(duplex("pcie-" + std::to_string(g), fabric_pcie_Bps(&c_), 0.0));
     }
@@ -196,7 +196,9 @@ int check_cluster(const scenario *s, moe_error *err) {
 
 extern "C" int rail_fabric_init(const scenario *s, moe_error *err) {
     if (g_zone) {
-        if (memcmp(&g_cluster, &s->cluster, sizeof g_cluster) == 0 && memcmp(&g_faults, &s->faults, sizeof g_faults) == 0)
+        /* the platform is the cluster and its degraded links (slow GPUs and stalls are the executors') */
+        if (memcmp(&g_cluster, &s->cluster, sizeof g_cluster) == 0 && g_faults.n_links == s->faults.n_links &&
+            memcmp(g_faults.links, s->faults.links, sizeof g_faults.links[0] * (size_t)s->faults.n_links) == 0)
             return 0;
         return moe_error_set(err, EXIT_RUNTIME,
                              "SimGrid keeps one platform per process: a fabric is already built here; "

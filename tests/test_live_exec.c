@@ -1,6 +1,9 @@
-/* test_live_accounting.c — the live executor (sim/live/live_exec.h) reports the hand split of
- * tests/step_split_case.h, the split the fast and the full-fidelity executors report
- * (test_step_accounting.c).
+/* test_live_exec.c — the live executor (sim/live/live_exec.h) on the step of tests/step_split_case.h:
+ *   - it reports the hand split, the split the fast and the full-fidelity executors report
+ *     (test_step_accounting.c);
+ *   - step-level faults (sim/program/faults.h, test_fault_injection.c for the simulator): a slow GPU
+ *     gives the hand split of the faulty case; a stalled rank stops where the program says and every
+ *     rank's state names it the culprit; a degraded link is refused (exit 2 naming faults.links).
  *
  * The live executor runs in-process, one thread per rank, over a backend whose clock is virtual:
  * compute takes the case's price of each op, a SEND or a collective completes after the case's
@@ -103,17 +106,21 @@ static double v_now(void *ctx) {
 
 static int v_barrier(void *ctx, moe_error *err) { (void)ctx; (void)err; return 0; }
 
+/* Wait (virtual time) until the clock reaches `until`. */
+static void v_hold(void *ctx, double until) {
+    vworld *w = ((vrank *)ctx)->w;
+    pthread_mutex_lock(&w->mu);
+    if (until > w->now) add_event(w, until);
+    while (w->now < until && !w->deadlock) wait_for_change(w);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* A kernel takes its healthy price: a slow GPU's extra time is the executor's (hold). */
 static int v_compute(void *ctx, int i, const program_op *op, double *measured, moe_error *err) {
     (void)i; (void)measured; (void)err;
     vrank *r = ctx;
-    vworld *w = r->w;
-    double dur = split_case_price(NULL, w->p, r->rank, op);
-    if (dur <= 0) return 0;
-    pthread_mutex_lock(&w->mu);
-    double wake = w->now + dur;
-    add_event(w, wake);
-    while (w->now < wake && !w->deadlock) wait_for_change(w);
-    pthread_mutex_unlock(&w->mu);
+    double dur = split_case_price(NULL, r->w->p, r->rank, op);
+    if (dur > 0) v_hold(ctx, v_now(ctx) + dur);
     return 0;
 }
 
@@ -187,15 +194,15 @@ static int v_idle(void *ctx) {
     if (!w->deadlock) wait_for_change(w);
     int alarm = w->deadlock;
     pthread_mutex_unlock(&w->mu);
-    return alarm;
+    return alarm;   /* every rank waits and nothing is in flight: a hang, as the watchdog would say */
 }
 
 static void *rank_thread(void *arg) {
     vrank *r = arg;
     live_backend b = {.name = "virtual-clock", .ctx = r, .prepost_recv = 1, .now_s = v_now, .barrier = v_barrier,
                       .compute = v_compute, .a2a = v_a2a, .send = v_send, .recv = v_recv,
-                      .collective = v_collective, .test = v_test, .idle = v_idle};
-    live_exec_opts o = {.stop_at = -1, .watchdog_s = 0};
+                      .collective = v_collective, .test = v_test, .idle = v_idle, .hold = v_hold};
+    live_exec_opts o = {.watchdog_s = 0};
     r->rc = live_exec_step(r->w->p, r->rank, r->ops, r->n_ops, &b, &o, &r->run, &r->err);
     pthread_mutex_lock(&r->w->mu);
     r->w->active--;
@@ -204,63 +211,142 @@ static void *rank_thread(void *arg) {
     return NULL;
 }
 
-static void test_live_executor_by_hand(void **st) {
+/* One step of every rank of p (4), one thread each, on a fresh virtual clock. */
+typedef struct {
+    vworld w;
+    vrank r[4];
+} live_run;
+
+static void live_run_step(const program *p, live_run *x) {
+    assert_int_equal(p->n_ranks, 4);
+    vworld *w = &x->w;
+    memset(x, 0, sizeof *x);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->p = p;
+    w->cm = split_case_comm();
+    w->n_tags = p->micro_batches * p->n_model_stages * 2;
+    w->inst_arrived = moe_xcalloc((size_t)p->n_groups * MAX_INSTANCES, sizeof(int));
+    w->inst_done = moe_xcalloc((size_t)p->n_groups * MAX_INSTANCES, sizeof(double));
+    w->arrival = moe_xmalloc((size_t)p->n_ranks * w->n_tags * sizeof(double));
+    for (int i = 0; i < p->n_ranks * w->n_tags; i++) w->arrival[i] = -1;
+    w->active = p->n_ranks;
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        vrank *r = &x->r[k];
+        r->w = w;
+        r->rank = k;
+        r->n_ops = program_materialize(p, k, &r->ops);
+        r->seq = moe_xcalloc((size_t)p->n_groups, sizeof(int));
+        r->inst = moe_xcalloc((size_t)r->n_ops, sizeof(int));
+        r->done = moe_xcalloc((size_t)r->n_ops, sizeof(double));
+        assert_int_equal(live_rank_run_init(&r->run, r->n_ops), 0);
+    }
+    for (int k = 0; k < 4; k++) assert_int_equal(pthread_create(&th[k], NULL, rank_thread, &x->r[k]), 0);
+    for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+}
+
+static void live_run_free(live_run *x) {
+    for (int k = 0; k < 4; k++) {
+        vrank *r = &x->r[k];
+        live_rank_run_free(&r->run);
+        free(r->ops); free(r->seq); free(r->inst); free(r->done);
+    }
+    free(x->w.events); free(x->w.inst_arrived); free(x->w.inst_done); free(x->w.arrival);
+    pthread_mutex_destroy(&x->w.mu);
+    pthread_cond_destroy(&x->w.cv);
+}
+
+/* The step of a live run that completed, split by the one accounting, against the hand split. */
+static void check_live_split(const char *who, const program *p, live_run *x, const step_split want[4], double T) {
+    assert_false(x->w.deadlock);
+    double step = 0;
+    for (int k = 0; k < 4; k++) {
+        if (x->r[k].rc) fail_msg("rank %d: rc %d %s", k, x->r[k].rc, x->r[k].err.msg);
+        if (x->r[k].run.end_s > step) step = x->r[k].run.end_s;
+    }
+    step_split got[4];
+    for (int k = 0; k < 4; k++) step_split_program_rank(p, k, x->r[k].run.times, NULL, step, &got[k]);
+    split_case_check(who, step, got, want, T, 1e-12);
+}
+
+static void test_live_split_by_hand(void **st) {
     (void)st;
     scenario s;
     step_split want[4];
     double T;
     program *p = split_case_program(&s, want, &T);
-    assert_int_equal(p->n_ranks, 4);
+    live_run x;
+    live_run_step(p, &x);
+    check_live_split("live (virtual clock)", p, &x, want, T);
+    live_run_free(&x);
+    program_free(p);
+}
 
-    vworld w;
-    memset(&w, 0, sizeof w);
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    w.p = p;
-    w.cm = split_case_comm();
-    w.n_tags = p->micro_batches * p->n_model_stages * 2;
-    w.inst_arrived = moe_xcalloc((size_t)p->n_groups * MAX_INSTANCES, sizeof(int));
-    w.inst_done = moe_xcalloc((size_t)p->n_groups * MAX_INSTANCES, sizeof(double));
-    w.arrival = moe_xmalloc((size_t)p->n_ranks * w.n_tags * sizeof(double));
-    for (int i = 0; i < p->n_ranks * w.n_tags; i++) w.arrival[i] = -1;
-    w.active = p->n_ranks;
-    vrank r[4];
-    pthread_t th[4];
-    for (int k = 0; k < 4; k++) {
-        memset(&r[k], 0, sizeof r[k]);
-        r[k].w = &w;
-        r[k].rank = k;
-        r[k].n_ops = program_materialize(p, k, &r[k].ops);
-        r[k].seq = moe_xcalloc((size_t)p->n_groups, sizeof(int));
-        r[k].inst = moe_xcalloc((size_t)r[k].n_ops, sizeof(int));
-        r[k].done = moe_xcalloc((size_t)r[k].n_ops, sizeof(double));
-        assert_int_equal(live_rank_run_init(&r[k].run, r[k].n_ops), 0);
-    }
-    for (int k = 0; k < 4; k++) assert_int_equal(pthread_create(&th[k], NULL, rank_thread, &r[k]), 0);
-    for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
-    assert_false(w.deadlock);
+/* faults.slow_gpus: GPU 1 at x1.5, the hand split of the faulty case (no degraded link: refused below) */
+static void test_live_slow_gpu_by_hand(void **st) {
+    (void)st;
+    scenario s;
+    step_split want[4];
+    double T;
+    program *p = split_case_program_faulty(&s, 1.5, 1, want, &T);
+    assert_int_equal(live_check_faults(p, &(moe_error){0}), 0);
+    live_run x;
+    live_run_step(p, &x);
+    check_live_split("live, GPU 1 slow x1.5", p, &x, want, T);
+    live_run_free(&x);
+    program_free(p);
+}
 
-    double step = 0;
+/* faults.stalls: GPU 1 (stage 1) stops before the forward of layer 1, micro-batch 1 (its op 11); it
+ * ran everything before (the first micro-batch's forward and backward); the others block, and the
+ * states every rank reports name rank 1 the culprit. */
+static void test_live_stall(void **st) {
+    (void)st;
+    scenario s;
+    program *p = split_case_program_stalled(&s);
+    live_run x;
+    live_run_step(p, &x);
+    assert_true(x.w.deadlock);
+    live_rank_state states[4];
     for (int k = 0; k < 4; k++) {
-        if (r[k].rc) fail_msg("rank %d: rc %d %s", k, r[k].rc, r[k].err.msg);
-        if (r[k].run.end_s > step) step = r[k].run.end_s;
+        assert_int_equal(x.r[k].rc, LIVE_HUNG);
+        states[k] = x.r[k].run.state;
     }
-    step_split got[4];
-    for (int k = 0; k < 4; k++) step_split_program_rank(p, k, r[k].run.times, NULL, step, &got[k]);
-    split_case_check("live (virtual clock)", step, got, want, T, 1e-12);
-    for (int k = 0; k < 4; k++) {
-        live_rank_run_free(&r[k].run);
-        free(r[k].ops); free(r[k].seq); free(r[k].inst); free(r[k].done);
-    }
-    free(w.events); free(w.inst_arrived); free(w.inst_done); free(w.arrival);
-    pthread_mutex_destroy(&w.mu);
-    pthread_cond_destroy(&w.cv);
+    assert_int_equal(states[1].activity, LIVE_STALLED);
+    assert_int_equal(states[1].stop_at, SPLIT_STALL_OP);
+    assert_int_equal(states[1].next_op, SPLIT_STALL_OP);
+    for (int i = 0; i < SPLIT_STALL_OP; i++) assert_true(x.r[1].run.times[i].end_s >= 0);
+    for (int i = SPLIT_STALL_OP; i < x.r[1].n_ops; i++) assert_true(x.r[1].run.times[i].start_s < 0);
+    live_hang h;
+    assert_int_equal(live_hang_analyze(p, states, &h), 0);
+    assert_true(h.found);
+    assert_int_equal(h.culprit, 1);
+    live_hang_free(&h);
+    live_run_free(&x);
+    program_free(p);
+}
+
+/* faults.links: a live run cannot degrade a real link */
+static void test_live_refuses_links(void **st) {
+    (void)st;
+    scenario s;
+    step_split want[4];
+    double T;
+    program *p = split_case_program_faulty(&s, 1, 0.5, want, &T);
+    moe_error err = {0};
+    assert_int_equal(live_check_faults(p, &err), EXIT_BADINPUT);
+    printf("  %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "faults.links: not supported by simlive"));
     program_free(p);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_live_executor_by_hand),
+        cmocka_unit_test(test_live_split_by_hand),
+        cmocka_unit_test(test_live_slow_gpu_by_hand),
+        cmocka_unit_test(test_live_stall),
+        cmocka_unit_test(test_live_refuses_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,56 @@
+/* faults.h — step-level fault injection: the scenario's in-step faults resolved once into the step
+ * program (program.faults), so that every executor applies the same faults the same way.
+ *
+ *   faults.slow_gpus [{gpu, factor}]   compute_factor[rank]: every COMPUTE op of the rank on that GPU
+ *                                      takes factor x its price (several faults on one GPU multiply;
+ *                                      1 = healthy).
+ *   faults.links [{gpu, kind, factor}] nic_factor[rank], nvlink_factor[rank]: the bandwidth of that
+ *                                      GPU's NIC or NVLink, both directions, x factor
+ *                                      (faults_link_factor in scenario.h: the rule the fabric's links
+ *                                      are built with, platforms/fabric_geometry.h).
+ *   faults.stalls [{gpu, layer, micro_batch}]  stop_at[rank]: a stalled rank (seed 000 §3.1 NCCL hang)
+ *                                      issues its ops in program order, like the CPU thread that
+ *                                      launches kernels, and stops before the first op of the forward
+ *                                      (phase F) of (layer, micro_batch): that op and every later one
+ *                                      (by index, on every stream) never start; the ops before it run
+ *                                      to completion (the earliest point when a GPU has several).
+ *   replica_faulty[d]                  replica d holds a faulty GPU (the fast executor's replica
+ *                                      shortcut simulates it instead of mirroring a healthy twin).
+ *
+ * What each executor does with them (or refuses, exit 2 naming the field):
+ *   fast (sim/exec/step_exec.h)         compute factor; stalls (the hang is described); links through
+ *                                       its comm model, which prices transfers on the faulty fabric.
+ *   full (sim/simgrid/exec_full.h)      compute factor; links in the SimGrid platform; stalls refused
+ *                                       (a stalled actor would leave the others blocked in SimGrid).
+ *   live (sim/live/live_exec.h)         compute factor (a slow GPU holds its compute stream factor x as
+ *                                       long as the kernel took); stalls; links refused (a live run
+ *                                       cannot degrade a real NIC or NVLink).
+ */
+#ifndef MOESIM_FAULTS_H
+#define MOESIM_FAULTS_H
+
+#include <limits.h>
+
+#include "sim/base/errors.h"
+#include "sim/scenario/scenario.h"
+
+#define STEP_NO_STALL INT_MAX      /* stop_at of a rank that does not stall */
+
+typedef struct step_faults {
+    int n_ranks, n_replicas;
+    double *compute_factor;        /* per rank */
+    double *nic_factor, *nvlink_factor;  /* per rank (its GPU's links) */
+    int *stop_at;                  /* per rank: first op index never issued, or STEP_NO_STALL */
+    unsigned char *replica_faulty; /* per replica */
+    int n_slow_ranks, n_link_ranks, n_stalled_ranks;  /* ranks with a fault of each kind */
+} step_faults;
+
+struct program;
+
+/* Resolve p->scn->faults for program p into f (program_build does it into p->faults). 0, or
+ * EXIT_BADINPUT when a stall names a (layer, micro_batch) whose forward the rank on that GPU never
+ * runs (path faults.stalls[i].layer, or .micro_batch when the rank holds the layer). */
+int step_faults_resolve(const struct program *p, step_faults *f, moe_error *err);
+void step_faults_free(step_faults *f);
+
+#endif
