@@ -130,6 +130,11 @@ static const bad_case CASES[] = {
     {"mtp_layers_negative", "model.mtp_layers", "got -1", "0..64", -1},
     {"tiers_sync", "reliability.checkpoint.tiers.enabled", "got true", "\"async\"", -1},
     {"tiers_peer_offset", "reliability.checkpoint.tiers.peer.offset_nodes", "got 512", "cluster.nodes - 1 = 511", -1},
+    {"etp_product", "layout", "etp*pp*ep*dp = 2*16*64*4 = 8192", "512*8 = 4096", -1},
+    {"cp_not_dividing_stage", "layout.cp", "tp*cp = 1*3 = 3", "GPUs/pp = 256", -1},
+    {"cp_sequence_indivisible", "layout.cp", "got 4", "model.seq_len = 4098 divisible by 2 x cp", -1},
+    {"cp_comm_unknown", "layout.cp_comm", "got \"a2a\"", "\"p2p\", \"all_gather\"", -1},
+    {"etp_negative", "layout.etp", "got -1", "\"auto\" or an integer in 1..", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

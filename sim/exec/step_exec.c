@@ -414,7 +414,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             x.stream_lists[k][x.stream_len[k]++] = i;
         }
     }
-    x.n_tags = p->micro_batches * p->n_model_stages * 2;
+    x.n_tags = p->n_tags;
     x.rs = moe_xcalloc((size_t)x.n_sim, sizeof *x.rs);
     for (int r = 0, si = 0; r < p->n_ranks; r++) {
         if (x.sim_index[r] < 0) continue;

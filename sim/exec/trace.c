@@ -15,7 +15,8 @@ const char *const STEP_TRACE_EVENT_NAMES[] = {
     "dense_ffn_bwd_input", "dense_ffn_bwd_weight", "router_fwd", "router_bwd", "permute_fwd",
     "permute_bwd", "expert_fwd", "expert_bwd_input", "expert_bwd_weight", "unpermute_fwd",
     "unpermute_bwd", "shared_expert_fwd", "shared_expert_bwd_input", "shared_expert_bwd_weight",
-    "head_loss_fwd", "head_loss_bwd", "mtp_proj_fwd", "mtp_proj_bwd_input", "mtp_proj_bwd_weight", "optimizer",
+    "head_loss_fwd", "head_loss_bwd", "mtp_proj_fwd", "mtp_proj_bwd_input", "mtp_proj_bwd_weight",
+    "attn_core_fwd", "attn_core_bwd", "optimizer",
     "a2a_dispatch", "a2a_combine", "send", "recv", "reduce_scatter", "all_gather", "all_reduce",
     NULL};
 

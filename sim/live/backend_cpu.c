@@ -109,6 +109,11 @@ int live_cpu_create(const program *p, int rank, live_cpu **out, moe_error *err) 
         char v[16]; snprintf(v, sizeof v, "%d", p->tp);
         return moe_error_input(err, s->file, "layout.tp", v, "1 (live mode runs no tensor-parallel split)");
     }
+    if (p->cp > 1 || p->attn_tp != p->tp) {
+        char v[16]; snprintf(v, sizeof v, "%d", p->cp > 1 ? p->cp : scn_etp(s));
+        return moe_error_input(err, s->file, p->cp > 1 ? "layout.cp" : "layout.etp", v,
+                               "1 (live mode runs no context parallelism or expert tensor parallelism; plan and step do)");
+    }
     if (s->model.mtp_layers > 0) {
         char v[16]; snprintf(v, sizeof v, "%d", s->model.mtp_layers);
         return moe_error_input(err, s->file, "model.mtp_layers", v,

@@ -25,7 +25,7 @@ static int is_collective(const program_op *o) {
 static const char *op_label(const program_op *o) { return step_trace_event_name(o); }
 
 static const char *group_kind_label(group_kind k) {
-    static const char *n[] = {"EP", "TP", "DP-dense", "DP-expert"};
+    static const char *n[] = {"EP", "TP", "DP-dense", "DP-expert", "CP"};
     return k < GROUP_NKINDS ? n[k] : "?";
 }
 

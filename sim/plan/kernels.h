@@ -19,6 +19,9 @@ typedef enum {
     K_HEAD_LOSS_FWD, K_HEAD_LOSS_BWD,                           /* output projection + cross-entropy */
     K_MTP_PROJ_FWD, K_MTP_PROJ_BWD_INPUT, K_MTP_PROJ_BWD_WEIGHT,/* an MTP module's embedding, norms and
                                                                    projection M (before its block) */
+    K_ATTN_CORE_FWD, K_ATTN_CORE_BWD,                           /* context parallelism: the attention
+                                                                   core of one received key/value chunk
+                                                                   (the local chunk is in K_ATTN_*) */
     K_OPTIMIZER,                                                /* AdamW on the ZeRO shard */
     K_NKINDS
 } kernel_kind;

@@ -116,7 +116,8 @@ void memory_stage_params(const model_counts *mc, const model_cfg *m, const layou
     int nd = cz->n_dense, nm = cz->n_moe, mtp = cz->mtp;
     double attn = mc->attn_split / tp + mc->attn_replicated + mc->layer_norms;
     double ne = nd * (attn + mc->dense_ffn / tp) + nm * (attn + mc->shared / tp + mc->router);
-    double ex = 0, per_rank = m->experts > 0 ? ceil((double)m->experts / lay->ep) * mc->expert / tp : 0;
+    double etp = lay->etp > 0 ? lay->etp : lay->tp;
+    double ex = 0, per_rank = m->experts > 0 ? ceil((double)m->experts / lay->ep) * mc->expert / etp : 0;
     if (m->experts > 0 && nm > 0) ex = nm * per_rank;
     if (mtp > 0) {
         /* MTP modules (model.h): a block of the last block's kind, the projection M (column-parallel)
@@ -144,7 +145,7 @@ static void stage_act(const scenario *s, const model_counts *mc, const act_profi
                       double *per_mb, double *work, double *logits) {
     const layout_cfg *lay = &s->layout;
     int nd = cz->n_dense, nm = cz->n_moe, rc = lay->recompute;
-    double tokens = (double)lay->micro_batch * s->model.seq_len / lay->tp;   /* sequence parallel */
+    double tokens = scn_rank_tokens(s) / lay->tp;   /* the rank's CP share, sequence parallel */
     *per_mb = tokens * (nd * ap->dense_layer[rc] + nm * ap->moe_layer[rc]);
     if (cz->mtp > 0)
         *per_mb += tokens * cz->mtp * ((mc->mtp_moe ? ap->moe_layer[rc] : ap->dense_layer[rc]) + ap->mtp_proj);

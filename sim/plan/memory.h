@@ -6,7 +6,8 @@
  *  - Held parameters are counted per stage (the embedding and the head where the pipeline layout puts
  *    them, blocks as it splits them), per TP rank (head-wise matrices, FFNs,
  *    experts and the vocabulary are split; norms, the router and MLA's down projections are
- *    replicated), and per EP rank for routed experts (ceil(experts/ep) experts per GPU).
+ *    replicated), and per EP rank for routed experts (ceil(experts/ep) experts per GPU, each split
+ *    over etp ranks). Activations are those of the rank's context-parallel share of its sequences.
  *  - Replica (ZeRO) groups: a non-expert parameter is replicated over attention-DP = gpus/(tp*pp)
  *    ranks, an expert parameter over expert-DP = dp ranks. ZeRO-1 shards the optimizer over that
  *    group, ZeRO-2 also the gradients, ZeRO-3 also the weights (its per-layer gather buffer is not

@@ -66,6 +66,13 @@ double model_attn_core_window_flops(const model_cfg *m, double seq_len, double w
     return attn_core_keys(m, window - window * window / (2.0 * seq_len));
 }
 
+double model_kv_exchange_bytes(const model_cfg *m, double tp) {
+    double v = v_dim_of(m);
+    if (m->attention == ATTN_MLA) return m->heads / tp * ((double)m->head_dim + m->rope_head_dim + v) * 2.0;
+    double kv = kv_heads_of(m) / tp;
+    return (kv < 1 ? 1 : kv) * ((double)m->head_dim + v) * 2.0;
+}
+
 int model_layer_windowed(const model_cfg *m, int layer) {
     if (m->sliding_window <= 0) return 0;
     int k = m->global_attention_every;

@@ -100,6 +100,11 @@ double model_flops_per_token_processed(const model_counts *mc, double dropped_pa
 double model_attn_core_flops(const model_cfg *m, double seq_len);
 /* The same for a block with sliding window w (w <= 0 or w >= seq_len: the full causal count). */
 double model_attn_core_window_flops(const model_cfg *m, double seq_len, double window);
+/* Bytes per token of the keys and values context parallelism exchanges (BF16), on one TP rank of
+ * `tp`: MHA/GQA its share of the KV heads (at least one: heads fewer than TP ranks are replicated)
+ * x (head_dim + v_head_dim); MLA the up-projected keys and values, heads / tp x (head_dim +
+ * rope_head_dim + v_head_dim) (Megatron's MLA exchanges them, not the latent). */
+double model_kv_exchange_bytes(const model_cfg *m, double tp);
 /* Does block `layer` (0-based) use the sliding window? */
 int model_layer_windowed(const model_cfg *m, int layer);
 /* The kind of block `layer`: MoE when the model has experts and layer >= dense_layers; windowed as

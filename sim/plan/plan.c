@@ -10,6 +10,12 @@
  *             destination node; each of the 4 takes the slower of its two link classes
  *             (costmodel_link_s: alpha + bytes / beta).
  *   P2P       one activation (forward) and one gradient (backward) message per stage boundary.
+ *   CP        context parallelism: each rank holds 1/cp of every sequence (all compute and activations
+ *             scale with its tokens; attention its queries against the whole sequence); ring attention
+ *             exposes per block what each key/value step takes beyond the chunk's attention, the
+ *             all-gather variant its whole exchange (cp_exchange_s).
+ *   ETP       the experts fold the stage as etp x ep x dp (layout.etp): each rank routes T x etp / tp
+ *             tokens through its 1/etp slice of each expert (scn_routed_tokens).
  *   TP        with sequence parallelism, an all-gather before and a reduce-scatter after each block
  *             (attention, FFN/MoE), forward and backward: 8 ring collectives per layer, each moving
  *             (tp-1)/tp x T x h x 2 B per rank, over NVLink while the TP group fits in a node.
@@ -83,6 +89,7 @@ typedef struct {
     double a2a_layer_s;        /* the 4 all-to-alls of one MoE layer, one micro-batch */
     double p2p_msg_s;          /* one stage-boundary message */
     double tp_layer_s;         /* the TP collectives of one layer, one micro-batch */
+    double cp_layer_s;         /* context parallelism's exposed key/value exchange of one layer */
     double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
     group_span ep_span, attn_dp_span, exp_dp_span;
     stage_census *cz;          /* what each pipeline position holds (pipeline_census) */
@@ -128,9 +135,9 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
          * the rail-aligned receiving GPU to the GPU that holds the expert */
         nvl_copies = K * (double)(q - 1) / ep + remote * (double)(q - 1) / q;
     }
-    /* expert tensor parallelism (as the step program): each TP rank routes the whole micro-batch
-     * through its 1/tp slice of the experts, so its EP group's all-to-all carries every token */
-    double tokens = x->tokens_mb;
+    /* as the step program: each rank routes its expert-TP group's sequence-parallel tokens through
+     * its 1/etp slice of the experts (etp = tp: the whole micro-batch; etp = 1: its own T / tp) */
+    double tokens = scn_routed_tokens(s);
     double per_b[2] = {b_disp, b_comb};
     x->a2a_layer_s = 0;
     for (int i = 0; i < 2; i++) {                        /* each precision: one forward, one backward */
@@ -138,6 +145,27 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
         double t = dmax(link_s(x, CM_LINK_RDMA, rdma_copies * copy), link_s(x, CM_LINK_NVLINK, nvl_copies * copy));
         x->a2a_layer_s += 2.0 * t;
     }
+}
+
+/* Context parallelism, per block and micro-batch: each rank's key/value chunk (its T tokens' keys and
+ * values, its TP share of the KV heads, BF16; MLA exchanges the up-projected keys and values) goes
+ * around the CP ring. p2p (ring attention): cp - 1 steps, each sending one chunk (backward: the
+ * keys and values again with their gradients, twice the bytes) while the attention of the chunk in
+ * hand runs; a step exposes what its transfer takes beyond that compute. all_gather: one ring
+ * all-gather of cp - 1 chunks before the attention (backward: all-gather again and a reduce-
+ * scatter of the gradients), not overlapped. */
+static double cp_exchange_s(const plan_ctx *x, group_span sp) {
+    const scenario *s = x->s;
+    const model_cfg *m = &s->model;
+    double tp = s->layout.tp, cp = scn_cp(s);
+    double chunk = x->tokens_mb * model_kv_exchange_bytes(m, tp);
+    cm_link_class link = sp.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    if (s->layout.cp_comm == CP_COMM_ALL_GATHER)
+        return 3.0 * link_s(x, link, (cp - 1) * chunk);
+    double core = costmodel_attention_s(x->cm, x->tokens_mb * model_attn_core_flops(m, m->seq_len) / tp / cp, DT_BF16);
+    double core_b = costmodel_attention_s(x->cm, 2.0 * x->tokens_mb * model_attn_core_flops(m, m->seq_len) / tp / cp,
+                                          DT_BF16);
+    return (cp - 1) * (dmax(0.0, link_s(x, link, chunk) - core) + dmax(0.0, link_s(x, link, 2.0 * chunk) - core_b));
 }
 
 static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const plan_costs *c,
@@ -153,14 +181,16 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     plan_price_layers(s, &x->mc, cm, &x->lc);
     x->gpus = scn_gpus(s);
     x->m = scn_micro_batches(s);
-    x->tokens_mb = (double)lay->micro_batch * s->model.seq_len;
+    x->tokens_mb = scn_rank_tokens(s);
 
-    int gpn = cl->gpus_per_node;
+    int gpn = cl->gpus_per_node, etp = scn_etp(s), cp = scn_cp(s);
     int ep_inner = lay->placement == PLACE_EP_INNER;
-    /* rank order: tp fastest, then ep and dp (ep first for ep-inner), pp slowest */
-    x->ep_span = span_of(lay->ep, ep_inner ? lay->tp : lay->tp * lay->dp, gpn);
-    x->attn_dp_span = span_of(lay->ep * lay->dp, lay->tp, gpn);
-    x->exp_dp_span = span_of(lay->dp, ep_inner ? lay->tp * lay->ep : lay->tp, gpn);
+    /* rank order (program.h): etp fastest, then ep and dp (ep first for ep-inner), pp slowest; the
+     * attention side folds the same stage GPUs tp fastest, then cp, then attention DP */
+    x->ep_span = span_of(lay->ep, ep_inner ? etp : etp * lay->dp, gpn);
+    x->attn_dp_span = span_of(x->gpus / lay->pp / lay->tp, lay->tp, gpn);
+    x->exp_dp_span = span_of(lay->dp, ep_inner ? etp * lay->ep : etp, gpn);
+    x->cp_layer_s = cp > 1 ? cp_exchange_s(x, span_of(cp, lay->tp, gpn)) : 0.0;
 
     x->a2a_layer_s = 0;
     derive_a2a(x, out);
@@ -210,7 +240,7 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
     int msgs = (stage > 0) + (stage < lay->pp - 1);
     double v = lay->schedule == SCHED_INTERLEAVED && lay->vpp > 1 ? lay->vpp : 1;
     /* messages sent per micro-batch: activation to the next stage, gradient to the previous one */
-    st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s + (nd + nm) * x->tp_layer_s;
+    st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s + (nd + nm) * (x->tp_layer_s + x->cp_layer_s);
 }
 
 /* DP synchronization of one GPU holding `ne` non-expert and `ex` expert parameters, replicated over
@@ -236,10 +266,11 @@ static int check_input(const scenario *s, moe_error *err) {
         snprintf(v, sizeof v, "%dx%dx%dx%d", l->tp, l->pp, l->ep, l->dp);
         return moe_error_input(err, f, "layout", v, "tp, pp, ep, dp >= 1");
     }
-    long prod = (long)l->tp * l->pp * l->ep * l->dp;
-    if (prod != scn_gpus(s)) {
-        snprintf(v, sizeof v, "tp*pp*ep*dp = %ld", prod);
-        return moe_error_input(err, f, "layout", v, "the GPU count %d", scn_gpus(s));
+    long prod = (long)scn_etp(s) * l->pp * l->ep * l->dp;
+    if (prod != scn_gpus(s) || (scn_gpus(s) / l->pp) % ((long)l->tp * scn_cp(s)) != 0) {
+        snprintf(v, sizeof v, "etp*pp*ep*dp = %ld, tp*cp = %d", prod, l->tp * scn_cp(s));
+        return moe_error_input(err, f, "layout", v, "the GPU count %d, and tp*cp dividing the GPUs of a stage",
+                               scn_gpus(s));
     }
     if (l->micro_batch < 1 || scn_micro_batches(s) < 1) {
         snprintf(v, sizeof v, "%d", l->global_batch);
@@ -345,7 +376,9 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     worst_time wt = {.t = -1};
     double dp_exposed = 0, opt_s = 0;
     double copies = dual ? 2.0 : 1.0;
-    double g_ne = (double)scn_attn_dp(s) * copies, g_ex = (double)lay->dp * copies;
+    /* non-expert gradients are reduced over attention DP x CP: every GPU of the stage with the
+     * same TP rank */
+    double g_ne = (double)x.gpus / ((double)lay->tp * pp) * copies, g_ex = (double)lay->dp * copies;
     int last = dual ? (pp - 1) / 2 : pp - 1;   /* DualPipe ranks r and pp-1-r are mirror images */
     for (int r = 0; r <= last; r++) {
         mem_ledgers ml;

@@ -11,9 +11,12 @@ typedef struct {
     const costmodel *cm;
     const model_cfg *m;
     dtype_kind dt;        /* GEMMs of layers and experts */
-    double T;             /* tokens of the micro-batch (the M of head-split GEMMs) */
+    double T;             /* tokens of the micro-batch on the rank (the M of head-split GEMMs): its CP share */
     double T_sp;          /* tokens per TP rank under sequence parallelism */
     double tp;
+    double etp;           /* expert tensor parallelism */
+    double T_route;       /* tokens the rank routes through the all-to-all (scn_routed_tokens) */
+    int cp;               /* context parallelism: the attention core comes in cp chunks */
 } shapes;
 
 /* Where a block's time goes in a table row: its forward, input-gradient and weight-gradient kernels
@@ -113,10 +116,16 @@ static void attention(const shapes *x, double *row, double *sel_s, int window) {
         double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
         gemm(x, row, R_ATTN, x->T, (H * m->head_dim + kv * m->head_dim + kv * v) / tp, h, x->dt);
     }
+    /* the rank's queries (its CP share) against the whole sequence: 1/cp of the causal FLOPs; under
+     * CP in cp chunks, the local one here and each received one in K_ATTN_CORE_* */
     double core = x->T * (window ? model_attn_core_window_flops(m, m->seq_len, m->sliding_window)
-                                 : model_attn_core_flops(m, m->seq_len)) / tp;
+                                 : model_attn_core_flops(m, m->seq_len)) / tp / x->cp;
     row[K_ATTN_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
     row[K_ATTN_BWD_INPUT] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
+    if (x->cp > 1) {
+        row[K_ATTN_CORE_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
+        row[K_ATTN_CORE_BWD] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
+    }
     gemm(x, row, R_ATTN, x->T, h, H * v / tp, x->dt);                          /* o */
 }
 
@@ -126,7 +135,7 @@ static void routed_experts(const shapes *x, const layout_cfg *lay, double *row, 
     const model_cfg *m = x->m;
     int local = m->experts / lay->ep;
     if (local < 1) local = 1;
-    double copies = x->T * m->top_k, f_rank = m->expert_hidden / x->tp;
+    double copies = x->T_route * m->top_k, f_rank = m->expert_hidden / x->etp;
     /* uniform routing: every local expert gets the same rows; ranks holding more than 1024 experts
      * (unrealistic) are priced in groups of 1024, one launch each */
     double tok[1024], e_s = 0;
@@ -145,11 +154,11 @@ op_phase compute_kernel_phase(kernel_kind k) {
     switch (k) {
     case K_EMBED_FWD: case K_ATTN_FWD: case K_DENSE_FFN_FWD: case K_ROUTER_FWD: case K_PERMUTE_FWD:
     case K_EXPERT_FWD: case K_UNPERMUTE_FWD: case K_SHARED_EXPERT_FWD: case K_HEAD_LOSS_FWD:
-    case K_MTP_PROJ_FWD:
+    case K_MTP_PROJ_FWD: case K_ATTN_CORE_FWD:
         return PHASE_F;
     case K_EMBED_BWD: case K_ATTN_BWD_INPUT: case K_DENSE_FFN_BWD_INPUT: case K_ROUTER_BWD:
     case K_PERMUTE_BWD: case K_EXPERT_BWD_INPUT: case K_UNPERMUTE_BWD: case K_SHARED_EXPERT_BWD_INPUT:
-    case K_HEAD_LOSS_BWD: case K_MTP_PROJ_BWD_INPUT:
+    case K_HEAD_LOSS_BWD: case K_MTP_PROJ_BWD_INPUT: case K_ATTN_CORE_BWD:
         return PHASE_B;
     case K_ATTN_BWD_WEIGHT: case K_DENSE_FFN_BWD_WEIGHT: case K_EXPERT_BWD_WEIGHT:
     case K_SHARED_EXPERT_BWD_WEIGHT: case K_MTP_PROJ_BWD_WEIGHT:
@@ -169,15 +178,22 @@ static int is_layer_kernel(kernel_kind k) {
 }
 
 /* The layer's forward (what full recompute re-runs): its forward kernels in the row. */
-static double layer_fwd_s(const double *row) {
+/* How many ops of kernel k a block runs: the received key/value chunks of context parallelism are
+ * cp - 1 ops of K_ATTN_CORE_*, every other kernel one. */
+static double kernel_ops(kernel_kind k, int cp) {
+    return k == K_ATTN_CORE_FWD || k == K_ATTN_CORE_BWD ? cp - 1.0 : 1.0;
+}
+
+static double layer_fwd_s(const double *row, int cp) {
     double f = 0;
     for (int k = 0; k < K_NKINDS; k++)
-        if (is_layer_kernel((kernel_kind)k) && compute_kernel_phase((kernel_kind)k) == PHASE_F) f += row[k];
+        if (is_layer_kernel((kernel_kind)k) && compute_kernel_phase((kernel_kind)k) == PHASE_F)
+            f += kernel_ops((kernel_kind)k, cp) * row[k];
     return f;
 }
 
-static double recompute_s(recompute_kind rc, const double *row, double sel_s) {
-    if (rc == RECOMPUTE_FULL) return layer_fwd_s(row);
+static double recompute_s(recompute_kind rc, const double *row, double sel_s, int cp) {
+    if (rc == RECOMPUTE_FULL) return layer_fwd_s(row, cp);
     if (rc == RECOMPUTE_SELECTIVE) return sel_s;
     return 0;
 }
@@ -196,7 +212,7 @@ static double layer_row(const shapes *x, const scenario *s, int moe, int window,
     norm_pass(x, row, R_ROUTER, &sel);
     gemm(x, row, R_ROUTER, x->T_sp, m->experts, h, DT_BF16);                  /* gating in BF16 */
     if (m->shared_experts > 0) ffn(x, row, R_SHARED, (double)m->shared_experts * m->expert_hidden, &sel);
-    double pairs_h = x->T * m->top_k * h;                                      /* as the program counts */
+    double pairs_h = x->T_route * m->top_k * h;                                /* as the program counts */
     mem(x, row, R_PERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.dispatch), 2.0 * pairs_h * BF16_B);
     routed_experts(x, &s->layout, row, &sel);
     mem(x, row, R_UNPERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.combine), 2.0 * pairs_h * BF16_B);
@@ -208,7 +224,8 @@ void compute_price_table(const scenario *s, const model_counts *mc, const costmo
     memset(out, 0, sizeof *out);
     const model_cfg *m = &s->model;
     const layout_cfg *lay = &s->layout;
-    shapes x = {.cm = cm, .m = m, .dt = s->precision.compute, .tp = lay->tp, .T = T, .T_sp = T / lay->tp};
+    shapes x = {.cm = cm, .m = m, .dt = s->precision.compute, .tp = lay->tp, .T = T, .T_sp = T / lay->tp,
+                .etp = scn_etp(s), .T_route = T * scn_etp(s) / lay->tp, .cp = scn_cp(s)};
     double h = m->hidden;
     out->T = T;
 
@@ -225,7 +242,7 @@ void compute_price_table(const scenario *s, const model_counts *mc, const costmo
             continue;
         }
         double sel = layer_row(&x, s, moe, window, out->s[k]);
-        out->recompute_s[k] = recompute_s(lay->recompute, out->s[k], sel);
+        out->recompute_s[k] = recompute_s(lay->recompute, out->s[k], sel, x.cp);
     }
 
     /* embedding gather (read the rows, write the activations) and its scatter-add backward; final
@@ -251,14 +268,15 @@ void compute_price_table(const scenario *s, const model_counts *mc, const costmo
 }
 
 /* Pass times of a row: its layer kernels (layer_kernels = 1) or its embedding/head kernels (0). */
-static pass_times sum_row(const double *row, int layer_kernels, double recompute) {
+static pass_times sum_row(const double *row, int layer_kernels, double recompute, int cp) {
     pass_times t = {0};
     for (int k = 0; k < K_NKINDS; k++) {
         if (is_layer_kernel((kernel_kind)k) != layer_kernels) continue;
+        double v = kernel_ops((kernel_kind)k, cp) * row[k];
         switch (compute_kernel_phase((kernel_kind)k)) {
-        case PHASE_F: t.fwd_s += row[k]; break;
-        case PHASE_B: t.bwd_s += row[k]; break;
-        case PHASE_W: t.bwd_s += row[k]; t.wgrad_s += row[k]; break;
+        case PHASE_F: t.fwd_s += v; break;
+        case PHASE_B: t.bwd_s += v; break;
+        case PHASE_W: t.bwd_s += v; t.wgrad_s += v; break;
         default: break;
         }
     }
@@ -270,8 +288,9 @@ void plan_price_layers(const scenario *s, const model_counts *mc, const costmode
                        plan_layer_costs *out) {
     memset(out, 0, sizeof *out);
     kernel_price_table tab;
-    compute_price_table(s, mc, cm, (double)s->layout.micro_batch * s->model.seq_len, &tab);
-    for (int k = 0; k < LAYER_NKINDS; k++) out->layer[k] = sum_row(tab.s[k], 1, tab.recompute_s[k]);
+    compute_price_table(s, mc, cm, scn_rank_tokens(s), &tab);
+    int cp = scn_cp(s);
+    for (int k = 0; k < LAYER_NKINDS; k++) out->layer[k] = sum_row(tab.s[k], 1, tab.recompute_s[k], cp);
     /* embedding and head share one row; split them by kernel */
     double emb[K_NKINDS] = {0}, head[K_NKINDS] = {0}, mtp[K_NKINDS] = {0};
     emb[K_EMBED_FWD] = tab.s[LAYER_DENSE][K_EMBED_FWD];
@@ -279,7 +298,7 @@ void plan_price_layers(const scenario *s, const model_counts *mc, const costmode
     head[K_HEAD_LOSS_FWD] = tab.s[LAYER_DENSE][K_HEAD_LOSS_FWD];
     head[K_HEAD_LOSS_BWD] = tab.s[LAYER_DENSE][K_HEAD_LOSS_BWD];
     for (int k = K_MTP_PROJ_FWD; k <= K_MTP_PROJ_BWD_WEIGHT; k++) mtp[k] = tab.s[LAYER_DENSE][k];
-    out->embed = sum_row(emb, 0, 0);
-    out->head = sum_row(head, 0, 0);
-    out->mtp_proj = sum_row(mtp, 0, 0);
+    out->embed = sum_row(emb, 0, 0, cp);
+    out->head = sum_row(head, 0, 0, cp);
+    out->mtp_proj = sum_row(mtp, 0, 0, cp);
 }

@@ -7,7 +7,8 @@
  * in the same table. Only the routed experts are priced again per rank, on the tokens the routing
  * sample actually sends each rank (costmodel_expert_ffn_fwd_s, the same function the table uses at
  * uniform routing). The cost model is the scenario's calibration JSON, or the built-in roofline of
- * its GPU. Per GPU, per micro-batch of T = micro_batch x seq_len tokens:
+ * its GPU. Per GPU, per micro-batch of T = micro_batch x seq_len / cp tokens (the rank's context-
+ * parallel share of its sequences):
  *
  *   GEMM C[M x N] = A[M x K] B[K x N]     forward costmodel_gemm_s(M, N, K); backward = input gradient
  *                                          (M, K, N) + weight gradient (K, N, M), both through
@@ -20,9 +21,13 @@
  *     shared experts   as the dense FFN with f = shared_experts x expert_hidden
  *     router           (T/tp, experts, h) in BF16
  *     head             (T, vocab/tp, h) in BF16
- *   attention core     costmodel_attention_s(T x fwd_attn_core / tp) in BF16; backward 2x the FLOPs
+ *   attention core     costmodel_attention_s(T x fwd_attn_core / tp) in BF16 (the rank's queries
+ *                      against the whole sequence); backward 2x the FLOPs. Under context parallelism
+ *                      in cp chunks: one in K_ATTN_FWD / K_ATTN_BWD_INPUT (the local keys), one per
+ *                      received chunk in K_ATTN_CORE_FWD / _BWD (cp - 1 ops a block)
  *   routed experts     costmodel_expert_ffn_fwd_s over the rank's local experts at uniform routing
- *                      (T x top_k x ep / experts tokens each, inner dim expert_hidden/tp); backward =
+ *                      (R x top_k x ep / experts tokens each, R = T x etp / tp the tokens the rank
+ *                      routes, inner dim expert_hidden/etp); backward =
  *                      2 x that (input and weight gradients: the same matrices, as the step prices)
  *   memory-bound       costmodel_memory_bound_s per kernel: per block (attention, FFN) one RMSNorm +
  *                      residual add pass (read x and the residual, write both: 5 h x 2 B per token;
@@ -103,7 +108,7 @@ typedef struct {
 } plan_layer_costs;
 
 /* Price the layers of `s` (layout, precision, recompute) with `cm`: sums over compute_price_table at
- * T = micro_batch x seq_len. wgrad_s is the *_BWD_WEIGHT kernels (what the program lets a schedule
+ * T = micro_batch x seq_len / cp. wgrad_s is the *_BWD_WEIGHT kernels (what the program lets a schedule
  * defer). Pure; no allocation. */
 void plan_price_layers(const scenario *s, const model_counts *mc, const costmodel *cm,
                        plan_layer_costs *out);

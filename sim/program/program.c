@@ -40,7 +40,7 @@ const char *op_kind_label(op_kind k) {
     return k < OP_NKINDS ? n[k] : "?";
 }
 const char *group_kind_name(group_kind k) {
-    static const char *n[] = {"EP", "TP", "DP_DENSE", "DP_EXPERT"};
+    static const char *n[] = {"EP", "TP", "DP_DENSE", "DP_EXPERT", "CP"};
     return k < GROUP_NKINDS ? n[k] : "?";
 }
 const char *kernel_name(kernel_kind k) {
@@ -49,7 +49,8 @@ const char *kernel_name(kernel_kind k) {
         "router_fwd", "router_bwd", "permute_fwd", "permute_bwd", "expert_fwd", "expert_bwd_input",
         "expert_bwd_weight", "unpermute_fwd", "unpermute_bwd", "shared_expert_fwd",
         "shared_expert_bwd_input", "shared_expert_bwd_weight", "head_loss_fwd", "head_loss_bwd",
-        "mtp_proj_fwd", "mtp_proj_bwd_input", "mtp_proj_bwd_weight", "optimizer"};
+        "mtp_proj_fwd", "mtp_proj_bwd_input", "mtp_proj_bwd_weight", "attn_core_fwd", "attn_core_bwd",
+        "optimizer"};
     return k < K_NKINDS ? n[k] : "?";
 }
 const char *phase_name(op_phase ph) {
@@ -88,22 +89,29 @@ int program_draw_of(const program *p, int layer, int mb) {
 
 /* ---- groups ------------------------------------------------------------------------------------------ */
 /* Each group kind: a key function from coordinates; ranks with equal keys share a group. Members are
- * listed in rank order, which for the EP group is ep-index order. */
+ * listed in rank order, which for the EP group is ep-index order and for the CP group ring order.
+ * The attention-side groups fold the stage's GPUs by q = (d ep + e) etp + t, the rank's index in its
+ * stage (program.h): attention TP rank q mod tp, CP rank (q / tp) mod cp, attention DP rank the rest. */
+static int stage_index(const program *p, int d, int e, int t) { return (d * p->ep + e) * p->tp + t; }
 static int group_key(const program *p, group_kind k, int d, int s, int e, int t) {
+    int q = stage_index(p, d, e, t), per_stage = p->dp * p->ep * p->tp, atp = p->attn_tp, cp = p->cp;
     switch (k) {
     case GROUP_EP: return (d * p->pp + s) * p->tp + t;
-    case GROUP_TP: return (d * p->pp + s) * p->ep + e;
-    case GROUP_DP_DENSE: return s * p->tp + t;
+    case GROUP_TP: return s * (per_stage / atp) + q / atp;
+    case GROUP_DP_DENSE: return s * atp + q % atp;
     case GROUP_DP_EXPERT: return (s * p->ep + e) * p->tp + t;
+    case GROUP_CP: return s * (per_stage / cp) + q / (atp * cp) * atp + q % atp;
     default: return 0;
     }
 }
 static int group_count(const program *p, group_kind k) {
+    int per_stage = p->dp * p->ep * p->tp;
     switch (k) {
     case GROUP_EP: return p->dp * p->pp * p->tp;
-    case GROUP_TP: return p->dp * p->pp * p->ep;
-    case GROUP_DP_DENSE: return p->pp * p->tp;
+    case GROUP_TP: return p->pp * per_stage / p->attn_tp;
+    case GROUP_DP_DENSE: return p->pp * p->attn_tp;
     case GROUP_DP_EXPERT: return p->pp * p->ep * p->tp;
+    case GROUP_CP: return p->pp * per_stage / p->cp;
     default: return 0;
     }
 }
@@ -209,11 +217,11 @@ static int build_routing(program *p, moe_error *err) {
     /* with a dropping capacity limit, keep every token's choices to count what the router assigned
      * before the limit (step_expert_routed: the imbalance the limit hides); ~K*T int32 per sample */
     int capped = s->routing.drop && s->routing.capacity_factor > 0;
-    /* Expert tensor parallelism (Megatron's default when tp > 1): after the sequence-parallel gather,
-     * every TP rank routes ALL tokens of its micro-batch through its 1/tp slice of each expert (the
-     * expert GEMMs below divide expert_hidden by tp), so the EP group of each TP index carries the
-     * whole micro-batch, not 1/tp of it. */
-    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->tokens_per_mb};
+    /* Expert tensor parallelism (layout.etp, = tp unless the scenario folds): each rank routes the
+     * sequence-parallel tokens its expert-TP group gathered, T x etp / tp, through its 1/etp slice of
+     * each expert (the expert GEMMs below divide expert_hidden by etp). etp = tp: the whole
+     * micro-batch through every TP index's EP group; etp = 1: each rank its own T / tp tokens. */
+    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->routed_tokens};
     routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
     free(gpus);
     if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
@@ -356,7 +364,7 @@ static int tag_of(const program *p, int mb, int ms_sender, int grad) {
 
 /* TP all-reduce after a block when tp > 1 */
 static int tp_ar(op_buf *b, const gen_ctx *g, op_phase ph, int layer, int chunk, int mb, int d0) {
-    if (g->p->tp <= 1) return d0;
+    if (g->p->attn_tp <= 1) return d0;
     return coll(b, OP_ALL_REDUCE, GROUP_TP, ph, layer, chunk, mb, g->li->T * g->li->act_bytes, -1, d0);
 }
 
@@ -374,30 +382,99 @@ static int expert_op(op_buf *b, const gen_ctx *g, kernel_kind k, op_phase ph, in
     return emit(b, eo);
 }
 
+/* ---- context parallelism ----
+ * Ring attention (layout.cp_comm "p2p"): the rank's key/value chunk goes around its CP ring in
+ * cp - 1 steps; step k sends the chunk in hand to the ring successor (SEND, peer +1) and receives the
+ * next from the predecessor (RECV, peer -1), and the attention of chunk k (K_ATTN_CORE_*) waits for
+ * it, so each transfer overlaps the compute of the chunk before. The backward sends the keys and
+ * values again with their gradients (twice the bytes). "all_gather": one all-gather of the chunks
+ * over the CP group before the received chunks' attention (backward: all-gather again, reduce-
+ * scatter of the key/value gradients after). Tags after the pipeline's (program_build). */
+static int cp_tag(const program *p, int mb, int l, int k, int grad) {
+    int blocks = p->scn->model.layers + p->scn->model.mtp_layers;
+    return p->micro_batches * p->n_model_stages * 2 + (((mb * blocks + l) * (p->cp - 1) + (k - 1)) * 2 + grad);
+}
+
+static int cp_p2p(op_buf *b, op_kind k, op_phase ph, int l, int c, int mb, int offset, int tag, double bytes, int d0) {
+    program_op o = base_op(k, STREAM_P2P, ph, l, c, mb);
+    o.group = GROUP_CP; o.peer = offset; o.tag = tag; o.bytes = (float)bytes;
+    dep(&o, d0);
+    return emit(b, o);
+}
+
+/* The received chunks of one attention pass (forward or backward): returns the last chunk op. */
+static int cp_chunks(op_buf *b, const gen_ctx *g, int fwd, int l, int c, int mb, int last) {
+    const program *p = g->p; const layer_info *li = g->li;
+    double T = li->T, tp = li->tp, f = fwd ? 1.0 : 2.0;
+    double flops = f * T * attn_core(p, li, l) / tp / p->cp;
+    double chunk = T * model_kv_exchange_bytes(&p->scn->model, tp) * f;   /* backward: with the gradients */
+    kernel_kind k = fwd ? K_ATTN_CORE_FWD : K_ATTN_CORE_BWD;
+    op_phase ph = fwd ? PHASE_F : PHASE_B;
+    if (p->scn->layout.cp_comm == CP_COMM_ALL_GATHER) {
+        int ag = coll(b, OP_ALL_GATHER, GROUP_CP, ph, l, c, mb, p->cp * T * model_kv_exchange_bytes(&p->scn->model, tp),
+                      -1, last);
+        for (int r = 1; r < p->cp; r++) last = compute(b, k, ph, l, c, mb, flops, 0, T, ag, last);
+        return last;
+    }
+    int have = last;                       /* the chunk in hand: the local one, then each received */
+    for (int r = 1; r < p->cp; r++) {
+        cp_p2p(b, OP_SEND, ph, l, c, mb, +1, cp_tag(p, mb, l, r, !fwd), chunk, have);
+        have = cp_p2p(b, OP_RECV, ph, l, c, mb, -1, cp_tag(p, mb, l, r, !fwd), chunk, -1);
+        last = compute(b, k, ph, l, c, mb, flops, 0, T, have, last);
+    }
+    return last;
+}
+
+/* Attention forward of block l: projections and the local keys' core (K_ATTN_FWD), then under
+ * context parallelism the received chunks, then the TP all-reduce. */
+static int attn_fwd(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last) {
+    const program *p = g->p; const layer_info *li = g->li;
+    double T = li->T, tp = li->tp;
+    double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
+    last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
+                   T * (li->mc.fwd_attn_proj + attn_core(p, li, l) / p->cp) / tp, attn_w + 6 * T * li->act_bytes,
+                   T, last, -1);
+    if (p->cp > 1) last = cp_chunks(b, g, 1, l, c, mb, last);
+    return tp_ar(b, g, PHASE_F, l, c, mb, last);
+}
+
+/* Attention input gradients of block l: under context parallelism the received chunks first, then
+ * the local chunk and the projections (K_ATTN_BWD_INPUT), then the key/value gradients' reduce-
+ * scatter (all_gather variant) and the TP all-reduce. */
+static int attn_bwd(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last) {
+    const program *p = g->p; const layer_info *li = g->li;
+    double T = li->T, tp = li->tp;
+    if (p->cp > 1) last = cp_chunks(b, g, 0, l, c, mb, last);
+    last = compute(b, K_ATTN_BWD_INPUT, PHASE_B, l, c, mb,
+                   T * (li->mc.fwd_attn_proj + 2 * attn_core(p, li, l) / p->cp) / tp,
+                   (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 8 * T * li->act_bytes, T, last, -1);
+    if (p->cp > 1 && p->scn->layout.cp_comm == CP_COMM_ALL_GATHER)
+        last = coll(b, OP_REDUCE_SCATTER, GROUP_CP, PHASE_B, l, c, mb,
+                    p->cp * T * model_kv_exchange_bytes(&p->scn->model, tp), -1, last);
+    return tp_ar(b, g, PHASE_B, l, c, mb, last);
+}
+
 /* The forward of block `l` (an MTP module's block: l >= model.layers); returns its last op. */
 static int fwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
-    double T = li->T, tp = li->tp, h = s->model.hidden;
-    double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
-    last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
-                   T * (li->mc.fwd_attn_proj + attn_core(p, li, l)) / tp, attn_w + 6 * T * li->act_bytes, T, last, -1);
-    last = tp_ar(b, g, PHASE_F, l, c, mb, last);
+    double T = li->T, tp = li->tp, h = s->model.hidden, R = p->routed_tokens;
+    last = attn_fwd(b, g, l, c, mb, last);
     if (!is_moe(li, l)) {
         last = compute(b, K_DENSE_FFN_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
                        li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
         return tp_ar(b, g, PHASE_F, l, c, mb, last);
     }
-    int router = compute(b, K_ROUTER_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_router,
+    int router = compute(b, K_ROUTER_FWD, PHASE_F, l, c, mb, R * li->mc.fwd_router,
                          li->mc.router * li->wbytes + T * li->act_bytes, T, last, -1);
     int perm = compute(b, K_PERMUTE_FWD, PHASE_F, l, c, mb, 0,
-                       2 * T * s->model.top_k * h * dtype_bytes(s->precision.dispatch), T, router, -1);
+                       2 * R * s->model.top_k * h * dtype_bytes(s->precision.dispatch), T, router, -1);
     int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_F), perm);
     int shared = compute(b, K_SHARED_EXPERT_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_shared / tp,
                          li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, router, -1);
     int exp = expert_op(b, g, K_EXPERT_FWD, PHASE_F, l, c, mb, disp);
     int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_F), exp);
     return compute(b, K_UNPERMUTE_FWD, PHASE_F, l, c, mb, 0,
-                   2 * T * s->model.top_k * h * dtype_bytes(s->precision.combine), T, comb, shared);
+                   2 * R * s->model.top_k * h * dtype_bytes(s->precision.combine), T, comb, shared);
 }
 
 /* The projection part of MTP module j (before its block, layer index model.layers + j): forward,
@@ -472,14 +549,14 @@ static int gen_weights(op_buf *b, const gen_ctx *g, op_phase ph, int l, int c, i
 /* Input gradients of block l (weight gradients inline when with_w); returns its last op. */
 static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last, int with_w) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
-    double T = li->T, tp = li->tp, h = s->model.hidden;
+    double T = li->T, tp = li->tp, h = s->model.hidden, R = p->routed_tokens;
     if (!is_moe(li, l)) {
         last = compute(b, K_DENSE_FFN_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
                        li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
         last = tp_ar(b, g, PHASE_B, l, c, mb, last);
     } else {
         int unp = compute(b, K_UNPERMUTE_BWD, PHASE_B, l, c, mb, 0,
-                          2 * T * s->model.top_k * h * 2.0, T, last, -1);
+                          2 * R * s->model.top_k * h * 2.0, T, last, -1);
         int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_B), unp);
         int shared = compute(b, K_SHARED_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
                              li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
@@ -488,14 +565,11 @@ static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last
         /* expert weight gradients run while the combine is in flight */
         if (with_w) expert_op(b, g, K_EXPERT_BWD_WEIGHT, PHASE_B, l, c, mb, exp);
         int perm = compute(b, K_PERMUTE_BWD, PHASE_B, l, c, mb, 0,
-                           2 * T * s->model.top_k * h * 2.0, T, comb, shared);
-        last = compute(b, K_ROUTER_BWD, PHASE_B, l, c, mb, 2 * T * li->mc.fwd_router,
+                           2 * R * s->model.top_k * h * 2.0, T, comb, shared);
+        last = compute(b, K_ROUTER_BWD, PHASE_B, l, c, mb, 2 * R * li->mc.fwd_router,
                        li->mc.router * li->wbytes + T * li->act_bytes, T, perm, -1);
     }
-    last = compute(b, K_ATTN_BWD_INPUT, PHASE_B, l, c, mb,
-                   T * (li->mc.fwd_attn_proj + 2 * attn_core(p, li, l)) / tp,
-                   (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 8 * T * li->act_bytes, T, last, -1);
-    last = tp_ar(b, g, PHASE_B, l, c, mb, last);
+    last = attn_bwd(b, g, l, c, mb, last);
     if (with_w) {
         /* the expert W was emitted above; the rest of the block's weight gradients here */
         if (!is_moe(li, l))
@@ -610,7 +684,7 @@ static void gen_tail(op_buf *b, const gen_ctx *g) {
             dense += li->mc.attn_split / tp + li->mc.attn_replicated + li->mc.layer_norms;
             if (is_moe(li, l)) {
                 dense += li->mc.router + li->mc.shared / tp;
-                expert += li->mc.expert * s->model.experts / p->ep / tp;
+                expert += li->mc.expert * s->model.experts / p->ep / p->tp;   /* expert TP */
             } else {
                 dense += li->mc.dense_ffn / tp;
             }
@@ -621,7 +695,8 @@ static void gen_tail(op_buf *b, const gen_ctx *g) {
         if (ms == 0) dense += li->mc.embedding / tp;
         if (ms == p->n_model_stages - 1) dense += (li->mc.head + li->mc.final_norm) / tp;
     }
-    int ndd = p->ep * p->dp, nde = p->dp;
+    /* the dense gradients' group: attention DP x CP, every GPU of the stage with the rank's TP index */
+    int ndd = p->ep * p->dp * p->tp / p->attn_tp, nde = p->dp;
     int deps[2] = {-1, -1};
     double shard = 0;
     if (s->layout.zero >= 1) {
@@ -668,7 +743,16 @@ static void gen_stage(program *p, const layer_info *li, const schedule_spec *sp,
 static void resolve(const program *p, int rank, program_op *o) {
     int d, s, e, t;
     program_coords(p, rank, &d, &s, &e, &t);
-    if (o->kind == OP_SEND || o->kind == OP_RECV) o->peer = program_rank(p, d, o->peer, e, t);
+    if ((o->kind == OP_SEND || o->kind == OP_RECV) && o->group == GROUP_CP) {
+        /* ring attention: the neighbour `peer` places along the rank's CP ring */
+        const program_group *G = &p->groups[program_group_of(p, rank, GROUP_CP)];
+        int at = 0;
+        while (at < G->n && G->ranks[at] != rank) at++;
+        o->peer = G->ranks[((at + o->peer) % G->n + G->n) % G->n];
+        o->group = -1;
+    } else if (o->kind == OP_SEND || o->kind == OP_RECV) {
+        o->peer = program_rank(p, d, o->peer, e, t);
+    }
     else if (o->kind != OP_COMPUTE) o->group = program_group_of(p, rank, (group_kind)o->group);
     if (o->kind == OP_COMPUTE && o->pattern >= 0) {
         /* expert GEMMs: sized by the token-expert pairs this rank receives in that routing draw */
@@ -710,12 +794,27 @@ int program_materialize(const program *p, int rank, program_op **ops) {
 int program_build(const scenario *s, program **out, moe_error *err) {
     *out = NULL;
     const layout_cfg *L = &s->layout;
-    int gpus = scn_gpus(s);
-    if (L->tp * L->pp * L->ep * L->dp != gpus) {
+    int gpus = scn_gpus(s), etp = scn_etp(s), cp = scn_cp(s);
+    if (etp * L->pp * L->ep * L->dp != gpus || (gpus / L->pp) % (L->tp * cp) != 0) {
         char v[96];
-        snprintf(v, sizeof v, "tp*pp*ep*dp = %d*%d*%d*%d = %d", L->tp, L->pp, L->ep, L->dp,
-                 L->tp * L->pp * L->ep * L->dp);
-        return moe_error_input(err, s->file, "layout", v, "the product to equal the GPU count %d", gpus);
+        snprintf(v, sizeof v, "etp*pp*ep*dp = %d*%d*%d*%d = %d, tp*cp = %d", etp, L->pp, L->ep, L->dp,
+                 etp * L->pp * L->ep * L->dp, L->tp * cp);
+        return moe_error_input(err, s->file, "layout", v,
+                               "the product to equal the GPU count %d and tp*cp to divide a stage's GPUs", gpus);
+    }
+    /* The rank numbering's inner coordinate (program.h). A dense model has no expert side: its inner
+     * coordinate covers TP x CP, so that every attention group and CP ring lies inside one replica
+     * (the executors' replica shortcut). An MoE model's ring neighbours must lie in one replica too:
+     * tp x cp divides etp x ep. */
+    int inner = etp, replicas = L->dp;
+    if (s->model.experts == 0 && L->ep == 1) {
+        inner = L->tp * cp;
+        replicas = gpus / (L->pp * inner);
+    } else if (cp > 1 && (etp * L->ep) % (L->tp * cp) != 0) {
+        char v[64];
+        snprintf(v, sizeof v, "%d (tp*cp = %d, etp*ep = %d)", cp, L->tp * cp, etp * L->ep);
+        return moe_error_input(err, s->file, "layout.cp", v,
+                               "tp*cp dividing etp*ep at the step level: each CP ring inside one expert replica");
     }
     if (s->model.experts > 0 && s->model.experts % L->ep != 0) {
         char v[32]; snprintf(v, sizeof v, "%d", L->ep);
@@ -738,16 +837,22 @@ int program_build(const scenario *s, program **out, moe_error *err) {
 
     program *p = moe_xcalloc(1, sizeof *p);
     p->scn = s;
-    p->pp = L->pp; p->ep = L->ep; p->dp = L->dp; p->tp = L->tp;
+    p->pp = L->pp; p->ep = L->ep; p->dp = replicas; p->tp = inner;
+    p->attn_tp = L->tp; p->cp = cp;
     p->vpp = sp.vpp; p->n_chunks = sp.n_chunks;
     p->micro_batches = sp.m;
     p->n_ranks = gpus;
-    long long tokens_per_mb = (long long)L->micro_batch * s->model.seq_len;
+    long long tokens_per_mb = (long long)L->micro_batch * s->model.seq_len / cp;
     if (routing_check_tokens(s, tokens_per_mb, err)) {
         program_free(p);
         return err->code;
     }
     p->tokens_per_mb = (int)tokens_per_mb;
+    p->routed_tokens = (int)(tokens_per_mb * etp / L->tp);
+    /* tags: the pipeline's (micro-batch, sending model stage, direction), then the CP ring's
+     * (micro-batch, block, ring step, direction) */
+    int blocks = s->model.layers + s->model.mtp_layers;
+    p->n_tags = sp.m * n_ms * 2 + (cp > 1 ? sp.m * blocks * (cp - 1) * 2 : 0);
     p->n_model_stages = n_ms;
     p->stage_layer_begin = moe_xmalloc((size_t)n_ms * sizeof(int));
     p->stage_layer_end = moe_xmalloc((size_t)n_ms * sizeof(int));
@@ -770,7 +875,7 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     li.act_bytes = 2.0 * s->model.hidden;
     li.wbytes = dtype_bytes(s->precision.compute);
     li.moe_first = s->model.experts > 0 ? s->model.dense_layers : s->model.layers;
-    li.tp = p->tp;
+    li.tp = p->attn_tp;
     p->stage_ops = moe_xcalloc((size_t)p->pp, sizeof *p->stage_ops);
     p->stage_n_ops = moe_xcalloc((size_t)p->pp, sizeof(int));
     for (int st = 0; st < p->pp; st++) gen_stage(p, &li, &sp, st);

@@ -33,15 +33,26 @@
  *              neighbours (EP groups spread over dp-strided nodes).
  * Node of a GPU = gpu / gpus_per_node; its rail = gpu % gpus_per_node.
  *
+ * The rank's coordinates are the EXPERT side of Megatron's MoE parallel folding: t is its expert-
+ * tensor-parallel index (program.tp = layout.etp, which defaults to layout.tp), e its EP index, d its
+ * expert replica. The attention side folds the same stage GPUs by q = (d ep + e) etp + t (the rank's
+ * index within its stage): attention TP index q mod attn_tp, CP index (q / attn_tp) mod cp,
+ * attention DP index the rest (SCENARIO.md: tp x cp x attention DP = etp x ep x dp per stage).
+ *
  * Groups. Every collective names a group id into program.groups (members as global ranks,
- * ascending by ep/tp/replica coordinate so that member index == ep index inside an EP group):
+ * ascending, so that member index == ep index inside an EP group and == CP index inside a CP group):
  *   GROUP_EP        ranks of one (d, s, t) over e                 — all-to-all (dispatch/combine)
- *   GROUP_TP        ranks of one (d, s, e) over t                 — tensor-parallel all-reduce
- *   GROUP_DP_DENSE  ranks of one (s, t) over (d, e)               — gradient sync of non-expert
- *                   parameters (attention, dense FFN, router, shared expert, embedding, head):
- *                   attention data parallelism is ep*dp wide (SCENARIO.md "layout.dp")
+ *   GROUP_TP        ranks of one stage and q / attn_tp            — tensor-parallel all-reduce of
+ *                   attention and dense blocks (sequence parallel)
+ *   GROUP_DP_DENSE  ranks of one stage and q mod attn_tp          — gradient sync of non-expert
+ *                   parameters (attention, dense FFN, router, shared expert, embedding, head) over
+ *                   attention DP x CP
  *   GROUP_DP_EXPERT ranks of one (s, e, t) over d                 — gradient sync of the routed
  *                   experts a rank holds (REFERENCE.md §5: expert-DP group)
+ *   GROUP_CP        ranks of one stage, attention DP and TP index over the CP index — context
+ *                   parallelism: ring attention's key/value SEND/RECV between ring neighbours
+ *                   (their ops carry group kind GROUP_CP and a ring offset as peer in the stage
+ *                   list) or the all-gather / reduce-scatter of keys and values
  *
  * Memory layout (benchmark goal: 4096 GPUs, one step, <= 2 GB). The ops of a rank depend on its
  * stage and on nothing else except (a) the routed tokens it receives, (b) its peers and groups.
@@ -107,7 +118,7 @@ typedef enum {
     STREAM_N
 } stream_kind;
 
-typedef enum { GROUP_EP = 0, GROUP_TP, GROUP_DP_DENSE, GROUP_DP_EXPERT, GROUP_NKINDS } group_kind;
+typedef enum { GROUP_EP = 0, GROUP_TP, GROUP_DP_DENSE, GROUP_DP_EXPERT, GROUP_CP, GROUP_NKINDS } group_kind;
 
 /* All-to-all pattern kinds per routing draw. "dispatch"/"combine" name the forward direction; in
  * backward the gradient of combine travels like a dispatch and vice versa. */
@@ -160,10 +171,14 @@ typedef struct {
 
 typedef struct program {
     const scenario *scn;      /* borrowed; must outlive the program */
-    int pp, ep, dp, tp, vpp, n_chunks;   /* n_chunks: model stages per rank (1, vpp, or 2) */
+    int pp, ep, dp, tp, vpp, n_chunks;   /* tp: the EXPERT tensor parallelism of the rank numbering
+                                            (layout.etp); n_chunks: model stages per rank (1, vpp, or 2) */
+    int attn_tp, cp;          /* attention tensor and context parallelism (layout.tp, layout.cp) */
     int micro_batches;        /* per pipeline per step */
     int n_ranks;
-    int tokens_per_mb;        /* tokens of one micro-batch on one attention-DP rank */
+    int tokens_per_mb;        /* tokens of one micro-batch on one attention rank (its CP share) */
+    int routed_tokens;        /* tokens each rank routes through its EP group (scn_routed_tokens) */
+    int n_tags;               /* SEND/RECV tags of a step: the pipeline's, then context parallelism's */
     /* model stages (sim/scenario/pipeline_layout.h): model_stage -> [first_layer, end_layer) and its
      * MTP modules; embedding on model stage 0, loss (one head pass per loss) on the last.
      * n_model_stages = pp * (vpp or 1); DualPipe: pp model stages, each rank holds two. */

@@ -16,7 +16,10 @@ int layouts_enumerate(const scenario *base, layout_cfg *out, int cap) {
                 s.layout.tp = tp;
                 s.layout.pp = pp;
                 s.layout.ep = ep;
-                s.layout.dp = gpus / (tp * pp * ep);
+                /* the expert side is etp x ep x dp: a base with its own etp keeps it */
+                int etp = base->layout.etp > 0 ? base->layout.etp : tp;
+                if (gpus % ((long)etp * pp * ep)) continue;
+                s.layout.dp = gpus / (etp * pp * ep);
                 /* interleaving needs vpp chunks per stage; keep the base's vpp only where it fits */
                 moe_error err;
                 if (scenario_validate(&s, &err) != 0) continue;

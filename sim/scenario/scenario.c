@@ -35,7 +35,7 @@ void scenario_defaults(scenario *s) {
     /* seed 003: PP16 x EP64 x DP4 on 4096 GPUs; 15360 sequences of 4096 tokens = 62.9M tokens/step */
     s->layout = (layout_cfg){.tp = 1, .pp = 16, .ep = 64, .dp = 4, .zero = 1, .micro_batch = 1,
                              .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
-                             .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER};
+                             .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER, .cp = 1};
     s->routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .zipf_s = 1.2, .hot_expert = 3,
                                .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1};
     s->precision = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16,
@@ -261,12 +261,40 @@ static int check_layout(const scenario *s, moe_error *err) {
     char val[128], exp[256];
     long long gpus = (long long)s->cluster.nodes * s->cluster.gpus_per_node;
     /* each factor <= 2^20: the product in double is exact whenever it could equal the GPU count */
-    double product = (double)L->tp * L->pp * L->ep * L->dp;
+    int etp = scn_etp(s), cp = scn_cp(s);
+    double product = (double)etp * L->pp * L->ep * L->dp;
     if (product != (double)gpus) {
-        snprintf(val, sizeof val, "tp*pp*ep*dp = %d*%d*%d*%d = %.0f", L->tp, L->pp, L->ep, L->dp, product);
+        snprintf(val, sizeof val, "%s*pp*ep*dp = %d*%d*%d*%d = %.0f", L->etp > 0 ? "etp" : "tp", etp, L->pp, L->ep,
+                 L->dp, product);
         return moe_error_input(err, s->file, "layout", val,
                                "the GPU count cluster.nodes*cluster.gpus_per_node = %d*%d = %lld",
                                s->cluster.nodes, s->cluster.gpus_per_node, gpus);
+    }
+    /* the attention side folds the same stage GPUs as tp x cp x attention DP */
+    long long stage_gpus = gpus / L->pp;
+    if (stage_gpus % ((long long)L->tp * cp) != 0) {
+        snprintf(val, sizeof val, "tp*cp = %d*%d = %lld", L->tp, cp, (long long)L->tp * cp);
+        return moe_error_input(err, s->file, L->etp > 0 || cp > 1 ? "layout.cp" : "layout.tp", val,
+                               "a divisor of the GPUs of one pipeline stage, GPUs/pp = %lld (attention side: tp x cp "
+                               "x attention DP)", stage_gpus);
+    }
+    if (cp > 1 && m->seq_len % (2 * cp) != 0) {
+        snprintf(exp, sizeof exp, "a value with model.seq_len = %d divisible by 2 x cp (each sequence is cut into "
+                 "2 x cp chunks, two per CP rank, for causal load balance)", m->seq_len);
+        return bad_int(s, err, "layout.cp", cp, exp);
+    }
+    if (m->experts > 0 && L->etp > 0 && L->etp != L->tp) {
+        double routed = scn_routed_tokens(s);
+        if (routed != (double)(long long)routed || routed < 1) {
+            snprintf(exp, sizeof exp, "a value giving a whole number of routed tokens per rank: micro_batch x seq_len "
+                     "/ cp x etp / tp = %g", routed);
+            return bad_int(s, err, "layout.etp", L->etp, exp);
+        }
+        if (m->expert_hidden % L->etp != 0) {
+            snprintf(exp, sizeof exp, "a divisor of model.expert_hidden = %d (expert TP splits each expert)",
+                     m->expert_hidden);
+            return bad_int(s, err, "layout.etp", L->etp, exp);
+        }
     }
     if (m->experts == 0 && L->ep != 1)
         return bad_int(s, err, "layout.ep", L->ep, "1 for a dense model (model.experts = 0)");
@@ -296,12 +324,12 @@ static int check_layout(const scenario *s, moe_error *err) {
     int prc = pipeline_layout_build(s, &pl, err);
     pipeline_layout_free(&pl);
     if (prc) return prc;
-    /* tp*pp == gpus/(ep*dp) <= gpus now, so these products fit */
-    long long attn_dp = gpus / ((long long)L->tp * L->pp);
+    /* tp*cp*pp divides gpus now, so these products fit */
+    long long attn_dp = gpus / ((long long)L->tp * cp * L->pp);
     long long per_round = (long long)L->micro_batch * attn_dp;
     if (L->global_batch % per_round != 0) {
         snprintf(exp, sizeof exp,
-                 "a multiple of layout.micro_batch*attention_dp = %d*%lld = %lld (attention_dp = GPUs/(tp*pp))",
+                 "a multiple of layout.micro_batch*attention_dp = %d*%lld = %lld (attention_dp = GPUs/(tp*cp*pp))",
                  L->micro_batch, attn_dp, per_round);
         return bad_int(s, err, "layout.global_batch", L->global_batch, exp);
     }

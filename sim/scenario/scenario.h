@@ -98,9 +98,18 @@ typedef struct {
 typedef enum { SCHED_1F1B = 0, SCHED_INTERLEAVED, SCHED_DUALPIPE } schedule_kind;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_kind;
 typedef enum { PLACE_EP_INNER = 0, PLACE_DP_INNER } placement_kind;
+/* Context parallelism's key/value exchange: ring attention (one P2P step per ring position,
+ * overlapped with the attention chunks) or one all-gather of the keys and values (Megatron's
+ * cp_comm_type "p2p" / "all_gather"). */
+typedef enum { CP_COMM_P2P = 0, CP_COMM_ALL_GATHER } cp_comm_kind;
 
+/* MoE parallel folding (Megatron): the GPUs of a pipeline stage are folded two ways.
+ *   attention side: tp x cp x (attention DP) per stage;  expert side: etp x ep x dp per stage,
+ * so etp*ep*dp*pp == GPU count and attention DP = GPUs / (tp*cp*pp). etp = 0 ("auto") is tp: the
+ * experts use the attention's tensor parallelism (every TP rank routes the micro-batch its group
+ * gathered); a smaller etp routes each rank's own sequence-parallel tokens (scn_routed_tokens). */
 typedef struct {
-    int tp, pp, ep, dp;   /* tp*pp*ep*dp == GPU count; attention DP per stage = gpus/(tp*pp) */
+    int tp, pp, ep, dp;   /* attention TP, pipeline, expert parallelism, expert replicas beyond EP */
     int zero;             /* 0..3 */
     int micro_batch;      /* sequences per micro-batch per attention-DP rank */
     int global_batch;     /* sequences per optimizer step */
@@ -112,6 +121,9 @@ typedef struct {
      * ("" = the even split), or the first / last pipeline rank's block counts (0 = "auto") */
     char pipeline_layout[SCN_PATH_MAX];
     int first_stage_layers, last_stage_layers;
+    int etp;              /* expert tensor parallelism; 0 = "auto" = tp */
+    int cp;               /* context parallelism (each sequence split over cp ranks); 0 counts as 1 */
+    cp_comm_kind cp_comm;
 } layout_cfg;
 
 /* ---- routing ---------------------------------------------------------------------------------- */
@@ -334,8 +346,21 @@ static inline int scn_leaves_per_rail(const cluster_cfg *c) {
     int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
     return (c->nodes + per - 1) / per;
 }
-/* attention data-parallel ranks per pipeline stage */
-static inline int scn_attn_dp(const scenario *s) { return scn_gpus(s) / (s->layout.tp * s->layout.pp); }
+static inline int scn_etp(const scenario *s) { return s->layout.etp > 0 ? s->layout.etp : s->layout.tp; }
+static inline int scn_cp(const scenario *s) { return s->layout.cp > 0 ? s->layout.cp : 1; }
+/* attention data-parallel ranks per pipeline stage: GPUs / (tp * cp * pp) */
+static inline int scn_attn_dp(const scenario *s) {
+    return scn_gpus(s) / (s->layout.tp * scn_cp(s) * s->layout.pp);
+}
+/* tokens of one micro-batch on one attention rank (its CP share of every sequence) */
+static inline double scn_rank_tokens(const scenario *s) {
+    return (double)s->layout.micro_batch * s->model.seq_len / scn_cp(s);
+}
+/* tokens one rank routes through its EP group's all-to-all: its expert-TP group's sequence-parallel
+ * shares, T x etp / tp (etp = tp: the whole micro-batch; etp = 1: the rank's own T / tp) */
+static inline double scn_routed_tokens(const scenario *s) {
+    return scn_rank_tokens(s) * scn_etp(s) / s->layout.tp;
+}
 static inline int scn_moe_layers(const scenario *s) {
     return s->model.experts > 0 ? s->model.layers - s->model.dense_layers : 0;
 }

@@ -23,6 +23,7 @@ const char *const scn_ffn_act_names[] = {"swiglu", "gelu", NULL};
 const char *const scn_schedule_names[] = {"1f1b", "interleaved", "dualpipe", NULL};
 const char *const scn_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const scn_placement_names[] = {"ep-inner", "dp-inner", NULL};
+const char *const scn_cp_comm_names[] = {"p2p", "all_gather", NULL};
 const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", "balanced", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
@@ -202,12 +203,12 @@ const scn_field scn_fields[] = {
     F_POS("cluster.pcie_GBps", cluster.pcie_GBps, "GB/s", "GPU to host bandwidth per GPU per direction (snapshots, per-node storage cap)",
           "PCIe 5.0 x16: 32 GT/s x 16 lanes, about 64 GB/s per direction"),
 
-    F_INT("layout.tp", layout.tp, 1, MAX_PAR, "", "tensor parallelism (expert tensor parallelism too: every TP rank routes the whole micro-batch)",
+    F_INT("layout.tp", layout.tp, 1, MAX_PAR, "", "tensor parallelism of attention and dense blocks, with sequence parallelism (the experts' too unless layout.etp says otherwise)",
           DSV3_REPORT ", section 3.2: trained without tensor parallelism"),
     F_INT("layout.pp", layout.pp, 1, MAX_PAR, "", "pipeline stages", DSV3_REPORT ", section 3.2: 16-way pipeline parallelism"),
     F_INT("layout.ep", layout.ep, 1, MAX_PAR, "", "expert parallelism: GPUs sharing one copy of a block's routed experts",
           DSV3_REPORT ", section 3.2: 64-way expert parallelism over 8 nodes"),
-    F_INT("layout.dp", layout.dp, 1, MAX_PAR, "", "replicas of the experts; tp*pp*ep*dp must equal the GPU count (attention data parallelism per stage is GPUs / (tp*pp))",
+    F_INT("layout.dp", layout.dp, 1, MAX_PAR, "", "replicas of the experts beyond EP; etp*pp*ep*dp must equal the GPU count (attention data parallelism per stage is GPUs / (tp*cp*pp))",
           "4096 / (1 x 16 x 64)"),
     F_INT("layout.zero", layout.zero, 0, 3, "", "ZeRO stage of the data-parallel optimizer state (0 = none)", DSV3_REPORT ", section 3.2: ZeRO-1"),
     F_INT("layout.micro_batch", layout.micro_batch, 1, NOMAX, "sequences", "sequences per micro-batch per attention-data-parallel rank"),
@@ -231,6 +232,18 @@ const scn_field scn_fields[] = {
     F_INT_AUTO("layout.last_stage_layers", layout.last_stage_layers, 1, NOMAX, "blocks",
                "blocks of the last pipeline rank, spread over its vpp chunks (\"auto\" = the even split)",
                "Megatron-LM --decoder-last-pipeline-num-layers"),
+    F_INT_AUTO("layout.etp", layout.etp, 1, MAX_PAR, "",
+               "expert tensor parallelism (Megatron's MoE parallel folding): the expert side folds each stage's GPUs as "
+               "etp x ep x dp, the attention side as tp x cp x attention DP; with etp < tp every rank routes its own "
+               "sequence-parallel tokens (\"auto\" = layout.tp)",
+               "Megatron-LM --expert-tensor-parallel-size"),
+    F_INT("layout.cp", layout.cp, 0, MAX_PAR, "",
+          "context parallelism: each sequence split over cp ranks (load-balanced causal chunks), attention exchanging "
+          "keys and values over layout.cp_comm; attention DP = GPUs / (tp x cp x pp); 0 and 1 both mean none",
+          "Megatron-LM --context-parallel-size"),
+    F_ENUM("layout.cp_comm", layout.cp_comm, scn_cp_comm_names, "",
+           "context parallelism's key/value exchange: p2p (ring attention, one step per ring position overlapped with "
+           "the attention chunks) or all_gather (one all-gather before attention)", "Megatron-LM --cp-comm-type"),
 
     F_ENUM("routing.distribution", routing.distribution, scn_route_names, "",
            "expert popularity: uniform, zipf (rank^-s), hot (one expert gets hot_share of the tokens) or trace (per-expert counts from routing.trace)"),

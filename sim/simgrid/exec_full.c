@@ -394,7 +394,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     x.res = res;
     x.mu = sg_mutex_init();
     x.eager = mode == SG_FULL_EAGER;
-    x.n_tags = p->micro_batches * p->n_model_stages * 2;
+    x.n_tags = p->n_tags;
     res->worst_a2a.group = -1;
     res->worst_a2a.spread_s = -1;
     const int R = p->n_ranks;
