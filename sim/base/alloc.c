@@ -25,6 +25,7 @@ void *moe_xmalloc(size_t bytes) {
 }
 
 void *moe_xcalloc(size_t count, size_t size) {
+    if (size && count > SIZE_MAX / size) out_of_memory(count, size);
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p) out_of_memory(count, size);
     return p;
