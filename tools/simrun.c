@@ -252,9 +252,7 @@ static cJSON *eval_point(int id, void *vctx, moe_error *err) {
 
 static int draw_plots(const char *out_dir, const cJSON *doc, int quiet, moe_error *err) {
     int n = 0;
-    int rc = plots_write(out_dir, doc, &n, err);
-    if (!rc && !quiet && n) printf("drew %d figure%s (PNG + SVG) in %s\n", n, n == 1 ? "" : "s", out_dir);
-    return rc;
+    return plots_write(out_dir, doc, quiet ? NULL : stdout, &n, err);
 }
 
 static int finish(const char *out_dir, int plots, int quiet, moe_error *err) {

@@ -13,6 +13,13 @@
 
 #include "sim/report/results.h"
 
+/* Where the figures go and what they are about. */
+typedef struct {
+    const char *dir;       /* DIR/plots */
+    char scenario[96];     /* the scenario's name, in every title */
+    FILE *log;             /* "drew ..." lines, or NULL */
+} plot_ctx;
+
 /* Dotted lookup of a number (NaN when absent). */
 static double num(const cJSON *obj, const char *path) {
     char buf[160];
@@ -98,30 +105,36 @@ static int write_series(FILE *f, const cJSON *doc, const char *xkey, const char 
     return ns;
 }
 
-/* Render `body` (gnuplot commands that plot from FIG.dat) to FIG.png and FIG.svg atomically. */
-static int render(const char *dir, const char *fig, const char *body, moe_error *err) {
+/* Render `body` (gnuplot commands that plot from FIG.dat) to FIG.png and FIG.svg atomically. The
+ * script finds its data and writes its figures beside itself (ARG0), so `gnuplot DIR/plots/FIG.gp`
+ * redraws them from any directory; moesim runs it with suffix='.tmp' and renames the results. */
+static int render(const plot_ctx *c, const char *fig, const char *what, const char *body, moe_error *err) {
     char gp[4096], png[4096], svg[4096];
-    snprintf(gp, sizeof gp, "%s/%s.gp", dir, fig);
-    snprintf(png, sizeof png, "%s/%s.png", dir, fig);
-    snprintf(svg, sizeof svg, "%s/%s.svg", dir, fig);
+    snprintf(gp, sizeof gp, "%s/%s.gp", c->dir, fig);
+    snprintf(png, sizeof png, "%s/%s.png", c->dir, fig);
+    snprintf(svg, sizeof svg, "%s/%s.svg", c->dir, fig);
     size_t cap = strlen(body) + 8192;
     char *script = moe_xmalloc(cap);
     snprintf(script, cap,
-             "# %s — drawn by moesim from results.json; rerun: gnuplot %s.gp\n"
-             "datafile = '%s/%s.dat'\n"
+             "# %s: %s (%s). Drawn by moesim from ../results.json; redraw from anywhere: gnuplot path/to/%s.gp\n"
+             "# the folder of this script, so that the data and the figures are found beside it\n"
+             "prefix(p, acc) = strstrt(p, '/') ? prefix(p[strstrt(p, '/') + 1:], acc . p[1:strstrt(p, '/')]) : acc\n"
+             "here = prefix(ARG0, '')\n"
+             "if (!exists('suffix')) suffix = ''\n"
+             "datafile = here . '%s.dat'\n"
              "set terminal pngcairo size 1100,680 font 'sans,11' noenhanced\n"
-             "set output '%s.tmp'\n"
+             "set output here . '%s.png' . suffix\n"
              "%s\n"
              "set terminal svg size 1100,680 font 'sans,11' noenhanced\n"
-             "set output '%s.tmp'\n"
+             "set output here . '%s.svg' . suffix\n"
              "replot\n"
              "unset output\n",
-             fig, fig, dir, fig, png, body, svg);
+             fig, what, c->scenario, fig, fig, fig, body, fig);
     int rc = write_file_atomic(gp, script, err);
     free(script);
     if (rc) return rc;
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
+    snprintf(cmd, sizeof cmd, "gnuplot -e \"suffix='.tmp'\" '%s' 2>&1", gp);
     FILE *p = popen(cmd, "r");
     if (!p) return moe_error_set(err, EXIT_RUNTIME, "plots: cannot run gnuplot (is gnuplot-nox installed?)");
     char out[2048] = "";
@@ -140,7 +153,9 @@ static int render(const char *dir, const char *fig, const char *body, moe_error 
     snprintf(tmp, sizeof tmp, "%s.tmp", png);
     if ((rc = file_publish(tmp, png, err))) return rc;
     snprintf(tmp, sizeof tmp, "%s.tmp", svg);
-    return file_publish(tmp, svg, err);
+    if ((rc = file_publish(tmp, svg, err))) return rc;
+    if (c->log) fprintf(c->log, "drew %s/%s.png and .svg: %s\n", c->dir, fig, what);
+    return 0;
 }
 
 /* Write FIG.dat with the series, then render with a plot command built per series. */
@@ -150,10 +165,10 @@ typedef struct {
     int ncols;
 } figure_data;
 
-static int write_data(const char *dir, const cJSON *doc, const figure_data *fd, char labels[MAX_SERIES][128],
+static int write_data(const plot_ctx *c, const cJSON *doc, const figure_data *fd, char labels[MAX_SERIES][128],
                       int *ns, moe_error *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.dat", dir, fd->fig);
+    snprintf(path, sizeof path, "%s/%s.dat", c->dir, fd->fig);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -169,20 +184,20 @@ static int write_data(const char *dir, const cJSON *doc, const figure_data *fd, 
 
 static const char *title_of(const char *label) { return label[0] ? label : "simulated"; }
 
-static int fig_ckpt_interval(const char *dir, const cJSON *doc, moe_error *err) {
+static int fig_ckpt_interval(const plot_ctx *c, const cJSON *doc, moe_error *err) {
     static const char *const cols[] = {"run.days_p50", "run.days_p5", "run.days_p95"};
     figure_data fd = {"ckpt_interval", "reliability.checkpoint.interval_min",
                       "scenario.reliability.checkpoint.interval_min", cols, 3};
     char labels[MAX_SERIES][128];
     int ns;
-    if (write_data(dir, doc, &fd, labels, &ns, err)) return err->code;
+    if (write_data(c, doc, &fd, labels, &ns, err)) return err->code;
     const cJSON *p0 = points_of(doc)->child;
     double young = num(p0, "plan.young_interval_min"), daly = num(p0, "plan.daly_interval_min");
     char body[8192];
     int n = snprintf(body, sizeof body,
-                     "set title 'Days to the token target vs checkpoint interval (median, p5-p95 bars)'\n"
+                     "set title '%s: days to the token target vs checkpoint interval (median, p5-p95 over the trials)'\n"
                      "set xlabel 'checkpoint interval (min)'\nset ylabel 'wall-clock days to target'\n"
-                     "set grid\nset key top right\nset logscale x 2\n");
+                     "set grid\nset key top right\nset logscale x 2\n", c->scenario);
     if (!isnan(young))
         n += snprintf(body + n, sizeof body - (size_t)n,
                       "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#1b9e77'\n"
@@ -198,74 +213,100 @@ static int fig_ckpt_interval(const char *dir, const cJSON *doc, moe_error *err) 
         n += snprintf(body + n, sizeof body - (size_t)n,
                       "%sdatafile index %d using 1:2:3:4 with yerrorlines lw 2 pt 7 title '%s'", s ? ", " : "", s,
                       title_of(labels[s]));
-    return render(dir, fd.fig, body, err);
+    return render(c, fd.fig, "days to the token target (p50, p5-p95 bars) vs checkpoint interval, Young and Daly marked",
+                  body, err);
 }
 
-static int fig_hot_spares(const char *dir, const cJSON *doc, moe_error *err) {
-    static const char *const cols[] = {"run.ettr"};
+static int fig_hot_spares(const plot_ctx *c, const cJSON *doc, moe_error *err) {
+    static const char *const cols[] = {"run.ettr", "run.days_p50", "run.days_p5", "run.days_p95"};
     figure_data fd = {"hot_spares", "reliability.recovery.hot_spare_fraction",
-                      "scenario.reliability.recovery.hot_spare_fraction", cols, 1};
+                      "scenario.reliability.recovery.hot_spare_fraction", cols, 4};
     char labels[MAX_SERIES][128];
     int ns;
-    if (write_data(dir, doc, &fd, labels, &ns, err)) return err->code;
+    if (write_data(c, doc, &fd, labels, &ns, err)) return err->code;
     char body[8192];
     int n = snprintf(body, sizeof body,
-                     "set title 'Effective training time ratio vs hot-spare pool'\n"
-                     "set xlabel 'hot spares (fraction of nodes)'\nset ylabel 'ETTR (useful / wall time)'\n"
+                     "set title '%s: effective training time ratio and days to target vs hot-spare pool'\n"
+                     "set xlabel 'hot spares (fraction of nodes)'\nset ylabel 'ETTR (useful / wall time, mean over trials)'\n"
+                     "set y2label 'wall-clock days to target (p50, p5-p95 bars)'\nset y2tics\nset ytics nomirror\n"
                      "set grid\nset key bottom right\nset yrange [*:1]\n"
                      "set arrow from graph 0, first 0.95 to graph 1, first 0.95 nohead dt 2 lc rgb 'gray'\n"
-                     "set label 'seed 003 target 95%%' at graph 0.02, first 0.95 offset 0,0.7 tc rgb 'gray'\n"
-                     "plot ");
+                     "set label 'ETTR 95%%' at graph 0.02, first 0.95 offset 0,0.7 tc rgb 'gray'\n"
+                     "plot ", c->scenario);
     for (int s = 0; s < ns; s++)
-        n += snprintf(body + n, sizeof body - (size_t)n, "%sdatafile index %d using 1:2 with linespoints lw 2 pt 7 title '%s'",
-                      s ? ", " : "", s, title_of(labels[s]));
-    return render(dir, fd.fig, body, err);
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "%sdatafile index %d using 1:2 with linespoints lw 2 pt 7 title 'ETTR %s', "
+                      "datafile index %d using 1:3:4:5 axes x1y2 with yerrorlines dt 2 pt 6 title 'days %s'",
+                      s ? ", " : "", s, labels[s], s, labels[s]);
+    return render(c, fd.fig, "ETTR and days to target (p50, p5-p95 bars) vs hot-spare fraction", body, err);
 }
 
-static int fig_scaling(const char *dir, const cJSON *doc, moe_error *err) {
+static int fig_scaling(const plot_ctx *c, const cJSON *doc, moe_error *err) {
     static const char *const cols[] = {"step.tokens_per_s_per_gpu", "plan.tokens_per_s_per_gpu"};
     figure_data fd = {"scaling", "cluster.nodes", "scenario.cluster.nodes", cols, 2};
     char labels[MAX_SERIES][128];
     int ns;
-    if (write_data(dir, doc, &fd, labels, &ns, err)) return err->code;
+    if (write_data(c, doc, &fd, labels, &ns, err)) return err->code;
     const cJSON *p0 = points_of(doc)->child;
     double gpn = num(p0, "scenario.cluster.gpus_per_node");
     char body[8192];
     int n = snprintf(body, sizeof body,
-                     "set title 'Throughput per GPU vs cluster size'\n"
+                     "set title '%s: throughput per GPU vs cluster size'\n"
                      "set xlabel 'GPUs'\nset ylabel 'tokens / s / GPU'\nset grid\nset key bottom left\n"
-                     "set logscale x 2\nset yrange [0:*]\nplot ");
+                     "set logscale x 2\nset yrange [0:*]\nplot ", c->scenario);
     for (int s = 0; s < ns; s++)
         n += snprintf(body + n, sizeof body - (size_t)n,
                       "%sdatafile index %d using ($1*%g):2 with linespoints lw 2 pt 7 title 'step %s', "
                       "datafile index %d using ($1*%g):3 with linespoints dt 2 pt 6 title 'plan %s'",
                       s ? ", " : "", s, gpn, labels[s], s, gpn, labels[s]);
-    return render(dir, fd.fig, body, err);
+    return render(c, fd.fig, "tokens/s/GPU vs GPU count (step and plan)", body, err);
 }
 
-/* Stacked bars: one per point, labelled with its sweep values (or layout). */
-static int fig_step_breakdown(const char *dir, const cJSON *doc, moe_error *err) {
-    const char *lvl = cJSON_GetObjectItemCaseSensitive(points_of(doc)->child, "step") ? "step" : "plan";
+/* The step level's breakdown when the points have one, else the plan's. */
+static const char *breakdown_level(const cJSON *doc) {
+    return cJSON_GetObjectItemCaseSensitive(points_of(doc)->child, "step") ? "step" : "plan";
+}
+
+static const char *const PARTS[4] = {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"};
+
+static double part(const cJSON *p, const char *lvl, int c) {
+    char key[64];
+    snprintf(key, sizeof key, "%s.%s", lvl, PARTS[c]);
+    double v = num(p, key);
+    return isnan(v) ? 0.0 : v;
+}
+
+/* Every point's four parts equal to the first's (within 1e-9 relative): such bars say nothing. */
+static int breakdowns_all_equal(const cJSON *doc, const char *lvl) {
+    const cJSON *p0 = points_of(doc)->child;
+    for (const cJSON *p = p0->next; p; p = p->next)
+        for (int c = 0; c < 4; c++)
+            if (fabs(part(p, lvl, c) - part(p0, lvl, c)) > 1e-9 * (fabs(part(p0, lvl, c)) + 1e-12)) return 0;
+    return 1;
+}
+
+static void point_bar_label(const cJSON *p, char *lab, size_t cap) {
+    series_label(p, "", lab, cap);
+    if (!lab[0] || strstr(lab, "layout"))
+        snprintf(lab, cap, "tp%.0f pp%.0f ep%.0f dp%.0f", num(p, "scenario.layout.tp"), num(p, "scenario.layout.pp"),
+                 num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
+}
+
+/* Stacked bars of `fig`: one per point of `pts` (n of them), labelled with its sweep values (or
+ * layout). */
+static int stacked_bars(const plot_ctx *c, const char *fig, const char *title, const char *what, const cJSON *const *pts,
+                        int n, const char *lvl, moe_error *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/step_breakdown.dat", dir);
+    snprintf(path, sizeof path, "%s/%s.dat", c->dir, fig);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     fprintf(f, "# label %s.compute_s %s.exposed_comm_s %s.bubble_s %s.optimizer_s\n", lvl, lvl, lvl, lvl);
-    const char *parts[4] = {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"};
-    for (const cJSON *p = points_of(doc)->child; p; p = p->next) {
+    for (int i = 0; i < n; i++) {
         char lab[128];
-        series_label(p, "", lab, sizeof lab);
-        if (!lab[0])
-            snprintf(lab, sizeof lab, "%.0f.%.0f.%.0f.%.0f", num(p, "scenario.layout.tp"), num(p, "scenario.layout.pp"),
-                     num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
+        point_bar_label(pts[i], lab, sizeof lab);
         fprintf(f, "\"%s\"", lab);
-        for (int c = 0; c < 4; c++) {
-            char key[64];
-            snprintf(key, sizeof key, "%s.%s", lvl, parts[c]);
-            double v = num(p, key);
-            fprintf(f, " %.10g", isnan(v) ? 0.0 : v);
-        }
+        for (int k = 0; k < 4; k++) fprintf(f, " %.10g", part(pts[i], lvl, k));
         fputc('\n', f);
     }
     fclose(f);
@@ -274,40 +315,98 @@ static int fig_step_breakdown(const char *dir, const cJSON *doc, moe_error *err)
     if (rc) return rc;
     char body[4096];
     snprintf(body, sizeof body,
-             "set title 'Step time breakdown per point (%s level)'\n"
+             "set title '%s: %s (%s level)'\n"
              "set ylabel 'seconds per step'\nset style data histograms\nset style histogram rowstacked\n"
              "set style fill solid 0.85 border -1\nset boxwidth 0.7\nset grid ytics\nset key outside right top\n"
              "set xtics rotate by -35 font ',9'\n"
              "plot datafile using 2:xtic(1) title 'compute', '' using 3 title 'exposed comm', "
              "'' using 4 title 'pipeline bubble', '' using 5 title 'optimizer'",
-             lvl);
-    return render(dir, "step_breakdown", body, err);
+             c->scenario, title, lvl);
+    return render(c, fig, what, body, err);
 }
 
-int plots_write(const char *dir, const cJSON *doc, int *n_written, moe_error *err) {
+static int fig_step_breakdown(const plot_ctx *c, const cJSON *doc, moe_error *err) {
+    int n = cJSON_GetArraySize(points_of(doc)), i = 0;
+    const cJSON **pts = moe_xcalloc((size_t)n, sizeof *pts);
+    for (const cJSON *p = points_of(doc)->child; p; p = p->next) pts[i++] = p;
+    int rc = stacked_bars(c, "step_breakdown", "step time breakdown per point",
+                          "stacked compute / exposed communication / bubble / optimizer seconds per point", pts, n,
+                          breakdown_level(doc), err);
+    free(pts);
+    return rc;
+}
+
+/* The step time that ranks a point: the step level's when computed, else the plan's; infinite when
+ * it does not fit in memory. */
+static double rank_time(const cJSON *p) {
+    const cJSON *fits = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "plan"), "fits_memory");
+    if (cJSON_IsFalse(fits)) return INFINITY;
+    double t = num(p, "step.step_time_s");
+    if (isnan(t)) t = num(p, "plan.step_time_s");
+    return isnan(t) ? INFINITY : t;
+}
+
+static int by_rank_time(const void *a, const void *b) {
+    double ta = rank_time(*(const cJSON *const *)a), tb = rank_time(*(const cJSON *const *)b);
+    return ta < tb ? -1 : ta > tb ? 1 : 0;
+}
+
+/* Sweeps too large for one bar per point (layout sweeps): the TOP_N fastest that fit. */
+#define TOP_N 20
+static int fig_top_layouts(const plot_ctx *c, const cJSON *doc, moe_error *err) {
+    int n = cJSON_GetArraySize(points_of(doc)), i = 0;
+    const cJSON **pts = moe_xcalloc((size_t)n, sizeof *pts);
+    for (const cJSON *p = points_of(doc)->child; p; p = p->next) pts[i++] = p;
+    qsort(pts, (size_t)n, sizeof *pts, by_rank_time);
+    int top = 0;
+    while (top < n && top < TOP_N && isfinite(rank_time(pts[top]))) top++;
+    char title[96], what[160];
+    snprintf(title, sizeof title, "the %d fastest of %d points that fit, step time breakdown", top, n);
+    snprintf(what, sizeof what, "stacked breakdown of the %d fastest points that fit in memory (of %d)", top, n);
+    int rc = top > 0 ? stacked_bars(c, "top_layouts", title, what, pts, top, breakdown_level(doc), err) : 0;
+    free(pts);
+    return rc;
+}
+
+int plots_write(const char *results_dir, const cJSON *doc, FILE *log, int *n_written, moe_error *err) {
     *n_written = 0;
     const cJSON *pts = points_of(doc);
     int n = cJSON_GetArraySize(pts);
-    if (n == 0) return 0;
+    if (n == 0) {
+        if (log) fprintf(log, "plots: no points, nothing to draw\n");
+        return 0;
+    }
+    plot_ctx c = {.log = log};
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/plots", results_dir);
+    c.dir = dir;
     const cJSON *p0 = pts->child;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p0, "scenario"), "name");
+    snprintf(c.scenario, sizeof c.scenario, "%s", cJSON_IsString(name) ? name->valuestring : "scenario");
+    for (char *q = c.scenario; *q; q++)
+        if (*q == '\'') *q = ' ';
     int have_run = cJSON_GetObjectItemCaseSensitive(p0, "run") != NULL;
-    int rc;
-    if (have_run && sweeps(doc, "reliability.checkpoint.interval_min")) {
-        if ((rc = fig_ckpt_interval(dir, doc, err))) return rc;
-        ++*n_written;
-    }
-    if (have_run && sweeps(doc, "reliability.recovery.hot_spare_fraction")) {
-        if ((rc = fig_hot_spares(dir, doc, err))) return rc;
-        ++*n_written;
-    }
-    if (sweeps(doc, "cluster.nodes")) {
-        if ((rc = fig_scaling(dir, doc, err))) return rc;
-        ++*n_written;
-    }
-    if (n >= 2 && n <= 60 && cJSON_GetObjectItemCaseSensitive(p0, "plan")) {
-        if ((rc = fig_step_breakdown(dir, doc, err))) return rc;
-        ++*n_written;
-    }
+    int have_level = cJSON_GetObjectItemCaseSensitive(p0, "step") || cJSON_GetObjectItemCaseSensitive(p0, "plan");
+    int ckpt = have_run && sweeps(doc, "reliability.checkpoint.interval_min");
+    int spares = have_run && sweeps(doc, "reliability.recovery.hot_spare_fraction");
+    int scaling = sweeps(doc, "cluster.nodes");
+    int bars = n >= 2 && n <= 60 && have_level && !breakdowns_all_equal(doc, breakdown_level(doc));
+    int top = n > 60 && have_level;
+    if ((ckpt || spares || scaling || bars || top) && make_dirs(dir, err)) return err->code;
+    int rc = 0;
+    if (!rc && ckpt && !(rc = fig_ckpt_interval(&c, doc, err))) ++*n_written;
+    if (!rc && spares && !(rc = fig_hot_spares(&c, doc, err))) ++*n_written;
+    if (!rc && scaling && !(rc = fig_scaling(&c, doc, err))) ++*n_written;
+    if (!rc && bars && !(rc = fig_step_breakdown(&c, doc, err))) ++*n_written;
+    if (!rc && top && !(rc = fig_top_layouts(&c, doc, err))) ++*n_written;
+    if (rc || !log) return rc;
+    if (n >= 2 && n <= 60 && have_level && !bars)
+        fprintf(log, "plots: no step breakdown: every point has the same one (the sweep varies nothing the %s level "
+                     "prices)\n", breakdown_level(doc));
+    if (*n_written == 0)
+        fprintf(log, "plots: nothing to draw for %d point%s: figures are drawn for sweeps of the checkpoint interval "
+                     "or hot spares (run level), of cluster.nodes, and for 2 or more points with different step "
+                     "breakdowns\n", n, n == 1 ? "" : "s");
     return 0;
 }
 
