@@ -1,13 +1,17 @@
 /* trace.c — the step trace.json (format and contract in trace.h). */
 #include "sim/exec/trace.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
+#include "sim/plan/memory.h"
+#include "sim/plan/model.h"
 
 
 const char *const STEP_TRACE_EVENT_NAMES[] = {
@@ -55,6 +59,49 @@ int step_trace_default_ranks(const program *p, const step_exec_result *r, int *o
     return n;
 }
 
+/* The events of the trace before they are sorted by time (metadata first, then by ts; ties keep
+ * the order they were made in). */
+typedef struct {
+    cJSON *ev;
+    double ts;     /* -inf for metadata */
+    long seq;
+} timed_event;
+
+typedef struct {
+    timed_event *v;
+    long n, cap;
+} event_list;
+
+static void push(event_list *l, cJSON *ev, double ts_us) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->v = moe_xrealloc(l->v, (size_t)l->cap, sizeof *l->v);
+    }
+    l->v[l->n] = (timed_event){ev, ts_us, l->n};
+    l->n++;
+}
+
+static int by_time(const void *a, const void *b) {
+    const timed_event *x = a, *y = b;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int *out) {
+    int n = 0;
+    if (k > n_ranks) k = n_ranks;
+    for (int rank = 0; rank < n_ranks && k > 0; rank++) {
+        double b = r->split[rank].compute_s + r->split[rank].optimizer_s;
+        int pos = n;
+        while (pos > 0 && b > r->split[out[pos - 1]].compute_s + r->split[out[pos - 1]].optimizer_s) pos--;
+        if (pos >= k) continue;
+        if (n < k) n++;
+        memmove(out + pos + 1, out + pos, (size_t)(n - 1 - pos) * sizeof(int));
+        out[pos] = rank;
+    }
+    return n;
+}
+
 static cJSON *meta_event(const char *what, int pid, int tid, const char *name) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", what); cJSON_AddStringToObject(m, "ph", "M");
@@ -90,16 +137,108 @@ static void add_op_args(cJSON *a, const program_op *o) {
     }
 }
 
-/* The events of one traced rank. */
-static void rank_events(cJSON *ev, const program *p, const step_exec_result *r, int k) {
+/* A counter sample {"ph": "C"} on rank `pid`'s process. */
+static cJSON *counter(const char *name, const char *key, int pid, double ts_s, double value) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "name", name);
+    cJSON_AddStringToObject(x, "ph", "C");
+    cJSON_AddNumberToObject(x, "ts", ts_s * 1e6);
+    cJSON_AddNumberToObject(x, "pid", pid);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(x, "args"), key, value);
+    return x;
+}
+
+/* One end of a send -> receive arrow (flow events "s" at the send, "f" at the arrival). */
+static cJSON *flow(const char *ph, int sender, int tag, int pid, double ts_us) {
+    char id[48];
+    snprintf(id, sizeof id, "p2p-%d-%d", sender, tag);
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "name", "send -> recv");
+    cJSON_AddStringToObject(x, "cat", "p2p");
+    cJSON_AddStringToObject(x, "ph", ph);
+    cJSON_AddStringToObject(x, "id", id);
+    if (ph[0] == 'f') cJSON_AddStringToObject(x, "bp", "e");
+    cJSON_AddNumberToObject(x, "ts", ts_us);
+    cJSON_AddNumberToObject(x, "pid", pid);
+    cJSON_AddNumberToObject(x, "tid", STREAM_P2P);
+    return x;
+}
+
+/* A step of a counter: at time t the value changes by delta (sorted and summed later). */
+typedef struct { double t, delta; } step_change;
+
+static int by_t(const void *a, const void *b) {
+    const step_change *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The counter track `name` from its changes: one sample per distinct time, value * scale. */
+static void counter_track(event_list *l, const char *name, const char *key, int pid, step_change *c, int n,
+                          double base, double scale) {
+    qsort(c, (size_t)n, sizeof *c, by_t);
+    double v = base;
+    push(l, counter(name, key, pid, 0, v * scale), 0);
+    for (int i = 0; i < n;) {
+        double t = c[i].t;
+        while (i < n && c[i].t == t) v += c[i++].delta;
+        push(l, counter(name, key, pid, t, v * scale), t * 1e6);
+    }
+}
+
+/* Memory in use on a rank over the step: the plan's ledgers of its pipeline rank (sim/plan/memory.h),
+ * weights + gradients + optimizer all along, and the activations scaled by the micro-batches in flight
+ * (forward begun, backward not finished) against the most the rank holds at once. */
+static void memory_counter(event_list *l, const program *p, int rank, int stage, const op_time *t) {
+    const scenario *s = p->scn;
+    model_counts mc;
+    act_profile ap;
+    mem_ledgers led;
+    model_count(&s->model, &mc);
+    memory_activation_profile(&s->model, &s->precision, &ap);
+    memory_rank_ledgers(s, &mc, &ap, p->micro_batches, stage, &led);
+    int n = p->stage_n_ops[stage], keys = p->micro_batches * (p->n_chunks > 0 ? p->n_chunks : 1);
+    double *first_f = moe_xmalloc((size_t)keys * sizeof *first_f), *last_b = moe_xmalloc((size_t)keys * sizeof *last_b);
+    for (int k = 0; k < keys; k++) { first_f[k] = INFINITY; last_b[k] = -1; }
+    for (int i = 0; i < n; i++) {
+        program_op o;
+        if (t[i].start_s < 0 || t[i].end_s < 0) continue;
+        program_rank_op(p, rank, i, &o);
+        if (o.mb < 0 || o.mb >= p->micro_batches) continue;
+        int k = o.mb * (p->n_chunks > 0 ? p->n_chunks : 1) + (o.chunk < p->n_chunks ? o.chunk : 0);
+        if (o.phase == PHASE_F && t[i].start_s < first_f[k]) first_f[k] = t[i].start_s;
+        if ((o.phase == PHASE_B || o.phase == PHASE_W) && t[i].end_s > last_b[k]) last_b[k] = t[i].end_s;
+    }
+    step_change *c = moe_xmalloc((size_t)(2 * keys + 1) * sizeof *c);
+    int m = 0;
+    for (int k = 0; k < keys; k++) {
+        if (!isfinite(first_f[k])) continue;
+        c[m++] = (step_change){first_f[k], 1};
+        if (last_b[k] >= first_f[k]) c[m++] = (step_change){last_b[k], -1};
+    }
+    /* the most micro-batches in flight at once: the peak the ledger's activations correspond to */
+    qsort(c, (size_t)m, sizeof *c, by_t);
+    double in = 0, peak = 0;
+    for (int i = 0; i < m; i++) { in += c[i].delta; if (in > peak) peak = in; }
+    double per_mb = peak > 0 ? led.activations / peak : 0;
+    for (int i = 0; i < m; i++) c[i].delta *= per_mb;
+    counter_track(l, "memory in use (GiB)", "GiB", rank, c, m, led.params + led.grads + led.optimizer,
+                  1.0 / (1024.0 * 1024.0 * 1024.0));
+    free(c);
+    free(first_f);
+    free(last_b);
+}
+
+/* The events of one traced rank. `traced[r]` says whether rank r has tracks (for the arrows). */
+static void rank_events(event_list *l, const program *p, const step_exec_result *r, int k, const char *traced) {
     int rank = r->trace_ranks[k], gpn = p->scn->cluster.gpus_per_node;
     int d, s, e, t, gpu = program_gpu_of_rank(p, rank);
     program_coords(p, rank, &d, &s, &e, &t);
     char name[160];
     snprintf(name, sizeof name, "rank %d (stage %d, ep %d, replica %d) GPU %d node %d", rank, s, e, d, gpu, gpu / gpn);
-    cJSON_AddItemToArray(ev, meta_event("process_name", rank, 0, name));
-    for (int st = 0; st < STREAM_N; st++) cJSON_AddItemToArray(ev, meta_event("thread_name", rank, st, stream_name(st)));
-    int n = p->stage_n_ops[s];
+    push(l, meta_event("process_name", rank, 0, name), -INFINITY);
+    for (int st = 0; st < STREAM_N; st++) push(l, meta_event("thread_name", rank, st, stream_name(st)), -INFINITY);
+    int n = p->stage_n_ops[s], nc = 0;
+    step_change *inflight = moe_xmalloc((size_t)(2 * n + 1) * sizeof *inflight);
     for (int i = 0; i < n; i++) {
         const op_time *ot = &r->trace_times[k][i];
         if (ot->start_s < 0) continue;
@@ -111,7 +250,7 @@ static void rank_events(cJSON *ev, const program *p, const step_exec_result *r, 
             cJSON_AddNumberToObject(a, "group", o.group);
             cJSON_AddNumberToObject(a, "layer", o.layer);
             cJSON_AddNumberToObject(a, "mb", o.mb);
-            cJSON_AddItemToArray(ev, x);
+            push(l, x, ot->start_s * 1e6);
             continue;
         }
         cJSON *x = cJSON_CreateObject();
@@ -122,17 +261,35 @@ static void rank_events(cJSON *ev, const program *p, const step_exec_result *r, 
         cJSON_AddNumberToObject(x, "dur", (ot->end_s - ot->start_s) * 1e6);
         cJSON_AddNumberToObject(x, "pid", rank);
         cJSON_AddNumberToObject(x, "tid", o.kind == OP_RECV ? STREAM_P2P : o.stream);
-        add_op_args(cJSON_AddObjectToObject(x, "args"), &o);
-        cJSON_AddItemToArray(ev, x);
+        cJSON *args = cJSON_AddObjectToObject(x, "args");
+        cJSON_AddNumberToObject(args, "op", i);   /* its index in the rank's program (events are time-sorted) */
+        add_op_args(args, &o);
+        push(l, x, ot->start_s * 1e6);
+        /* arrows between traced ranks: from the send's start to the arrival, inside the receive */
+        if (o.kind == OP_SEND && o.peer >= 0 && o.peer < p->n_ranks && traced[o.peer])
+            push(l, flow("s", rank, o.tag, rank, ot->start_s * 1e6), ot->start_s * 1e6);
+        if (o.kind == OP_RECV && o.peer >= 0 && o.peer < p->n_ranks && traced[o.peer]) {
+            double dur_us = (ot->end_s - ot->start_s) * 1e6, at = ot->end_s * 1e6 - (dur_us > 0.002 ? 0.001 : dur_us / 2);
+            push(l, flow("f", o.peer, o.tag, rank, at), at);
+        }
+        /* bytes this rank has on the wire: its sends and collectives from start to end */
+        if (o.kind != OP_COMPUTE && o.kind != OP_RECV && o.bytes > 0) {
+            inflight[nc++] = (step_change){ot->start_s, o.bytes};
+            inflight[nc++] = (step_change){ot->end_s, -o.bytes};
+        }
     }
+    counter_track(l, "bytes in flight (MB)", "MB", rank, inflight, nc, 0, 1e-6);
+    free(inflight);
+    memory_counter(l, p, rank, s, r->trace_times[k]);
     if (r->hang.found && rank == r->hang.culprit) {
-        cJSON *x = instant("stalled", rank, STREAM_COMPUTE, r->split ? r->split[rank].end_s : 0, "never arrived");
+        double at = r->split ? r->split[rank].end_s : 0;
+        cJSON *x = instant("stalled", rank, STREAM_COMPUTE, at, "never arrived");
         cJSON *a = cJSON_GetObjectItem(x, "args");
         cJSON_AddStringToObject(a, "at", op_kind_label(r->hang.op));
         cJSON_AddNumberToObject(a, "group", r->hang.group);
         cJSON_AddNumberToObject(a, "layer", r->hang.layer);
         cJSON_AddNumberToObject(a, "mb", r->hang.mb);
-        cJSON_AddItemToArray(ev, x);
+        push(l, x, at * 1e6);
     }
 }
 
@@ -179,11 +336,20 @@ static cJSON *hang_json(const program *p, const step_hang *h) {
 cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source) {
     cJSON *doc = cJSON_CreateObject();
     cJSON *ev = cJSON_AddArrayToObject(doc, "traceEvents");
+    char *traced = moe_xcalloc((size_t)p->n_ranks + 1, 1);
+    for (int k = 0; k < r->n_trace_ranks; k++)
+        if (r->trace_ranks[k] >= 0 && r->trace_ranks[k] < p->n_ranks && r->trace_times[k]) traced[r->trace_ranks[k]] = 1;
+    event_list l = {0};
     for (int k = 0; k < r->n_trace_ranks; k++) {
         int rank = r->trace_ranks[k];
         if (rank < 0 || rank >= p->n_ranks || !r->trace_times[k]) continue;
-        rank_events(ev, p, r, k);
+        rank_events(&l, p, r, k, traced);
     }
+    /* sorted by time (metadata first): viewers and readers see the step in order */
+    qsort(l.v, (size_t)l.n, sizeof *l.v, by_time);
+    for (long i = 0; i < l.n; i++) cJSON_AddItemToArray(ev, l.v[i].ev);
+    free(l.v);
+    free(traced);
     cJSON_AddStringToObject(doc, "displayTimeUnit", "ms");
     const scenario *s = p->scn;
     int N = p->n_ranks;

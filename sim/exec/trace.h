@@ -11,7 +11,13 @@
  * one complete event {"ph": "X", "name", "cat": phase ("F", "B", "W", "OPT"), "ts", "dur", "pid",
  * "tid", "args": {"mb", "layer", "chunk", and "flops" + "tokens" (compute) or "bytes" + "peer"
  * (send/recv) or "bytes" + "group" (collectives)}}. A RECV is drawn on the p2p track from the start
- * of its matching SEND to the arrival.
+ * of its matching SEND to the arrival; when both ranks are traced, a flow arrow joins them: {"ph": "s",
+ * "id": "p2p-SENDER-TAG", "cat": "p2p"} at the send's start and {"ph": "f", "bp": "e"} at the arrival.
+ * Two counter tracks per rank ({"ph": "C"}): "memory in use (GiB)" (the plan's ledgers of its
+ * pipeline rank: weights, gradients and optimizer all along, activations in proportion to the
+ * micro-batches in flight, peaking at the ledger's activations) and "bytes in flight (MB)" (the
+ * payload of its sends and collectives between their start and end). Events are sorted by time,
+ * the metadata ("ph": "M") first.
  * Event names are stable op-class names, so that `simdiag compare` can put simulated and live times
  * side by side by name (STEP_TRACE_EVENT_NAMES below):
  *   compute:        embed_fwd embed_bwd attn_fwd attn_bwd_input attn_bwd_weight dense_ffn_fwd
@@ -77,6 +83,10 @@ const char *step_trace_event_name(const program_op *o);
  * on a hang the culprit, the first waiting rank and the first other missing rank. Writes up to `max`
  * distinct ranks into `out`, ascending; returns the count. */
 int step_trace_default_ranks(const program *p, const step_exec_result *r, int *out, int max);
+
+/* The k ranks with the most busy time (compute + optimizer: step_split_slowest_rank's measure),
+ * slowest first (ties: lower rank first); returns min(k, n_ranks). */
+int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int *out);
 
 /* Build the trace document (caller frees with cJSON_Delete). `source` is "simulated" or "live". */
 struct cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source);

@@ -579,34 +579,26 @@ cJSON *live_trace_build(const program *p, const char *backend, int n_trace_ranks
     if (!cJSON_GetObjectItem(od, "source")) cJSON_AddStringToObject(od, "source", "live");
     cJSON_AddStringToObject(od, "backend", backend);
     cJSON_AddStringToObject(od, "time_semantics", "communication events span this rank's arrival to its completion");
-    /* annotate events with what the live run really moved/computed: trace_build emits, per rank, the
-     * ops in index order that started and are not RECVs; walk them in the same order */
+    /* annotate events with what the live run really moved/computed: each event names its op index */
     cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
-    int *next = moe_xcalloc((size_t)(n_trace_ranks + 1), sizeof(int));
     cJSON *e;
     cJSON_ArrayForEach(e, ev) {
         cJSON *ph = cJSON_GetObjectItem(e, "ph"), *pid = cJSON_GetObjectItem(e, "pid");
-        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || !cJSON_IsNumber(pid)) continue;
+        cJSON *args = cJSON_GetObjectItem(e, "args"), *opi = cJSON_GetObjectItem(args, "op");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || !cJSON_IsNumber(pid) || !cJSON_IsNumber(opi)) continue;
         int k = 0;
         while (k < n_trace_ranks && trace_ranks[k] != pid->valueint) k++;
-        if (k == n_trace_ranks || !next) continue;
-        int rank = trace_ranks[k], n = program_n_ops(p, rank), i = next[k];
+        if (k == n_trace_ranks) continue;
+        int rank = trace_ranks[k], i = opi->valueint;
+        if (i < 0 || i >= program_n_ops(p, rank)) continue;
         program_op o;
-        for (; i < n; i++) {
-            program_rank_op(p, rank, i, &o);
-            if (traced(&times[k][i], &o)) break;
-        }
-        if (i >= n) continue;
-        next[k] = i + 1;
-        cJSON *name = cJSON_GetObjectItem(e, "name"), *args = cJSON_GetObjectItem(e, "args");
-        if (!cJSON_IsString(name) || strcmp(name->valuestring, op_label(&o)) || !args) continue;
-        cJSON_AddNumberToObject(args, "op", i);
+        program_rank_op(p, rank, i, &o);
+        if (!traced(&times[k][i], &o)) continue;
         double m = measured ? measured[k][i] : NAN;
         if (isnan(m)) continue;
         if (o.kind == OP_COMPUTE) cJSON_AddNumberToObject(args, "live_tokens", m);
         else cJSON_AddNumberToObject(args, "live_bytes", m);
     }
-    free(next);
     return doc;
 }
 

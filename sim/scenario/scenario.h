@@ -21,6 +21,8 @@ extern "C" {
 #define SCN_PATH_MAX 512
 #define SCN_MAX_FAULTS 16
 #define SCN_MAX_TRACE_RANKS 64
+#define SCN_TRACE_ALL (-1)       /* output.trace_ranks "all" */
+#define SCN_TRACE_SLOWEST (-2)   /* output.trace_ranks "slowest:K" */
 #define SCN_MAX_SWEEP_DIMS 16
 
 /* ---- model ------------------------------------------------------------------------------------ */
@@ -303,7 +305,9 @@ typedef struct {
     int trace;           /* bool: write trace.json (Perfetto) for step */
     int plots;           /* bool */
     int levels;          /* LEVEL_* bitmask */
-    int n_trace_ranks;   /* which ranks get tracks in trace.json (0 = a default subset) */
+    /* which ranks get tracks in trace.json: n_trace_ranks >= 0: trace_ranks[0..n) (0 = a default
+     * subset); SCN_TRACE_ALL: every rank; SCN_TRACE_SLOWEST: the trace_ranks[0] slowest ranks */
+    int n_trace_ranks;
     int trace_ranks[SCN_MAX_TRACE_RANKS];
 } output_cfg;
 

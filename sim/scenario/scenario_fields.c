@@ -406,7 +406,10 @@ const scn_field scn_fields[] = {
      DOC("", "which levels to compute: plan (closed forms), step (one simulated step), run (Monte Carlo of the whole run)")},
     {.path = "output.trace_ranks", .type = SF_INT_LIST, .offset = OFF(output.trace_ranks),
      .size = sizeof(int), .count_offset = OFF(output.n_trace_ranks), .max_count = SCN_MAX_TRACE_RANKS,
-     .min = 0, .max = NOMAX, DOC("", "the ranks that get tracks in trace.json ([] = a default subset)")},
+     .min = 0, .max = NOMAX, .flags = SCN_RANK_SELECT,
+     DOC("", "the ranks that get tracks in trace.json: a list of ranks, \"all\" (large: every op of every rank), "
+             "or \"slowest:K\" (the K ranks with the most compute time); [] = a default subset (the first and last "
+             "ranks of the first and last stages, the slowest rank, the hot expert's holder, a hang's culprit)")},
 };
 const int scn_n_fields = (int)(sizeof scn_fields / sizeof scn_fields[0]);
 
@@ -538,7 +541,8 @@ static void expect_words(const scn_field *f, char *buf, size_t cap) {
         break;
     case SF_INT_LIST:
         range_words(f, 1, r, sizeof r);
-        snprintf(buf, cap, "a list of at most %d integers %s", f->max_count, r);
+        snprintf(buf, cap, "a list of at most %d integers %s%s", f->max_count, r,
+                 (f->flags & SCN_RANK_SELECT) ? ", \"all\", or \"slowest:K\" (K >= 1)" : "");
         break;
     case SF_OBJ_LIST: {
         size_t n = 0;
@@ -567,7 +571,7 @@ const char *scn_field_type_name(const scn_field *f) {
     case SF_AUTO: return "number or \"auto\"";
     case SF_INT_AUTO: return "integer or \"auto\"";
     case SF_LEVELS: return "list of levels";
-    case SF_INT_LIST: return "list of integers";
+    case SF_INT_LIST: return (f->flags & SCN_RANK_SELECT) ? "list of integers, \"all\" or \"slowest:K\"" : "list of integers";
     case SF_OBJ_LIST: return "list of objects";
     case SF_PRESET: return "preset name or null";
     case SF_FORMAT: return "string";
@@ -730,6 +734,20 @@ static int set_int_list(char *base, const scn_field *f, const cJSON *v, const ch
     return 0;
 }
 
+/* "all" or "slowest:K" (SCN_RANK_SELECT). */
+static int set_rank_select(char *base, const scn_field *f, const cJSON *v, const char *file, const char *label,
+                           moe_error *err) {
+    int n, k = 0;
+    char extra;
+    const char *str = v->valuestring;
+    if (strcmp(str, "all") == 0) n = SCN_TRACE_ALL;
+    else if (sscanf(str, "slowest:%d%c", &k, &extra) == 1 && k >= 1 && k <= (1 << 20)) n = SCN_TRACE_SLOWEST;
+    else return bad_json(err, file, label, v, f, NULL);
+    memcpy(base + f->offset, &k, sizeof k);
+    memcpy(base + f->count_offset, &n, sizeof n);
+    return 0;
+}
+
 /* One element of an object list: every key known, every required key present. */
 static int set_item(scenario *s, char *elem, const scn_field *f, const cJSON *obj, const char *label,
                     moe_error *err) {
@@ -831,7 +849,9 @@ static int set_value(scenario *s, char *base, const scn_field *f, const cJSON *v
     case SF_NSTRING: return set_string(dst, f, v, file, label, err);
     case SF_ENUM: return set_enum(dst, f, v, file, label, err);
     case SF_LEVELS: return set_levels(dst, f, v, file, label, err);
-    case SF_INT_LIST: return set_int_list(base, f, v, file, label, err);
+    case SF_INT_LIST:
+        if ((f->flags & SCN_RANK_SELECT) && cJSON_IsString(v)) return set_rank_select(base, f, v, file, label, err);
+        return set_int_list(base, f, v, file, label, err);
     case SF_OBJ_LIST: return set_obj_list(s, base, f, v, label, err);
     case SF_PRESET: return set_preset(s, dst, f, v, label, err);
     case SF_FORMAT:
@@ -934,6 +954,13 @@ static int check_value(const char *base, const scn_field *f, const char *file, c
     case SF_OBJ_LIST: {
         int n;
         memcpy(&n, base + f->count_offset, sizeof n);
+        if ((f->flags & SCN_RANK_SELECT) && (n == SCN_TRACE_ALL || n == SCN_TRACE_SLOWEST)) {
+            int k;
+            memcpy(&k, src, sizeof k);
+            if (n == SCN_TRACE_ALL || k >= 1) return 0;
+            snprintf(val, sizeof val, "\"slowest:%d\"", k);
+            break;
+        }
         if (n < 0 || n > f->max_count) {
             snprintf(val, sizeof val, "%d entries", n);
             break;
@@ -1001,8 +1028,15 @@ static cJSON *get_value(const char *base, const scn_field *f) {
     case SF_INT_LIST:
     case SF_OBJ_LIST: {
         int n;
-        cJSON *a = cJSON_CreateArray();
         memcpy(&n, base + f->count_offset, sizeof n);
+        if ((f->flags & SCN_RANK_SELECT) && n == SCN_TRACE_ALL) return cJSON_CreateString("all");
+        if ((f->flags & SCN_RANK_SELECT) && n == SCN_TRACE_SLOWEST) {
+            char sel[32];
+            memcpy(&i, src, sizeof i);
+            snprintf(sel, sizeof sel, "slowest:%d", i);
+            return cJSON_CreateString(sel);
+        }
+        cJSON *a = cJSON_CreateArray();
         for (int k = 0; k < n && k < f->max_count; k++) {
             const char *elem = src + (size_t)k * f->size;
             if (f->type == SF_INT_LIST) {

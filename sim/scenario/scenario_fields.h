@@ -49,6 +49,8 @@ enum {
     SCN_NONEMPTY = 4,   /* strings: "" is not allowed */
     SCN_REQUIRED = 8,   /* list items: the key must be present */
     SCN_IDENT = 16,     /* strings: letters, digits, '.', '_', '+', '-' only (used in file names) */
+    SCN_RANK_SELECT = 32, /* SF_INT_LIST: also "all" (count SCN_TRACE_ALL) or "slowest:K" (count
+                             SCN_TRACE_SLOWEST, K in element 0): output.trace_ranks */
 };
 
 /* What `simrun fields` and docs/scenario-fields.md say about a field. */

@@ -11,6 +11,7 @@
  * trace.json (trace.h) when asked. A stalled rank (faults.stalls) makes the step hang: EXIT_RUNTIME
  * with the culprit named in err, and trace.json still written with otherData.hang. */
 #include "sim/simgrid/step_sim.h"
+#include "sim/base/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,16 +55,7 @@ static cJSON *rank_entry(const program *p, const step_exec_result *x, int r) {
 
 #define TOP_N 8
 static cJSON *slowest_ranks(const program *p, const step_exec_result *x) {
-    int top[TOP_N], n = 0;
-    for (int r = 0; r < p->n_ranks; r++) {
-        double b = x->split[r].compute_s + x->split[r].optimizer_s;
-        int pos = n;
-        while (pos > 0 && b > x->split[top[pos - 1]].compute_s + x->split[top[pos - 1]].optimizer_s) pos--;
-        if (pos >= TOP_N) continue;
-        if (n < TOP_N) n++;
-        memmove(top + pos + 1, top + pos, (size_t)(n - 1 - pos) * sizeof(int));
-        top[pos] = r;
-    }
+    int top[TOP_N], n = step_trace_slowest_ranks(x, p->n_ranks, TOP_N, top);
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, rank_entry(p, x, top[i]));
     return arr;
@@ -120,9 +112,12 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     comm_model comm = sg_comm_create(s, err);
     if (!comm.a2a_s) { program_free(p); return err->code ? err->code : EXIT_RUNTIME; }
 
-    int trace_ranks[SCN_MAX_TRACE_RANKS + 8], n_trace = 0;
+    /* output.trace_ranks: a list, "all", "slowest:K" or the default subset (chosen after a first run) */
+    int *trace_ranks = moe_xmalloc((size_t)(p->n_ranks + SCN_MAX_TRACE_RANKS + 8) * sizeof *trace_ranks), n_trace = 0;
     if (opt && opt->trace_path) {
         for (int i = 0; i < s->output.n_trace_ranks; i++) trace_ranks[n_trace++] = s->output.trace_ranks[i];
+        if (s->output.n_trace_ranks == SCN_TRACE_ALL)
+            for (int r = 0; r < p->n_ranks; r++) trace_ranks[n_trace++] = r;
     }
     /* one price table per program (plan_compute.h: the same one the plan level sums) */
     step_pricing pricing;
@@ -135,6 +130,8 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
      * written so that simdiag can read it. */
     int rc = run_executor(s, p, &eo, &xr, err);
     if ((rc == 0 || xr.hang.found) && opt && opt->trace_path) {
+        if (s->output.n_trace_ranks == SCN_TRACE_SLOWEST)
+            n_trace = step_trace_slowest_ranks(&xr, p->n_ranks, s->output.trace_ranks[0], trace_ranks);
         if (n_trace == 0) n_trace = step_trace_default_ranks(p, &xr, trace_ranks, SCN_MAX_TRACE_RANKS);
         step_exec_result_free(&xr);
         eo.n_trace_ranks = n_trace; eo.trace_ranks = trace_ranks;
@@ -192,6 +189,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         out->breakdown = bd;
     }
     step_exec_result_free(&xr);
+    free(trace_ranks);
     if (comm.destroy) comm.destroy(comm.ctx);
     program_free(p);
     out->sim_wall_s = wall_now() - t_start;
