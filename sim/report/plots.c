@@ -448,11 +448,16 @@ int plots_pareto(const char *dir, const cJSON *doc, moe_error *err) {
     int rc = write_file_atomic(path, buf, err);
     free(buf);
     if (rc) return rc;
+    plot_ctx c = {.dir = dir};
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(doc, "scenario");
+    snprintf(c.scenario, sizeof c.scenario, "%s", cJSON_IsString(name) ? name->valuestring : "scenario");
+    for (char *q = c.scenario; *q; q++)
+        if (*q == '\'') *q = ' ';
     char body[8192];
     int n = snprintf(body, sizeof body,
-                     "set title 'Hot spares x checkpoint interval x tiers: days to target vs GPU-hours'\n"
+                     "set title '%s: hot spares x checkpoint interval x tiers, days to target vs GPU-hours'\n"
                      "set xlabel 'GPU-hours incl. idle spares'\nset ylabel 'wall-clock days to target (mean)'\n"
-                     "set grid\nset key top right\nset format x '%%.3g'\nplot ");
+                     "set grid\nset key top right\nset format x '%%.3g'\nplot ", c.scenario);
     int s = 0;
     for (const cJSON *t = tiers ? tiers->child : NULL; t; t = t->next, s++)
         n += snprintf(body + n, sizeof body - (size_t)n, "datafile index %d using 1:2 with points pt %d ps 1.2 title '%s', ",
@@ -461,5 +466,5 @@ int plots_pareto(const char *dir, const cJSON *doc, moe_error *err) {
              "datafile index %d using 1:2 with linespoints lw 2 pt 7 lc rgb 'black' title 'Pareto front', "
              "datafile index %d using 1:2:(sprintf('%%.3g, %%g min', $3, $4)) with labels offset 1,0.6 left font ',8' notitle",
              nt, nt);
-    return render(dir, "pareto", body, err);
+    return render(&c, "pareto", "days to target vs GPU-hours per tier choice, the Pareto front labelled", body, err);
 }
