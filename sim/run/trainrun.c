@@ -65,6 +65,9 @@
  *   rescheduling) in reload_s = the snapshot time from host memory (async: the last checkpoint is
  *   still cached there, seed 000 §3.3) or the write time read back from the file system (sync).
  *   "skip": the spiking step is discarded and redone with the next batch (one step lost).
+ *   "defend": the defences decide between the two, or let clipping tame it at no cost (spike_defence:
+ *   the activation-norm monitor, armed once its window has filled after each (re)start; clipping;
+ *   under FP16 compute a share of the batches overflow, which only the monitor catches).
  * Ties between events at the same instant resolve in the order: write completion, end of a pause,
  *   recovery or training segment, spike, straggler detection, straggler onset, failure, cutoff.
  *
@@ -135,7 +138,9 @@ typedef struct {
     int n_stragglers;
     double straggler_horizon_s, detect_s;
     double spike_mean_steps;       /* INF: no spikes */
-    int spike_rollback;
+    spike_action_kind spike_action;
+    loss_spikes_cfg spike;         /* the defences (spike_action = SPIKE_DEFEND) */
+    int fp16;                      /* precision.compute fp16: spiking batches may overflow */
     uint64_t seed;
     double mtbf_s;                 /* INF: no drawn failures */
     int has_failures;              /* drawn or replayed */
@@ -155,6 +160,8 @@ typedef struct {
     int by_source[FAILURE_MAX_SOURCES];
     int restores[N_TIERS];
     double lost_by_tier_s[N_TIERS], restore_by_tier_s[N_TIERS];
+    int spikes_skipped, spikes_clipped, spikes_rolled_back;
+    double spike_skip_s, spike_rollback_s;   /* discarded steps; rolled-back compute and reloads */
 } trial_totals;
 
 /* Spares out for repair: when they return to the pool, and how many nodes. */
@@ -183,6 +190,7 @@ typedef struct {
     double detect_end;                  /* recovery: the failure is detected (recovery proper starts) */
     double train_s, train_s_at_snap, train_s_at_ckpt;   /* cumulative compute time and its marks */
     double pw, pw_spike;                /* steps processed incl. rework; next spike at */
+    double pw_armed;                    /* the spike monitor watches from here (its window filled) */
     phase_kind phase;
     recovery_kind rec_kind;
     int pending;                        /* a boundary was deferred behind a running write */
@@ -238,6 +246,7 @@ static void trial_begin(trial_ctx *cx, const run_params *pr, int trial, long k, 
         st->tend[i] = INF;
     }
     st->restore_tier = -1;
+    st->pw_armed = pr->spike.monitor_window_steps;
     st->p_next = next_boundary(pr, k, 0);
     st->pw_spike = isfinite(pr->spike_mean_steps)
                        ? gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps) : INF;
@@ -283,6 +292,7 @@ static void advance(trial_state *st, const run_params *pr, trial_totals *tot, do
         tot->recover_s += dt - in_detect;
         if (st->restore_tier >= 0)
             tot->restore_by_tier_s[st->restore_tier] += clamp_overlap(st->restore_start, st->t, dt);
+        if (st->rec_kind == REC_RELOAD) tot->spike_rollback_s += dt;
         break;
     }
     case PH_DONE: break;
@@ -536,20 +546,49 @@ static void interrupt(trial_state *st, const run_params *pr, trial_totals *tot, 
     begin_recovery(st, pr, tot, cx, want, detect_s, tier);
 }
 
+typedef enum { SPIKE_BY_MONITOR = 0, SPIKE_BY_CLIPPING, SPIKE_BY_ROLLBACK } spike_outcome;
+
+/* What stops a spiking batch. "defend" (seed 000 section 3.2), in the order a step meets them: the
+ * activation-norm monitor, after the forward, skips the batch when its norm is over threshold x the
+ * window mean (an FP16 overflow is an Inf norm: always over), once the window has filled since the
+ * job last started; else the backward's gradient is clipped, which tames a finite spike with
+ * probability clip_fraction and never an Inf; else the update damages the weights: a rollback. Three
+ * numbers are drawn per spike whatever the settings, so every policy sees the same spikes. */
+static spike_outcome spike_defence(const trial_state *st, const run_params *pr, gsl_rng *rng) {
+    if (pr->spike_action != SPIKE_DEFEND)
+        return pr->spike_action == SPIKE_SKIP ? SPIKE_BY_MONITOR : SPIKE_BY_ROLLBACK;
+    const loss_spikes_cfg *c = &pr->spike;
+    double u_over = gsl_rng_uniform(rng), z = gsl_ran_ugaussian(rng), u_clip = gsl_rng_uniform(rng);
+    int overflow = pr->fp16 && u_over < c->fp16_overflow_fraction;
+    double ratio = overflow ? INF : c->norm_ratio_median * exp(c->norm_ratio_sigma * z);
+    if (c->monitor && st->pw >= st->pw_armed && ratio > c->monitor_threshold) return SPIKE_BY_MONITOR;
+    if (!overflow && c->clipping && u_clip < c->clip_fraction) return SPIKE_BY_CLIPPING;
+    return SPIKE_BY_ROLLBACK;
+}
+
 static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
                      double step_dur_s) {
     st->pw = st->pw_spike;
     st->pw_spike += gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps);
     tot->spikes++;
-    emit(cx, st->t, TR_EV_LOSS_SPIKE, -1, -1, 0, st->p);
-    if (pr->spike_rollback) {
+    spike_outcome out = spike_defence(st, pr, cx->rng_spike);
+    emit(cx, st->t, TR_EV_LOSS_SPIKE, (int)out, -1, 0, st->p);
+    if (out == SPIKE_BY_CLIPPING) {
+        tot->spikes_clipped++;
+        return;
+    }
+    if (out == SPIKE_BY_ROLLBACK) {
+        tot->spikes_rolled_back++;
+        double lost0 = tot->lost_s;
         int tier = -1;
         if (pr->tiers) tier = rollback_tiers(st, pr, tot, cx, 1);   /* no node lost: host memory */
         else rollback(st, pr, tot, cx);
+        tot->spike_rollback_s += tot->lost_s - lost0;
         begin_recovery(st, pr, tot, cx, REC_RELOAD, 0, tier);
         return;
     }
-    /* skip: back to the start of the step in progress, never behind a taken snapshot */
+    /* skipped: back to the start of the step in progress, never behind a taken snapshot */
+    tot->spikes_skipped++;
     double floor_p = st->p_ckpt;
     if (writing(st, pr) || st->pending) floor_p = st->p_snap > floor_p ? st->p_snap : floor_p;
     if (pr->tiers && st->tp[TIER_HOST] > floor_p) floor_p = st->tp[TIER_HOST];
@@ -559,20 +598,13 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     double wasted = (st->p - back) * step_dur_s;
     st->p = back;
     tot->lost_s += wasted;
+    tot->spike_skip_s += wasted;
     /* the wasted compute lies after both marks: a later rollback must not count it again */
     st->train_s_at_ckpt += wasted;
     st->train_s_at_snap += wasted;
     for (int i = 0; i < TIER_PFS; i++) st->tmark[i] += wasted;
 }
 
-/* Steady state in closed form. Right after a checkpoint pause, with nothing but checkpoints ahead
- * until the next failure, straggler event, spike or cutoff, the run repeats one cycle — k steps of
- * training and one pause (sync: the write; async: the snapshot, its write hidden behind the next
- * k steps) — and every cycle leaves the state shifted by (cycle time, k steps). Jump over all whole
- * cycles at once: the same arithmetic the event loop would do, n times in one, so the simulation
- * costs O(failures) per trial rather than O(checkpoints). Not used when events are being reported
- * (each checkpoint is an event then) nor when an async write outlasts the interval (no steady
- * cycle: boundaries are deferred). */
 /* The next event that ends a steady stretch: a failure, a straggler onset or detection, the cutoff. */
 static double next_disruption(const trial_ctx *cx, const run_params *pr, const trial_state *st) {
     double te = failure_process_peek(&cx->fp);
@@ -639,6 +671,14 @@ static void fast_forward_tiers(trial_ctx *cx, const run_params *pr, trial_state 
     st->p_next = next_boundary(pr, k, st->p);
 }
 
+/* Steady state in closed form. Right after a checkpoint pause, with nothing but checkpoints ahead
+ * until the next failure, straggler event, spike or cutoff, the run repeats one cycle — k steps of
+ * training and one pause (sync: the write; async: the snapshot, its write hidden behind the next
+ * k steps) — and every cycle leaves the state shifted by (cycle time, k steps). Jump over all whole
+ * cycles at once: the same arithmetic the event loop would do, n times in one, so the simulation
+ * costs O(failures) per trial rather than O(checkpoints). Not used when events are being reported
+ * (each checkpoint is an event then) nor when an async write outlasts the interval (no steady
+ * cycle: boundaries are deferred). */
 static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
     long k = st->k;
     if (k <= 0 || st->pending || cx->fn) return;
@@ -708,6 +748,7 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
                 st.rec_kind = REC_NONE;
                 st.n_down = 0;
                 st.restore_tier = -1;
+                st.pw_armed = st.pw + pr->spike.monitor_window_steps;   /* the window refills */
                 emit(cx, st.t, TR_EV_RESUME, -1, -1, 0, 0);
             }
             break;
@@ -870,7 +911,9 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
     pr->detect_s = rc->stragglers.detect_min * 60.0;
     pr->spike_mean_steps = rc->loss_spikes.per_day > 0
                                ? (86400.0 / pr->step_s) / rc->loss_spikes.per_day : INF;
-    pr->spike_rollback = rc->loss_spikes.action == SPIKE_ROLLBACK;
+    pr->spike_action = rc->loss_spikes.action;
+    pr->spike = rc->loss_spikes;
+    pr->fp16 = s->precision.compute == DT_FP16;
 
     pr->max_s = s->run.max_days * 86400.0;
     pr->seed = s->seed;
@@ -897,6 +940,7 @@ typedef struct {
     double failures, restarts, swaps, stragglers, spikes, completed, shortfalls, correlated;
     double by_source[FAILURE_MAX_SOURCES];
     double restores[N_TIERS], lost_by_tier_s[N_TIERS], restore_by_tier_s[N_TIERS];
+    double spikes_skipped, spikes_clipped, spikes_rolled_back, spike_skip_s, spike_rollback_s;
 } trial_sums;
 
 static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_trial, int trials,
@@ -916,6 +960,11 @@ static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_tr
         sum->correlated += tt.correlated;
         for (int j = 0; j < FAILURE_MAX_SOURCES; j++) sum->by_source[j] += tt.by_source[j];
         sum->replicate_slow_s += tt.replicate_slow_s;
+        sum->spikes_skipped += tt.spikes_skipped;
+        sum->spikes_clipped += tt.spikes_clipped;
+        sum->spikes_rolled_back += tt.spikes_rolled_back;
+        sum->spike_skip_s += tt.spike_skip_s;
+        sum->spike_rollback_s += tt.spike_rollback_s;
         for (int j = 0; j < N_TIERS; j++) {
             sum->restores[j] += tt.restores[j];
             sum->lost_by_tier_s[j] += tt.lost_by_tier_s[j];
@@ -1068,6 +1117,11 @@ static void fill_result(trainrun_result *out, const run_params *pr, const failur
     out->detect_hours_mean = sum->detect_s / n / 3600.0;
     out->spare_shortfalls_mean = sum->shortfalls / n;
     out->correlated_failures_mean = sum->correlated / n;
+    out->spikes_skipped_mean = sum->spikes_skipped / n;
+    out->spikes_clipped_mean = sum->spikes_clipped / n;
+    out->spikes_rolled_back_mean = sum->spikes_rolled_back / n;
+    out->spike_skip_hours_mean = sum->spike_skip_s / n / 3600.0;
+    out->spike_rollback_hours_mean = sum->spike_rollback_s / n / 3600.0;
     out->tiers = pr->tiers;
     out->replicate_slow_hours_mean = sum->replicate_slow_s / n / 3600.0;
     for (int j = 0; j < N_TIERS; j++) {
@@ -1187,6 +1241,12 @@ void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
     add_number(obj, "checkpoint_hours_mean", r->checkpoint_hours_mean);
     add_number(obj, "stragglers_mean", r->stragglers_mean);
     add_number(obj, "loss_spikes_mean", r->loss_spikes_mean);
+    cJSON *sp = cJSON_AddObjectToObject(obj, "loss_spikes");
+    add_number(sp, "skipped_mean", r->spikes_skipped_mean);
+    add_number(sp, "clipped_mean", r->spikes_clipped_mean);
+    add_number(sp, "rolled_back_mean", r->spikes_rolled_back_mean);
+    add_number(sp, "skip_hours_mean", r->spike_skip_hours_mean);
+    add_number(sp, "rollback_hours_mean", r->spike_rollback_hours_mean);
     add_number(obj, "checkpoint_write_s", r->checkpoint_write_s);
     add_number(obj, "checkpoint_pause_s", r->checkpoint_pause_s);
     add_number(obj, "mtbf_cluster_h", r->mtbf_cluster_h);

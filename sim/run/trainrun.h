@@ -45,6 +45,11 @@ typedef struct {
     double restores_by_tier_mean[N_TIERS], lost_hours_by_tier_mean[N_TIERS];
     double restore_hours_by_tier_mean[N_TIERS];
     double replicate_slow_hours_mean;  /* training time lost to replication sharing the NICs */
+    /* loss spikes by the defence that stopped them (reliability.loss_spikes.action; "skip" counts
+     * as skipped, "rollback" as rolled back) and what each cost: the discarded steps of the
+     * skipped; the rolled-back compute and the reloads of the rest (clipping costs nothing) */
+    double spikes_skipped_mean, spikes_clipped_mean, spikes_rolled_back_mean;
+    double spike_skip_hours_mean, spike_rollback_hours_mean;
     double failures_by_source_mean[FAILURE_MAX_SOURCES];   /* failures_mean by class / component */
     double checkpoint_hours_mean;      /* training stopped for checkpoints (sync write / snapshot) */
     double stragglers_mean, loss_spikes_mean;
@@ -70,7 +75,7 @@ int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, doub
 typedef enum {
     TR_EV_FAILURE = 0,     /* cls: failure class or component kind; rank; value: nodes taken down */
     TR_EV_STRAGGLER_ONSET, TR_EV_STRAGGLER_DETECTED,
-    TR_EV_LOSS_SPIKE,
+    TR_EV_LOSS_SPIKE,      /* cls: 0 skipped (monitor), 1 tamed by clipping, 2 rolled back */
     TR_EV_ROLLBACK,        /* value: compute seconds rolled back */
     TR_EV_RECOVERY_START,  /* value: recovery seconds incl. detection; kind: 1 reload, 2 spare swap,
                               3 full restart */

@@ -60,7 +60,11 @@ void scenario_defaults(scenario *s) {
     r->recovery = (recovery_cfg){.hot_spare_fraction = 0.02, .spare_swap_s = 90, .full_restart_min = 30,
                                  .repair_h = 24};
     r->stragglers = (stragglers_cfg){.fraction = 0, .slowdown = 1.4, .detect_min = 10};
-    r->loss_spikes = (loss_spikes_cfg){.per_day = 0, .action = SPIKE_ROLLBACK};
+    /* the monitor's 5x and 100 steps: seed 000 section 3.2; the other figures: assumptions */
+    r->loss_spikes = (loss_spikes_cfg){.per_day = 0, .action = SPIKE_ROLLBACK, .monitor = 1,
+                                       .monitor_threshold = 5, .monitor_window_steps = 100,
+                                       .norm_ratio_median = 10, .norm_ratio_sigma = 1.5, .clipping = 1,
+                                       .clip_fraction = 0.5, .fp16_overflow_fraction = 0.5};
 
     s->step.fidelity = FIDELITY_FAST;
     s->run = (run_cfg){.tokens = 15e12, .max_days = 60, .trials = 200, .assumed_mfu = 0};

@@ -160,7 +160,7 @@ typedef struct {
 typedef enum { DIST_EXPONENTIAL = 0, DIST_WEIBULL } failure_dist_kind;
 typedef enum { CKPT_FIXED = 0, CKPT_YOUNG, CKPT_DALY, CKPT_NONE } ckpt_policy_kind;
 typedef enum { CKPT_SYNC = 0, CKPT_ASYNC } ckpt_mode_kind;
-typedef enum { SPIKE_ROLLBACK = 0, SPIKE_SKIP } spike_action_kind;
+typedef enum { SPIKE_ROLLBACK = 0, SPIKE_SKIP, SPIKE_DEFEND } spike_action_kind;
 
 /* Failure classes: rates split the GPU MTBF total unless the scenario sets them (SCENARIO.md). */
 typedef enum {
@@ -240,9 +240,20 @@ typedef struct {
     double detect_min;       /* time to detect and replace a straggler */
 } stragglers_cfg;
 
+/* Loss spikes (seed 000 §3.2): batches that would spike arrive per_day; "rollback" rolls every one
+ * back, "skip" discards every one, "defend" runs the defences (sim/run/trainrun.c): the activation-
+ * norm monitor, gradient clipping, and the rollback when both let it through. */
 typedef struct {
     double per_day;
     spike_action_kind action;
+    int monitor;                 /* activation-norm monitor on */
+    double monitor_threshold;    /* skip a batch whose norm exceeds this x its window mean */
+    int monitor_window_steps;    /* the window; the monitor is armed that many steps after a start */
+    double norm_ratio_median;    /* a spiking batch's activation norm over the healthy mean: lognormal */
+    double norm_ratio_sigma;
+    int clipping;                /* gradient clipping on */
+    double clip_fraction;        /* share of (finite) gradient spikes clipping tames */
+    double fp16_overflow_fraction;/* FP16 compute: share of spiking batches that overflow to Inf */
 } loss_spikes_cfg;
 
 typedef struct {

@@ -31,7 +31,7 @@ const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs"
 const char *const scn_failure_dist_names[] = {"exponential", "weibull", NULL};
 const char *const scn_ckpt_policy_names[] = {"fixed", "young", "daly", "none", NULL};
 const char *const scn_ckpt_mode_names[] = {"sync", "async", NULL};
-const char *const scn_spike_action_names[] = {"rollback", "skip", NULL};
+const char *const scn_spike_action_names[] = {"rollback", "skip", "defend", NULL};
 const char *const scn_link_kind_names[] = {"nic", "nvlink", NULL};
 const char *const scn_fidelity_names[] = {"fast", "full", NULL};
 /* bit i of output.levels <-> scn_level_names[i] (LEVEL_PLAN = 1, LEVEL_STEP = 2, LEVEL_RUN = 4) */
@@ -370,9 +370,35 @@ const scn_field scn_fields[] = {
           "step-time factor while a straggler is in the job (the job runs at its slowest node's pace)"),
     F_NONNEG("reliability.stragglers.detect_min", reliability.stragglers.detect_min, "min",
              "time from a straggler's onset until it is taken out like a failed node", "assumption: no source"),
-    F_NONNEG("reliability.loss_spikes.per_day", reliability.loss_spikes.per_day, "1/day", "loss spikes per day of training"),
+    F_NONNEG("reliability.loss_spikes.per_day", reliability.loss_spikes.per_day, "1/day",
+             "batches per day of training that would spike the loss (dirty samples: extreme logits, gradient spikes)"),
     F_ENUM("reliability.loss_spikes.action", reliability.loss_spikes.action, scn_spike_action_names, "",
-           "rollback: back to the last checkpoint; skip: discard the step and skip the batch"),
+           "rollback: every spike back to the last checkpoint; skip: every spike's step discarded and its batch skipped; "
+           "defend: the activation-norm monitor skips the batch when it sees it, else gradient clipping may tame it, "
+           "else (and always for an FP16 overflow the monitor missed) a rollback"),
+    F_BOOL("reliability.loss_spikes.monitor.enabled", reliability.loss_spikes.monitor, "",
+           "defend: the activation-norm monitor, which skips a batch whose norm exceeds threshold x its window mean",
+           "seed 000 section 3.2"),
+    F_POS("reliability.loss_spikes.monitor.threshold", reliability.loss_spikes.monitor_threshold, "x",
+          "defend: the monitor's threshold over the window mean", "seed 000 section 3.2: 5x the 100-step mean"),
+    F_INT("reliability.loss_spikes.monitor.window_steps", reliability.loss_spikes.monitor_window_steps, 0, NOMAX, "steps",
+          "defend: the monitor's window; it is armed only that many steps after the job (re)starts",
+          "seed 000 section 3.2: the last 100 steps"),
+    F_POS("reliability.loss_spikes.norm_ratio_median", reliability.loss_spikes.norm_ratio_median, "x",
+          "defend: a spiking batch's activation norm over the healthy mean, lognormal: its median", "assumption: no source"),
+    F_NONNEG("reliability.loss_spikes.norm_ratio_sigma", reliability.loss_spikes.norm_ratio_sigma, "",
+             "defend: that lognormal's sigma (of the natural log)", "assumption: no source"),
+    F_BOOL("reliability.loss_spikes.clipping.enabled", reliability.loss_spikes.clipping, "",
+           "defend: gradient clipping (global norm) before the optimizer step"),
+    F_FRAC("reliability.loss_spikes.clipping.fraction", reliability.loss_spikes.clip_fraction, "fraction",
+           "defend: share of finite gradient spikes clipping tames (the rest still damage the weights: a rollback)",
+           "assumption: PaLM (Chowdhery et al. 2022, section 5.1) clipped at global norm 1.0 and still rolled back about "
+           "20 spikes"),
+    F_FRAC("reliability.loss_spikes.fp16_overflow_fraction", reliability.loss_spikes.fp16_overflow_fraction, "fraction",
+           "defend, precision.compute fp16: share of spiking batches whose logits overflow FP16's 65504 to Inf (clipping "
+           "cannot tame an Inf; only fp16 overflows here: BF16 has FP32's exponent range, the FP8 recipes scale per block "
+           "or tensor and accumulate wider)",
+           "assumption; seed 000 section 0.2: attention scores above 65,000 pierced FP16's 65504"),
 
     {.path = "faults.slow_gpus", .type = SF_OBJ_LIST, .offset = OFF(faults.slow_gpus),
      .size = sizeof(slow_gpu_fault), .count_offset = OFF(faults.n_slow_gpus), .max_count = SCN_MAX_FAULTS,
