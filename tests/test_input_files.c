@@ -186,7 +186,7 @@ static void test_limits(void **state) {
     strcat(levels, "run"); /* 203 characters: the last word must be read as "run", not cut */
     int rc = tool("simrun", "run", s, "--levels", levels, "--out", in_tmp("o11"), "-q", NULL);
     if (rc != 0) fail_msg("long --levels: rc %d\n%s", rc, err);
-    char bad_levels[sizeof levels + 8];
+    char bad_levels[2 * sizeof levels];
     snprintf(bad_levels, sizeof bad_levels, "%swalk", levels);
     expect_bad(tool("simrun", "run", s, "--levels", bad_levels, "--out", in_tmp("o12"), NULL), "got 'runwalk'", NULL);
     scenario_with("long.json", "\"model\": {\"preset\": \"deepseek-v3\", \"seq_len\": 2147483647}");
