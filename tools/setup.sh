@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 what=${1:-run}
 
 pkgs="build-essential cmake pkg-config git libsimgrid-dev libcjson-dev libgsl-dev libcmocka-dev
-      libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-14-dev"
+      libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-14-dev libsqlite3-dev sqlite3"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -24,27 +24,23 @@
 #include "sim/base/alloc.h"
 #include "sim/base/json_read.h"
 #include "sim/base/cli_args.h"
-#include "sim/base/json_read.h"
-#include "sim/plan/layout_rank.h"
-#include "sim/scenario/layouts.h"
 #include "sim/report/plots.h"
-#include "sim/report/point_pool.h"
-#include "sim/report/report_table.h"
-#include "sim/report/results.h"
+#include "sim/report/results_db.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_docs.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/scenario_origin.h"
 #include "sim/simgrid/a2a_bench.h"
 #include "sim/point/optimize.h"
-#include "sim/point/point_eval.h"
+#include "sim/point/sweep_run.h"
 #include "sim/point/validate.h"
 
 static const char ABOUT[] =
-    "Evaluates every sweep point of a scenario at the levels asked for and writes DIR/results.json and\n"
-    "DIR/results.csv, one file per finished point in DIR/points/, a Perfetto trace of the simulated step\n"
-    "(DIR/trace.json, or DIR/traces/trace-ID.json for sweeps) and, when output.plots is set, gnuplot\n"
-    "figures (PNG + SVG, with their data and a re-runnable script) for what the sweep varies.\n"
+    "Evaluates every sweep point of a scenario at the levels asked for into DIR/results.db (SQLite: one\n"
+    "row per point with its status, ok / infeasible / error, and every results key), exports\n"
+    "DIR/results.csv and, up to 20000 points or with --json, DIR/results.json, writes a Perfetto trace of\n"
+    "the simulated step (DIR/trace.json, or DIR/traces/trace-ID.json for sweeps) and, when output.plots\n"
+    "is set, gnuplot figures (PNG + SVG, with their data and a re-runnable script) for what the sweep varies.\n"
     "`simrun SCENARIO.json` is `simrun run SCENARIO.json`; `--search`, `--a2a EP` and\n"
     "`--dump-platform FILE` still select those commands.";
 
@@ -55,6 +51,7 @@ static const char EPILOG[] =
     "  simrun scenarios/seed-4096.json\n"
     "  simrun run scenarios/layout-sweep.json --levels plan --out results/layouts\n"
     "  simrun run scenarios/layout-sweep.json --shard 0/4 --out results/s0   # ... then: simrun merge results/s? --out results/all\n"
+    "  sqlite3 results/layouts/results.db 'SELECT id, \"plan.step_time_s\" FROM points ORDER BY 2 LIMIT 5'\n"
     "  simrun search scenarios/seed-4096.json --top 5 --out results/search\n"
     "  simrun a2a --ep 64 --tokens 4096 --hidden 7168 --topk 8 --dtype fp8 --node-limit 4\n"
     "  simrun dump-platform scenarios/seed-4096.json --out fabric.xml\n";
@@ -65,7 +62,13 @@ static const char RUN_OPTIONS[] =
     "      --fidelity MODE  fast (memoized SimGrid patterns) or full (every transfer at flow level, <= 256 GPUs)\n"
     "  -j, --jobs N         worker processes (default: the number of cores)\n"
     "      --shard I/N      evaluate only slice I (0-based) of N of the points; combine with `simrun merge`\n"
-    "      --resume         keep points already in DIR/points and evaluate only the rest\n"
+    "      --resume         keep the points already in DIR/results.db, evaluate the rest (and retry failed\n"
+    "                       ones); refused when DIR holds another scenario, sweep, option set or version\n"
+    "      --force          replace the results of another run in DIR (a new run into such a folder is refused)\n"
+    "      --strict         exit 2 before any work when a point is infeasible (else it is stored with its reason)\n"
+    "      --max-points N   refuse more than N points (default 2000000), before anything is written\n"
+    "      --json           write results.json at any size (default: up to 20000 points)\n"
+    "      --progress-every S  a progress line every S seconds when stderr is not a terminal (default 30)\n"
     "      --reproducible   write wall-clock fields (step.sim_wall_s) as 0: reruns are byte-identical\n"
     "  -q, --quiet          no table, no progress\n";
 
@@ -93,7 +96,9 @@ static const char A2A_OPTIONS[] =
     "  -q, --quiet          no table on stdout (with --out: the file only)\n";
 
 static const char MERGE_OPTIONS[] =
-    "  -o, --out DIR        the merged folder (required): results.json, results.csv and points/\n"
+    "  -o, --out DIR        the merged folder (required): results.db, results.csv (and results.json)\n"
+    "      --partial        merge even when the inputs do not cover the whole sweep (else exit 2)\n"
+    "      --json           write results.json at any size (default: up to 20000 points)\n"
     "  -j, --jobs N         accepted; merging runs in one process\n"
     "  -q, --quiet          no table\n";
 
@@ -164,16 +169,22 @@ static int parse_levels(cli_parser *p, const char *s, int *out) {
 typedef struct {
     const char *file, *out;
     int levels, fidelity, jobs, resume, quiet, reproducible, shard_i, shard_n, top;
+    int force, strict, json;
+    double max_points, progress_every_s;
 } run_args;
 
 /* Non-zero when the command must stop (help printed or a usage error): it returns p->rc. */
 static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_args *a) {
-    enum { O_LEVELS = 256, O_FIDELITY, O_SHARD, O_RESUME, O_REPRO, O_TOP, O_SEARCH };
+    enum { O_LEVELS = 256, O_FIDELITY, O_SHARD, O_RESUME, O_REPRO, O_TOP, O_SEARCH, O_FORCE, O_STRICT, O_JSON,
+           O_MAX_POINTS, O_PROGRESS };
     static const struct option opts[] = {
         {"levels", required_argument, NULL, O_LEVELS}, {"fidelity", required_argument, NULL, O_FIDELITY},
         {"shard", required_argument, NULL, O_SHARD},   {"resume", no_argument, NULL, O_RESUME},
         {"reproducible", no_argument, NULL, O_REPRO},  {"top", required_argument, NULL, O_TOP},
-        {"search", no_argument, NULL, O_SEARCH},       CLI_COMMON_OPTIONS};
+        {"search", no_argument, NULL, O_SEARCH},       {"force", no_argument, NULL, O_FORCE},
+        {"strict", no_argument, NULL, O_STRICT},       {"json", no_argument, NULL, O_JSON},
+        {"max-points", required_argument, NULL, O_MAX_POINTS},
+        {"progress-every", required_argument, NULL, O_PROGRESS}, CLI_COMMON_OPTIONS};
     *a = (run_args){.fidelity = -1, .shard_n = 1, .top = 8};
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         switch (c) {
@@ -189,6 +200,11 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
         }
         case O_RESUME: a->resume = 1; break;
         case O_REPRO: a->reproducible = 1; break;
+        case O_FORCE: a->force = 1; break;
+        case O_STRICT: a->strict = 1; break;
+        case O_JSON: a->json = 1; break;
+        case O_MAX_POINTS: if (cli_double_opt(p, optarg, 1, 2e9, &a->max_points)) return 1; break;
+        case O_PROGRESS: if (cli_double_opt(p, optarg, 0.1, 86400, &a->progress_every_s)) return 1; break;
         case O_TOP:
             if (!search) return cli_error(p, "--top: only with `simrun search` (or --search)");
             if (cli_int_opt(p, optarg, 1, 1000, &a->top)) return 1;
@@ -199,6 +215,7 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
         }
     }
     if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return 1;
+    if (a->resume && a->force) return cli_error(p, "--resume and --force: expected one of them");
     a->file = argv[optind];
     a->out = p->common.out;
     a->jobs = p->common.jobs ? p->common.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -206,228 +223,61 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
     return 0;
 }
 
-/* ---- evaluating points --------------------------------------------------------------------------- */
-
-typedef struct {
-    const scenario *base;
-    const sweep *sw;
-    const layout_cfg *search;   /* --search: point i is the base with layout search[i] */
-    int levels;           /* 0 = each point's output.levels */
-    int fidelity;         /* -1 = each point's step.fidelity */
-    int reproducible;
-    int single;           /* one point: trace goes to DIR/trace.json */
-    const char *out_dir;
-} run_ctx;
-
-static cJSON *eval_point(int id, void *vctx, moe_error *err) {
-    run_ctx *c = vctx;
-    scenario s;
-    cJSON *values = NULL;
-    if (c->search) {
-        s = *c->base;
-        s.layout = c->search[id];
-        values = cJSON_CreateObject();
-        cJSON_AddNumberToObject(values, "layout.tp", s.layout.tp);
-        cJSON_AddNumberToObject(values, "layout.pp", s.layout.pp);
-        cJSON_AddNumberToObject(values, "layout.ep", s.layout.ep);
-        cJSON_AddNumberToObject(values, "layout.dp", s.layout.dp);
-    } else if (sweep_point(c->sw, c->base, id, &s, &values, err)) {
-        return NULL;
-    }
-    if (c->fidelity >= 0) s.step.fidelity = (fidelity_kind)c->fidelity;
-    char trace[4096];
-    point_opts po = {.levels = c->levels ? c->levels : s.output.levels, .reproducible = c->reproducible};
-    if (s.output.trace && (po.levels & LEVEL_STEP)) {
-        if (c->single) {
-            snprintf(trace, sizeof trace, "%s/trace.json", c->out_dir);
-        } else {
-            snprintf(trace, sizeof trace, "%s/traces", c->out_dir);
-            if (make_dirs(trace, err)) { cJSON_Delete(values); return NULL; }
-            snprintf(trace, sizeof trace, "%s/traces/trace-%06d.json", c->out_dir, id);
-        }
-        po.trace_path = trace;
-    }
-    return point_evaluate(&s, id, values, &po, err);
-}
-
-static int draw_plots(const char *out_dir, const cJSON *doc, int quiet, moe_error *err) {
-    int n = 0;
-    return plots_write(out_dir, doc, quiet ? NULL : stdout, &n, err);
-}
-
-static int finish(const char *out_dir, int plots, int quiet, moe_error *err) {
-    char points_dir[4096];
-    snprintf(points_dir, sizeof points_dir, "%s/points", out_dir);
-    const char *dirs[1] = {points_dir};
-    cJSON *points = collect_points(dirs, 1, err);
-    if (!points) return err->code;
-    cJSON *doc = results_document(points);
-    int rc = results_write(out_dir, doc, err);
-    if (!rc && !quiet) {
-        print_results_warnings(stderr, doc, 20);
-        print_results_table(stdout, doc);
-        printf("wrote %s/results.json and %s/results.csv (%d points)\n", out_dir, out_dir,
-               cJSON_GetArraySize(points));
-    }
-    if (!rc && plots) rc = draw_plots(out_dir, doc, quiet, err);
-    cJSON_Delete(doc);
-    return rc;
-}
-
-/* `simrun run` and `simrun search`: the sweep (or the searched layouts) evaluated point by point. */
+/* `simrun run` and `simrun search`: the sweep (or the searched layouts) evaluated point by point
+ * (sim/point/sweep_run.h). */
 static int run_or_search(cli_parser *p, int argc, char **argv, int search) {
     run_args a;
-    int rc;
     if (parse_run_args(p, argc, argv, search, &a)) return p->rc;
-    const char *file = a.file, *out = a.out;
-    int levels = a.levels, fidelity = a.fidelity, jobs = a.jobs, resume = a.resume, quiet = a.quiet;
-    int reproducible = a.reproducible, shard_i = a.shard_i, shard_n = a.shard_n, top = a.top;
-
+    sweep_run_opts o = {.scenario_file = a.file, .out_dir = a.out, .levels = a.levels, .fidelity = a.fidelity,
+                        .reproducible = a.reproducible, .jobs = a.jobs, .shard_i = a.shard_i, .shard_n = a.shard_n,
+                        .resume = a.resume, .force = a.force, .strict = a.strict, .max_points = (long)a.max_points,
+                        .search = search, .top = a.top, .json = a.json, .quiet = a.quiet,
+                        .progress_every_s = a.progress_every_s};
     moe_error err = {0};
-    scenario base;
-    sweep *sw = NULL;
-    if (scenario_load(file, &base, &sw, &err)) {
-        fprintf(stderr, "simrun: %s\n", err.msg);
-        return err.code;
-    }
-    if (!out) out = base.output.dir;
-    int n = sweep_count(sw);
-    layout_cfg *best = NULL;
-    if (search) {
-        /* every valid layout at plan level, drop what does not fit, simulate the best `top` */
-        if (n > 1) {
-            sweep_free(sw);
-            fprintf(stderr, "simrun: %s: sweep: got a sweep of %d points; expected none with --search "
-                            "(the search varies the layout itself)\n", file, n);
-            return EXIT_BADINPUT;
-        }
-        best = moe_xmalloc(sizeof *best * (size_t)top);
-        int n_valid, n_fit;
-        n = layouts_search(&base, top, best, &n_valid, &n_fit, &err);
-        if (n < 0) { free(best); sweep_free(sw); fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
-        if (!quiet)
-            printf("search: %d valid layouts of %d GPUs, %d fit in memory; simulating the best %d (by plan step time)%s\n",
-                   n_valid, scn_gpus(&base), n_fit, n, (levels ? levels : base.output.levels) & LEVEL_STEP ? "" : " [plan only]");
-        if (n == 0) {
-            free(best);
-            sweep_free(sw);
-            fprintf(stderr, "simrun: %s: no valid layout fits in memory (cluster.gpu.mem_GiB = %g)\n", file,
-                    base.cluster.gpu.mem_GiB);
-            return EXIT_RUNTIME;
-        }
-        if (!levels) levels = LEVEL_PLAN | LEVEL_STEP;
-    }
-    /* shard I of N: a contiguous slice of the point ids */
-    int lo = (int)((long)n * shard_i / shard_n), hi = (int)((long)n * (shard_i + 1) / shard_n);
-    int *ids = moe_xmalloc(sizeof(int) * (size_t)(hi - lo + 1));
-    for (int id = lo; id < hi; id++) ids[id - lo] = id;
-
-    char points_dir[4096];
-    snprintf(points_dir, sizeof points_dir, "%s/points", out);
-    if (!resume) {
-        /* a fresh run must not mix with stale point files of an earlier, different run */
-        char old[4096];
-        for (int id = lo; id < hi; id++) {
-            point_file_path(points_dir, id, old, sizeof old);
-            unlink(old);
-        }
-    }
-    run_ctx ctx = {.base = &base, .sw = sw, .search = best, .levels = levels, .fidelity = fidelity,
-                   .reproducible = reproducible, .single = n == 1, .out_dir = out};
-    if (make_dirs(out, &err)) goto fail;
-    /* Points that build a SimGrid platform (step level) each need their own process; plan- and
-     * run-level points are cheap, so each worker takes a slice of them (4 slices per worker keep the
-     * load balanced). */
-    int eff_levels = levels ? levels : base.output.levels, n_mine = hi - lo;
-    int chunk = (eff_levels & LEVEL_STEP) ? 1 : (n_mine + 4 * jobs - 1) / (4 * jobs);
-    point_run_opts po = {.points_dir = points_dir, .jobs = jobs, .resume = resume,
-                         .progress = !quiet && isatty(2) && n_mine > 1, .chunk = chunk};
-    rc = run_points(ids, hi - lo, eval_point, &ctx, &po, &err);
-    free(ids);
-    ids = NULL;
-    if (rc) goto fail;
-    rc = finish(out, base.output.plots, quiet, &err);
-    sweep_free(sw);
-    free(best);
+    int rc = sweep_run(&o, stdout, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     return rc;
-fail:
-    free(ids);
-    free(best);
-    sweep_free(sw);
-    fprintf(stderr, "simrun: %s\n", err.msg);
-    return err.code ? err.code : EXIT_RUNTIME;
 }
 
 static int cmd_run(cli_parser *p, int argc, char **argv) { return run_or_search(p, argc, argv, 0); }
 static int cmd_search(cli_parser *p, int argc, char **argv) { return run_or_search(p, argc, argv, 1); }
 
-/* simrun merge DIR... --out DIR: the points of several shards as one results.json/csv. */
+/* simrun merge DIR... --out DIR: the databases of several shards as one. */
 static int cmd_merge(cli_parser *p, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS};
-    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;)
+    enum { O_PARTIAL = 256, O_JSON };
+    static const struct option opts[] = {{"partial", no_argument, NULL, O_PARTIAL}, {"json", no_argument, NULL, O_JSON},
+                                         CLI_COMMON_OPTIONS};
+    int partial = 0, json = 0;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         if (c == CLI_STOP) return p->rc;
+        if (c == O_PARTIAL) partial = 1;
+        if (c == O_JSON) json = 1;
+    }
     if (cli_positionals(p, argc, argv, 1, -1, "DIR... --out DIR")) return p->rc;
     const char *out = p->common.out;
     if (!out) return cli_error(p, "--out DIR is required (the merged folder)");
-    int quiet = p->common.quiet;
-    const char **dirs = moe_xcalloc((size_t)argc, sizeof *dirs);
-    char (*paths)[4096] = moe_xcalloc((size_t)argc, sizeof *paths);
-    int nd = 0, rc = 0;
-    for (int i = optind; i < argc; i++) {
-        snprintf(paths[nd], 4096, "%s/points", argv[i]);
-        dirs[nd] = paths[nd];
-        nd++;
-    }
     moe_error err = {0};
-    cJSON *points = collect_points(dirs, nd, &err);
-    if (!points) { fprintf(stderr, "simrun: %s\n", err.msg); rc = err.code; goto done; }
-    /* keep the merged points too, so a merged folder can itself be merged or resumed */
-    char pdir[4096];
-    snprintf(pdir, sizeof pdir, "%s/points", out);
-    if ((rc = make_dirs(pdir, &err))) { fprintf(stderr, "simrun: %s\n", err.msg); cJSON_Delete(points); goto done; }
-    for (const cJSON *p = points->child; p; p = p->next) {
-        char path[4096];
-        point_file_path(pdir, cJSON_GetObjectItemCaseSensitive(p, "id")->valueint, path, sizeof path);
-        char *text = cJSON_Print(p);
-        rc = write_file_atomic(path, text, &err);
-        free(text);
-        if (rc) { fprintf(stderr, "simrun: %s\n", err.msg); cJSON_Delete(points); goto done; }
-    }
-    cJSON *doc = results_document(points);
-    rc = results_write(out, doc, &err);
+    int rc = results_merge((const char *const *)argv + optind, argc - optind, out, partial, json,
+                           p->common.quiet ? NULL : stdout, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
-    else if (!quiet) {
-        print_results_warnings(stderr, doc, 20);
-        print_results_table(stdout, doc);
-    }
-    cJSON_Delete(doc);
-done:
-    free(dirs);
-    free(paths);
     return rc;
 }
 
-/* simrun plot DIR: redraw the figures from DIR/results.json. */
+/* simrun plot DIR: redraw the figures from DIR/results.db. */
 static int cmd_plot(cli_parser *p, int argc, char **argv) {
     static const struct option opts[] = {CLI_COMMON_OPTIONS};
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;)
         if (c == CLI_STOP) return p->rc;
-    if (cli_positionals(p, argc, argv, 1, 1, "DIR (a folder holding results.json)")) return p->rc;
+    if (cli_positionals(p, argc, argv, 1, 1, "DIR (a folder holding results.db)")) return p->rc;
     const char *dir = argv[optind], *out = p->common.out ? p->common.out : dir;
     moe_error err = {0};
-    char path[4096];
-    snprintf(path, sizeof path, "%s/results.json", dir);
-    cJSON *doc = json_load(path, 0, &err);
-    if (!doc) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
-    if (!cJSON_IsArray(json_member(doc, "points"))) {
-        cJSON_Delete(doc);
-        moe_error_input(&err, path, "points", NULL, "a moesim results document");
-        fprintf(stderr, "simrun: %s\n", err.msg);
-        return err.code;
-    }
-    int rc = make_dirs(out, &err);
-    if (!rc) rc = draw_plots(out, doc, p->common.quiet, &err);
+    results_db *db;
+    if (results_db_open_existing(dir, 0, &db, &err)) { fprintf(stderr, "simrun: %s\n", err.msg); return err.code; }
+    cJSON *doc = results_db_document(db, "WHERE status = 'ok' ORDER BY id", 0, &err);
+    results_db_abandon(db);
+    int rc = doc ? make_dirs(out, &err) : err.code, n = 0;
+    if (!rc) rc = plots_write(out, doc, &n, &err);
+    if (!rc && !p->common.quiet && n) printf("drew %d figure%s (PNG + SVG) in %s\n", n, n == 1 ? "" : "s", out);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     cJSON_Delete(doc);
     return rc;
@@ -742,6 +592,9 @@ static const cli_command COMMANDS[] = {
      FIELDS_OPTIONS},
     {"dump-platform", cmd_dump_platform, "SCENARIO.json --out FILE",
      "Write the scenario's fabric as SimGrid XML (up to 256 GPUs).", DUMP_OPTIONS},
+    {"validate", cmd_validate, "[CASES.json] [--baseline FILE] [--out DIR]",
+     "Predict every published case (default scenarios/validation/cases.json) and print the error table.",
+     VALIDATE_OPTIONS},
     {"optimize", cmd_optimize, "SCENARIO.json [--spares LIST] [--intervals LIST] [--tiers LIST] [options]",
      "Hot-spare fraction x checkpoint interval x checkpoint tiers: days and GPU-hours, the Pareto front, its plot.",
      OPTIMIZE_OPTIONS},

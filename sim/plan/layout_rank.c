@@ -18,31 +18,41 @@ static int by_step_time(const void *a, const void *b) {
     return 0;
 }
 
-int layouts_search(const scenario *base, int top, layout_cfg *best, int *n_valid, int *n_fit, moe_error *err) {
+int layouts_rank(const scenario *base, layout_cfg **ranked, int *n_fit, moe_error *err) {
     int n = layouts_enumerate(base, NULL, 0);
-    *n_valid = n;
     *n_fit = 0;
+    *ranked = NULL;
     layout_cfg *all = moe_xmalloc(sizeof *all * (size_t)(n + 1));
     ranked_layout *fit = moe_xmalloc(sizeof *fit * (size_t)(n + 1));
+    layout_cfg *out = moe_xmalloc(sizeof *out * (size_t)(n + 1));
     layouts_enumerate(base, all, n);
     scenario s = *base;
-    for (int i = 0; i < n; i++) {
-        s.layout = all[i];
-        plan_result p;
-        if (plan_evaluate(&s, &p, err)) {
-            free(all);
-            free(fit);
-            return -1;
+    int n_out = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            s.layout = all[i];
+            plan_result p;
+            if (plan_evaluate(&s, &p, err)) {
+                free(all);
+                free(fit);
+                free(out);
+                return -1;
+            }
+            if (pass == 0 && p.fits_memory) {
+                /* a tiny index term keeps the order deterministic among equal step times */
+                fit[*n_fit] = (ranked_layout){all[i], p.step_time_s * (1.0 + 1e-12 * i)};
+                ++*n_fit;
+            } else if (pass == 1 && !p.fits_memory) {
+                out[*n_fit + n_out++] = all[i];
+            }
         }
-        if (!p.fits_memory) continue;
-        /* a tiny index term keeps the order deterministic among equal step times */
-        fit[*n_fit] = (ranked_layout){all[i], p.step_time_s * (1.0 + 1e-12 * i)};
-        ++*n_fit;
+        if (pass == 0) {
+            qsort(fit, (size_t)*n_fit, sizeof *fit, by_step_time);
+            for (int i = 0; i < *n_fit; i++) out[i] = fit[i].layout;
+        }
     }
-    qsort(fit, (size_t)*n_fit, sizeof *fit, by_step_time);
-    int k = *n_fit < top ? *n_fit : top;
-    for (int i = 0; i < k; i++) best[i] = fit[i].layout;
     free(all);
     free(fit);
-    return k;
+    *ranked = out;
+    return n;
 }

@@ -5,9 +5,10 @@
 #include "sim/base/errors.h"
 #include "sim/scenario/scenario.h"
 
-/* `simrun --search`: every valid layout evaluated at plan level; those that fit in memory ranked by
- * the plan's step time; the best `top` written to `best` (fastest first). Counts of valid and fitting
- * layouts go to *n_valid / *n_fit. Returns how many were written, or -1 with err set. */
-int layouts_search(const scenario *base, int top, layout_cfg *best, int *n_valid, int *n_fit, moe_error *err);
+/* `simrun --search`: every valid layout evaluated at plan level, ranked: those that fit in memory
+ * first, fastest plan step time first, then those that do not fit (in enumeration order). *ranked
+ * receives them all (caller frees), *n_fit how many fit. Returns the number of valid layouts, or -1
+ * with err set. */
+int layouts_rank(const scenario *base, layout_cfg **ranked, int *n_fit, moe_error *err);
 
 #endif

@@ -526,7 +526,7 @@ static costmodel_key key_of(const scenario *s) {
     return k;
 }
 
-static int plan_costmodel(const scenario *s, const costmodel **out, moe_error *err) {
+int plan_costmodel(const scenario *s, const costmodel **out, moe_error *err) {
     static struct { int valid; costmodel_key key; costmodel cm; } cache;
     costmodel_key k = key_of(s);
     if (!cache.valid || memcmp(&k, &cache.key, sizeof k) != 0) {

@@ -57,6 +57,10 @@ typedef struct {
  * and the cluster figures), so this is NOT thread-safe; plan_evaluate_with_costmodel
  * (sim/plan/plan_costs.h) is the pure form. */
 int plan_evaluate(const scenario *s, plan_result *out, moe_error *err);
+/* The cached cost model plan_evaluate prices `s` with (valid until the next call with another
+ * calibration or cluster): results name its provenance without loading the file once per point. */
+struct costmodel;
+int plan_costmodel(const scenario *s, const struct costmodel **out, moe_error *err);
 /* Adds the plan keys of SCENARIO.md (and the breakdowns) to `obj`. */
 void plan_result_to_json(const plan_result *p, struct cJSON *obj);
 

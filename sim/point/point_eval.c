@@ -13,9 +13,9 @@
 
 /* The results' "calibration" object: where the cost model came from (SCENARIO.md). */
 static cJSON *calibration_json(const scenario *s, moe_error *err) {
-    costmodel cm;
-    if (costmodel_for_scenario(s, &cm, err)) return NULL;
-    return costmodel_provenance_json(&cm);
+    const costmodel *cm;   /* plan_evaluate's cached model: a sweep reads the file once */
+    if (plan_costmodel(s, &cm, err)) return NULL;
+    return costmodel_provenance_json(cm);
 }
 
 /* --reproducible: every wall-clock measurement is named *_wall_s (sim_wall_s, simgrid_wall_s, ...);
@@ -32,7 +32,7 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
     cJSON *pt = cJSON_CreateObject();
     cJSON_AddNumberToObject(pt, "id", id);
     cJSON_AddItemToObject(pt, "sweep", sweep_values ? sweep_values : cJSON_CreateObject());
-    cJSON_AddItemToObject(pt, "scenario", scenario_to_json(s));
+    if (!opt->omit_scenario) cJSON_AddItemToObject(pt, "scenario", scenario_to_json(s));
     cJSON *cal = calibration_json(s, err);
     if (!cal) goto fail;
     cJSON_AddItemToObject(pt, "calibration", cal);

@@ -11,6 +11,7 @@ typedef struct {
     int levels;               /* LEVEL_* bitmask (already merged with the CLI's --levels) */
     const char *trace_path;   /* step trace.json for this point, or NULL */
     int reproducible;         /* bool: wall-clock fields written as 0 (byte-identical reruns) */
+    int omit_scenario;        /* bool: leave "scenario" out (the caller stores it as a patch) */
 } point_opts;
 
 /* The point object of results.json: {"id","sweep","scenario","calibration","plan","step","run"}.

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
 #include "sim/point/point_eval.h"
 #include "sim/report/point_pool.h"
@@ -528,32 +529,70 @@ static cJSON *load_doc(const char *path, moe_error *err) {
     return doc;
 }
 
+/* The pool's side of a case: its result object as JSON text (the record the worker sends). */
+typedef struct {
+    const case_set *cs;
+    cJSON **results;   /* by case id */
+} collected;
+
+typedef struct {
+    eval_ctx *x;
+    collected *got;
+} collect_ctx;
+
+static void eval_case_record(long id, void *vctx, record_buf *out) {
+    collect_ctx *cc = vctx;
+    moe_error e = {0};
+    cJSON *o = eval_case((int)id, cc->x, &e);
+    char *text = cJSON_PrintUnformatted(o);
+    record_buf_put(out, text, strlen(text));
+    free(text);
+    cJSON_Delete(o);
+}
+
+static int collect_case(long id, const void *rec, size_t len, const char *lost, void *vctx, moe_error *err) {
+    (void)err;
+    collect_ctx *cc = vctx;
+    cJSON *o;
+    if (rec) {
+        char *text = moe_xmalloc(len + 1);
+        memcpy(text, rec, len);
+        text[len] = '\0';
+        o = cJSON_Parse(text);
+        free(text);
+    } else {
+        o = result_object(&cc->got->cs->cases[id], (int)id);
+        set_status(o, "failed", lost);
+    }
+    cJSON_Delete(cc->got->results[id]);
+    cc->got->results[id] = o;
+    return 0;
+}
+
 int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     case_set cs;
     if (load_cases(o->cases_path, &cs, err)) return err->code;
     cJSON *baseline = NULL;
     if (o->baseline_path && !(baseline = load_doc(o->baseline_path, err))) { case_set_free(&cs); return err->code; }
-    char points_dir[SCN_PATH_MAX * 2];
-    snprintf(points_dir, sizeof points_dir, "%s/cases", o->out_dir);
-    int rc = make_dirs(points_dir, err);
-    int *ids = malloc((size_t)cs.n * sizeof(int));
-    for (int i = 0; i < cs.n && !rc; i++) {
-        char old[SCN_PATH_MAX * 2 + 32];
-        point_file_path(points_dir, i, old, sizeof old);
-        unlink(old);
-        ids[i] = i;
-    }
+    int rc = make_dirs(o->out_dir, err);
+    /* each case in a worker process (SimGrid: one platform per process); results come back through
+     * the pool's pipes, in any order, and are put in case order */
     eval_ctx x = {&cs};
-    point_run_opts po = {.points_dir = points_dir, .jobs = o->jobs > 0 ? o->jobs : 1, .chunk = 1};
-    if (!rc) rc = run_points(ids, cs.n, eval_case, &x, &po, err);
-    free(ids);
+    collected got = {.cs = &cs, .results = moe_xcalloc((size_t)cs.n + 1, sizeof(cJSON *))};
+    point_run_opts po = {.jobs = o->jobs > 0 ? o->jobs : 1, .chunk = 1, .exact = 1};
+    collect_ctx cc = {&x, &got};
+    if (!rc) rc = run_points(0, cs.n, eval_case_record, collect_case, &cc, &po, err);
     cJSON *doc = NULL;
     if (!rc) {
-        const char *dirs[1] = {points_dir};
-        cJSON *cases = collect_points(dirs, 1, err);
-        if (!cases) rc = err->code;
-        else doc = document_of(cases);
+        cJSON *cases = cJSON_CreateArray();
+        for (int i = 0; i < cs.n; i++) {
+            cJSON_AddItemToArray(cases, got.results[i]);
+            got.results[i] = NULL;
+        }
+        doc = document_of(cases);
     }
+    for (int i = 0; i < cs.n; i++) cJSON_Delete(got.results[i]);
+    free(got.results);
     if (!rc) rc = write_outputs(o->out_dir, doc, err);
     if (!rc && !o->quiet) {
         validate_print(out, doc);

@@ -1,221 +1,332 @@
-/* point_pool.c — a small fork/wait worker pool over sweep points. */
+/* point_pool.c — worker processes over ranges of sweep points, records streamed back through pipes
+ * (point_pool.h). */
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
 #include "sim/report/point_pool.h"
 #include "sim/base/alloc.h"
-#include "sim/base/json_read.h"
 
-#include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "sim/report/results.h"
+/* A frame on a worker's pipe: header, then `len` bytes (a record, or progress text). */
+typedef struct {
+    int64_t id;
+    uint32_t len;
+    uint8_t type;   /* 'R' record (len 0: the point needed no record), 'P' progress inside the point */
+    uint8_t pad[3];
+} frame_hdr;
 
-void point_file_path(const char *points_dir, int id, char *out, unsigned cap) {
-    snprintf(out, cap, "%s/point-%06d.json", points_dir, id);
-}
-
-static void error_file_path(const char *points_dir, int id, char *out, unsigned cap) {
-    snprintf(out, cap, "%s/point-%06d.err", points_dir, id);
-}
-
-/* Evaluate one point in this process and write its file (or its error file) atomically. Returns the
- * point's exit code. */
-static int eval_one(int id, point_fn fn, void *ctx, const char *dir) {
-    moe_error err = {0};
-    char path[4096];
-    cJSON *point = fn(id, ctx, &err);
-    if (!point) {
-        error_file_path(dir, id, path, sizeof path);
-        char text[1100];
-        snprintf(text, sizeof text, "%d\n%s\n", err.code ? err.code : EXIT_RUNTIME, err.msg);
-        moe_error ignored;
-        write_file_atomic(path, text, &ignored);
-        return err.code ? err.code : EXIT_RUNTIME;
-    }
-    char *text = cJSON_Print(point);
-    cJSON_Delete(point);
-    point_file_path(dir, id, path, sizeof path);
-    int rc = write_file_atomic(path, text, &err);
-    free(text);
-    return rc ? EXIT_RUNTIME : 0;
-}
-
-/* The child: evaluate ids[0..n) in order; exit with the worst code (each failed point left its
- * error file, which the parent reads). */
-static void child_main(const int *ids, int n, point_fn fn, void *ctx, const char *dir) {
-    int worst = 0;
-    for (int i = 0; i < n; i++) {
-        int rc = eval_one(ids[i], fn, ctx, dir);
-        if (rc > worst) worst = rc;
-    }
-    _exit(worst);
-}
-
-static double now_s(void) {
+static double mono_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void show_progress(int done, int total, double t0) {
-    double el = now_s() - t0, rate = el > 0 ? done / el : 0;
-    double left = rate > 0 ? (total - done) / rate : 0;
-    fprintf(stderr, "\r  %d/%d points  %.1f points/s  %.0f s left   ", done, total, rate, left);
-    if (done == total) fputc('\n', stderr);
+static int skipped(const uint8_t *skip, long lo, long id) {
+    return skip && (skip[(id - lo) >> 3] >> ((id - lo) & 7) & 1);
 }
 
-/* Record a failed child: keep the first failure's message and the worst code. */
-static void note_failure(const char *dir, int id, int status, int *worst, moe_error *err) {
-    char path[4096], msg[1024] = "";
-    int code = EXIT_RUNTIME;
-    error_file_path(dir, id, path, sizeof path);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fscanf(f, "%d\n", &code) != 1) code = EXIT_RUNTIME;
-        if (!fgets(msg, sizeof msg, f)) msg[0] = '\0';
-        msg[strcspn(msg, "\n")] = '\0';
-        fclose(f);
-        unlink(path);
-    } else if (WIFSIGNALED(status)) {
-        snprintf(msg, sizeof msg, "worker killed by signal %d", WTERMSIG(status));
-    } else {
-        snprintf(msg, sizeof msg, "worker exited with %d", WEXITSTATUS(status));
+/* ---- the worker -------------------------------------------------------------------------------- */
+
+static int g_worker_fd = -1;
+static long g_worker_id;
+static double g_worker_progress_t;
+static record_buf g_out;   /* frames not yet written */
+
+static void worker_flush(void) {
+    size_t off = 0;
+    while (off < g_out.len) {
+        ssize_t w = write(g_worker_fd, g_out.data + off, g_out.len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) _exit(EXIT_RUNTIME);   /* the parent is gone: nothing to write for */
+        off += (size_t)w;
     }
-    if (*worst == 0) moe_error_set(err, code, "point %d: %s", id, msg);
-    if (code > *worst) *worst = code;
+    g_out.len = 0;
 }
 
-/* A failed worker: every point of its chunk without a point file failed; record them. */
-static void note_chunk(const char *dir, const int *ids, int n, int status, int *worst, moe_error *err) {
-    for (int i = 0; i < n; i++) {
-        char path[4096];
-        point_file_path(dir, ids[i], path, sizeof path);
-        if (access(path, R_OK) != 0) note_failure(dir, ids[i], status, worst, err);
-    }
+static void worker_frame(long id, uint8_t type, const void *data, size_t len) {
+    frame_hdr h = {.id = id, .len = (uint32_t)len, .type = type};
+    record_buf_put(&g_out, &h, sizeof h);
+    if (len) record_buf_put(&g_out, data, len);
 }
 
-int run_points(const int *ids, int n, point_fn fn, void *ctx, const point_run_opts *opt, moe_error *err) {
-    if (make_dirs(opt->points_dir, err)) return err->code;
-    int jobs = opt->jobs > 0 ? opt->jobs : 1, chunk = opt->chunk > 1 ? opt->chunk : 1;
-    /* the ids still to evaluate (resume skips finished points) */
-    int *todo = moe_xmalloc(sizeof(int) * (size_t)(n + 1)), n_todo = 0, done = 0;
-    for (int i = 0; i < n; i++) {
-        char path[4096];
-        point_file_path(opt->points_dir, ids[i], path, sizeof path);
-        if (opt->resume && access(path, R_OK) == 0) done++;
-        else todo[n_todo++] = ids[i];
+void point_progress(const char *fmt, ...) {
+    if (g_worker_fd < 0) return;
+    double t = mono_s();
+    if (t - g_worker_progress_t < 0.5) return;
+    g_worker_progress_t = t;
+    char text[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    worker_frame(g_worker_id, 'P', text, strlen(text));
+    worker_flush();
+}
+
+static void worker_main(pid_t parent, int fd, long a, long b, long lo, point_fn fn, void *ctx, const point_run_opts *opt) {
+    /* die with the parent, also when it was killed before the request took effect */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(EXIT_RUNTIME);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    g_worker_fd = fd;
+    record_buf rec = {0};
+    for (long id = a; id < b; id++) {
+        if (skipped(opt->skip, lo, id)) continue;
+        g_worker_id = id;
+        rec.len = 0;
+        fn(id, ctx, &rec);
+        worker_frame(id, 'R', rec.data, rec.len);
+        if (opt->exact || g_out.len >= (1 << 16)) worker_flush();
     }
-    pid_t *pids = moe_xcalloc((size_t)jobs, sizeof *pids);
-    int *slot_first = moe_xcalloc((size_t)jobs, sizeof *slot_first), *slot_n = moe_xcalloc((size_t)jobs, sizeof *slot_n);
-    int next = 0, running = 0, worst = 0;
-    double t0 = now_s();
-    fflush(stdout);
-    fflush(stderr);
-    while (next < n_todo || running > 0) {
-        for (int s = 0; s < jobs && next < n_todo; s++) {
-            if (pids[s]) continue;
-            int take = n_todo - next < chunk ? n_todo - next : chunk;
-            pid_t pid = fork();
-            if (pid < 0) {
-                worst = moe_error_set(err, EXIT_RUNTIME, "fork failed: %s", strerror(errno));
-                next = n_todo;
-                break;
-            }
-            if (pid == 0) child_main(todo + next, take, fn, ctx, opt->points_dir);
-            pids[s] = pid;
-            slot_first[s] = next;
-            slot_n[s] = take;
-            next += take;
-            running++;
-        }
-        if (running == 0) continue;
-        int status = 0;
-        pid_t pid = wait(&status);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
+    worker_flush();
+    _exit(0);
+}
+
+/* ---- the parent --------------------------------------------------------------------------------- */
+
+typedef struct {
+    pid_t pid;
+    int fd;
+    long a, b;           /* the range being evaluated */
+    long last;           /* the last id it reported (a - 1: none yet) */
+    int exact;
+    record_buf in;       /* bytes read, not yet parsed */
+    char progress[160];  /* progress inside its current point */
+} slot;
+
+typedef struct {
+    long a, b;
+    int exact;
+} range;
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) { g_stop = sig; }
+
+static const char *signal_text(int sig) {
+    const char *s = strsignal(sig);
+    return s ? s : "a signal";
+}
+
+typedef struct {
+    range *q;
+    int n, cap;
+} range_queue;
+
+static void queue_push(range_queue *q, long a, long b, int exact) {
+    if (a >= b) return;
+    if (q->n == q->cap) q->q = moe_xrealloc(q->q, sizeof *q->q * (size_t)(q->cap = q->cap ? 2 * q->cap : 16), 1);
+    q->q[q->n++] = (range){a, b, exact};
+}
+
+static void show_progress(const point_run_opts *opt, void *ctx, long done, long total, long fresh, double t0,
+                          const slot *slots, int jobs, int final) {
+    double el = mono_s() - t0, rate = el > 0 ? (double)fresh / el : 0;
+    double left = rate > 0 ? (double)(total - done) / rate : 0;
+    char extra[200] = "", inner[200] = "";
+    if (opt->status) opt->status(ctx, extra, sizeof extra);
+    for (int s = 0; s < jobs; s++)
+        if (slots[s].pid && slots[s].progress[0]) {
+            snprintf(inner, sizeof inner, "  point %ld: %s", slots[s].last + 1, slots[s].progress);
             break;
         }
-        for (int s = 0; s < jobs; s++) {
-            if (pids[s] != pid) continue;
-            pids[s] = 0;
+    if (opt->progress == PROGRESS_LIVE)
+        fprintf(stderr, "\r\033[K  %s %ld/%ld points  %.0f/s  %.0f s left%s%s%s", opt->what, done, total, rate, left,
+                extra[0] ? "  " : "", extra, inner);
+    else
+        fprintf(stderr, "progress: %s %ld/%ld points, %.0f points/s, ETA %.0f s%s%s%s\n", opt->what, done, total, rate,
+                left, extra[0] ? ", " : "", extra, inner);
+    if (final && opt->progress == PROGRESS_LIVE) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Parse the complete frames in s->in. Returns the sink's error, or 0. */
+static int drain(slot *s, point_sink sink, void *ctx, long *done, moe_error *err) {
+    size_t off = 0;
+    int rc = 0;
+    while (!rc && s->in.len - off >= sizeof(frame_hdr)) {
+        frame_hdr h;
+        memcpy(&h, s->in.data + off, sizeof h);
+        if (s->in.len - off - sizeof h < h.len) break;
+        const char *body = s->in.data + off + sizeof h;
+        if (h.type == 'P') {
+            size_t n = h.len < sizeof s->progress - 1 ? h.len : sizeof s->progress - 1;
+            memcpy(s->progress, body, n);
+            s->progress[n] = '\0';
+        } else {
+            s->last = (long)h.id;
+            s->progress[0] = '\0';
+            ++*done;
+            if (h.len) rc = sink((long)h.id, body, h.len, NULL, ctx, err);
+        }
+        off += sizeof h + h.len;
+    }
+    memmove(s->in.data, s->in.data + off, s->in.len - off);
+    s->in.len -= off;
+    return rc;
+}
+
+static void describe_status(int status, char *out, size_t cap) {
+    if (WIFSIGNALED(status))
+        snprintf(out, cap, "its worker process was killed by signal %d (%s)", WTERMSIG(status), signal_text(WTERMSIG(status)));
+    else
+        snprintf(out, cap, "its worker process exited with %d before sending it", WEXITSTATUS(status));
+}
+
+int run_points(long lo, long hi, point_fn fn, point_sink sink, void *ctx, const point_run_opts *opt, moe_error *err) {
+    int jobs = opt->jobs > 0 ? opt->jobs : 1;
+    long chunk = opt->chunk > 1 ? opt->chunk : 1;
+    long total = hi - lo, done = 0, fresh = 0;
+    for (long id = lo; id < hi; id++) done += skipped(opt->skip, lo, id);
+    long done0 = done;
+    slot *slots = moe_xcalloc((size_t)jobs, sizeof *slots);
+    struct pollfd *pfd = moe_xcalloc((size_t)jobs, sizeof *pfd);
+    range_queue retry = {0};
+    long cursor = lo;
+    int rc = 0, running = 0;
+    pid_t parent = getpid();
+
+    struct sigaction sa = {0}, old_int, old_term, old_hup;
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    g_stop = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+
+    double t0 = mono_s(), next_tick = t0 + (opt->progress == PROGRESS_LIVE ? 0.2 : opt->progress_every_s);
+    while (!rc && !g_stop && (cursor < hi || retry.n > 0 || running > 0)) {
+        /* start workers on free slots */
+        for (int i = 0; i < jobs && !rc && (cursor < hi || retry.n > 0); i++) {
+            slot *s = &slots[i];
+            if (s->pid) continue;
+            range r;
+            if (retry.n > 0) {
+                r = retry.q[--retry.n];
+            } else {
+                /* skip whole chunks that are done (resume) without a process */
+                long a = cursor, b = cursor + chunk < hi ? cursor + chunk : hi;
+                cursor = b;
+                long k = a;
+                while (k < b && skipped(opt->skip, lo, k)) k++;
+                if (k == b) { i--; continue; }
+                r = (range){k, b, opt->exact};
+            }
+            int fds[2];
+            if (pipe(fds) != 0) { rc = moe_error_set(err, EXIT_RUNTIME, "pipe: %s", strerror(errno)); break; }
+            fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+            fflush(stdout);
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid < 0) {
+                close(fds[0]);
+                close(fds[1]);
+                queue_push(&retry, r.a, r.b, r.exact);
+                rc = moe_error_set(err, EXIT_RUNTIME, "fork failed: %s", strerror(errno));
+                break;
+            }
+            if (pid == 0) {
+                close(fds[0]);
+                for (int j = 0; j < jobs; j++)
+                    if (slots[j].pid) close(slots[j].fd);
+                worker_main(parent, fds[1], r.a, r.b, lo, fn, ctx, &(point_run_opts){.skip = opt->skip, .exact = r.exact});
+            }
+            close(fds[1]);
+            *s = (slot){.pid = pid, .fd = fds[0], .a = r.a, .b = r.b, .last = r.a - 1, .exact = r.exact, .in = s->in};
+            s->in.len = 0;
+            running++;
+        }
+        if (rc || running == 0) continue;
+        int n = 0;
+        for (int i = 0; i < jobs; i++)
+            if (slots[i].pid) pfd[n++] = (struct pollfd){.fd = slots[i].fd, .events = POLLIN};
+        double now = mono_s();
+        int timeout_ms = opt->progress ? (int)((next_tick - now) * 1000) + 1 : 1000;
+        if (timeout_ms < 1) timeout_ms = 1;
+        if (poll(pfd, (nfds_t)n, timeout_ms) < 0 && errno != EINTR) {
+            rc = moe_error_set(err, EXIT_RUNTIME, "poll: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < jobs && !rc; i++) {
+            slot *s = &slots[i];
+            if (!s->pid) continue;
+            int k = 0;
+            while (k < n && pfd[k].fd != s->fd) k++;
+            if (k == n || !(pfd[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            if (s->in.cap - s->in.len < (1 << 16)) {
+                record_buf_put(&s->in, "", 0);
+                size_t want = s->in.len + (1 << 20);
+                if (s->in.cap < want) {
+                    s->in.data = moe_xrealloc(s->in.data, want, 1);
+                    s->in.cap = want;
+                }
+            }
+            ssize_t got = read(s->fd, s->in.data + s->in.len, s->in.cap - s->in.len);
+            if (got < 0 && errno == EINTR) continue;
+            if (got > 0) {
+                s->in.len += (size_t)got;
+                long before = done;
+                rc = drain(s, sink, ctx, &done, err);
+                fresh += done - before;
+                continue;
+            }
+            /* end of the stream: the worker exited */
+            close(s->fd);
+            int status = 0;
+            while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {}
+            s->pid = 0;
             running--;
-            done += slot_n[s];
-            if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-                note_chunk(opt->points_dir, todo + slot_first[s], slot_n[s], status, &worst, err);
-        }
-        if (opt->progress) show_progress(done, n, t0);
-    }
-    free(pids);
-    free(slot_first);
-    free(slot_n);
-    free(todo);
-    return worst;
-}
-
-static int by_id(const void *a, const void *b) {
-    const cJSON *pa = *(const cJSON *const *)a, *pb = *(const cJSON *const *)b;
-    int ia = cJSON_GetObjectItemCaseSensitive(pa, "id")->valueint;
-    int ib = cJSON_GetObjectItemCaseSensitive(pb, "id")->valueint;
-    return (ia > ib) - (ia < ib);
-}
-
-cJSON *collect_points(const char *const *dirs, int n_dirs, moe_error *err) {
-    cJSON **items = NULL;
-    int n = 0, cap = 0;
-    for (int d = 0; d < n_dirs; d++) {
-        DIR *dp = opendir(dirs[d]);
-        if (!dp) {
-            moe_error_input(err, dirs[d], NULL, NULL, "a folder of point files (%s)", strerror(errno));
-            goto fail;
-        }
-        struct dirent *de;
-        while ((de = readdir(dp))) {
-            int id;
-            char tail[8];
-            if (sscanf(de->d_name, "point-%d.%7s", &id, tail) != 2 || strcmp(tail, "json") != 0) continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dirs[d], de->d_name);
-            cJSON *p = json_load(path, 0, err);
-            if (!p) { closedir(dp); goto fail; }
-            const cJSON *pid = json_member(p, "id");
-            if (!cJSON_IsNumber(pid)) {
-                cJSON_Delete(p);
-                closedir(dp);
-                moe_error_input(err, path, "id", NULL, "a point object with a numeric id");
-                goto fail;
+            long next = s->last + 1;
+            while (next < s->b && skipped(opt->skip, lo, next)) next++;
+            if (next >= s->b) continue;   /* everything arrived */
+            if (!s->exact) {
+                /* records may have been buffered when it died: redo the rest one record at a time,
+                 * which tells exactly which point kills a worker */
+                queue_push(&retry, next, s->b, 1);
+                continue;
             }
-            if (n == cap) items = moe_xrealloc(items, (size_t)(cap = cap ? 2 * cap : 256), sizeof *items);
-            items[n++] = p;
+            char why[200];
+            describe_status(status, why, sizeof why);
+            rc = sink(next, NULL, 0, why, ctx, err);
+            done++;
+            fresh++;
+            queue_push(&retry, next + 1, s->b, 1);
         }
-        closedir(dp);
-    }
-    qsort(items, (size_t)n, sizeof *items, by_id);
-    cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && by_id(&items[i - 1], &items[i]) == 0) {
-            if (!cJSON_Compare(items[i - 1], items[i], 1)) {
-                int id = cJSON_GetObjectItemCaseSensitive(items[i], "id")->valueint;
-                moe_error_set(err, EXIT_BADINPUT, "point %d appears twice with different results", id);
-                for (int j = i; j < n; j++) cJSON_Delete(items[j]);
-                free(items);
-                cJSON_Delete(arr);
-                return NULL;
-            }
-            cJSON_Delete(items[i]);
-            continue;
+        if (opt->progress && mono_s() >= next_tick) {
+            show_progress(opt, ctx, done, total, fresh, t0, slots, jobs, 0);
+            next_tick = mono_s() + (opt->progress == PROGRESS_LIVE ? 0.2 : opt->progress_every_s);
         }
-        cJSON_AddItemToArray(arr, items[i]);
     }
-    free(items);
-    return arr;
-fail:
-    for (int i = 0; i < n; i++) cJSON_Delete(items[i]);
-    free(items);
-    return NULL;
+    int sig = g_stop;
+    /* on a signal or an error, workers go first: nothing is evaluated that nobody stores */
+    for (int i = 0; i < jobs; i++) {
+        if (!slots[i].pid) continue;
+        kill(slots[i].pid, SIGKILL);
+        close(slots[i].fd);
+        while (waitpid(slots[i].pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    if (opt->progress && !rc) show_progress(opt, ctx, done, total, fresh, t0, slots, jobs, 1);
+    if (!rc && sig)
+        rc = moe_error_set(err, 128 + sig, "interrupted by %s after %ld of %ld points", signal_text(sig), done - done0,
+                           total - done0);
+    for (int i = 0; i < jobs; i++) free(slots[i].in.data);
+    free(slots);
+    free(pfd);
+    free(retry.q);
+    return rc;
 }

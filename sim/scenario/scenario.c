@@ -484,3 +484,16 @@ cJSON *scenario_to_json(const scenario *s) {
     }
     return root;
 }
+
+cJSON *scenario_patch_json(const scenario *from, const scenario *to) {
+    cJSON *patch = cJSON_CreateObject();
+    for (int i = 0; i < scn_n_fields; i++) {
+        const scn_field *f = &scn_fields[i];
+        if (scn_field_same(from, to, f)) continue;
+        cJSON *a = scn_field_get(from, f), *b = scn_field_get(to, f);
+        if (b && !cJSON_Compare(a, b, 1)) put_path(patch, f->path, b);
+        else cJSON_Delete(b);
+        cJSON_Delete(a);
+    }
+    return patch;
+}

@@ -415,13 +415,22 @@ int scenario_set_path(scenario *s, const char *path, const struct cJSON *value, 
 int scenario_validate(const scenario *s, moe_error *err);
 /* The fully resolved scenario as JSON (every field, presets expanded). Caller frees. */
 struct cJSON *scenario_to_json(const scenario *s);
+/* The fields where `to` differs from `from`, shaped like scenario_to_json (nested sections) and holding
+ * `to`'s values: an RFC 7396 merge patch, so json_patch(scenario_to_json(from), patch) is `to`'s JSON
+ * (a field that becomes null is dropped by RFC 7396: nullable fields are names and presets). Cheap:
+ * only fields whose bytes differ are converted. Caller frees. */
+struct cJSON *scenario_patch_json(const scenario *from, const scenario *to);
 
 int sweep_count(const sweep *sw);
 /* Point i (0-based, deterministic order): base with the sweep values applied and validated.
- * `*values` (may be NULL) receives {"layout.pp": 16, ...} for the results; caller frees. */
+ * `*values` (may be NULL) receives {"layout.pp": 16, ...} for the results, also when the point is
+ * invalid (non-zero return: the values name what was tried); caller frees. */
 int sweep_point(const sweep *sw, const scenario *base, int i, scenario *out, struct cJSON **values,
                 moe_error *err);
 void sweep_free(sweep *sw);
+/* The sweep's definition as JSON (its dimensions, each {"dotted.path": [values], ...}, and the file's
+ * model/cluster sections that swept presets re-apply): what a run's fingerprint hashes. Caller frees. */
+struct cJSON *sweep_to_json(const sweep *sw);
 
 #ifdef __cplusplus
 }

@@ -1085,6 +1085,26 @@ static cJSON *get_value(const char *base, const scn_field *f) {
 
 cJSON *scn_field_get(const scenario *s, const scn_field *f) { return get_value((const char *)s, f); }
 
+int scn_field_same(const scenario *a, const scenario *b, const scn_field *f) {
+    const char *x = (const char *)a + f->offset, *y = (const char *)b + f->offset;
+    switch (f->type) {
+    case SF_INT: case SF_BOOL: case SF_ENUM: case SF_LEVELS: return memcmp(x, y, sizeof(int)) == 0;
+    case SF_U64: case SF_DOUBLE: case SF_AUTO: return memcmp(x, y, sizeof(double)) == 0;
+    case SF_STRING: case SF_NSTRING: case SF_PRESET: return strcmp(x, y) == 0;
+    case SF_INT_LIST:
+    case SF_OBJ_LIST: {
+        int na, nb;
+        memcpy(&na, (const char *)a + f->count_offset, sizeof na);
+        memcpy(&nb, (const char *)b + f->count_offset, sizeof nb);
+        if (na != nb) return 0;
+        if (na > f->max_count) na = f->max_count;
+        return na <= 0 || memcmp(x, y, (size_t)na * f->size) == 0;
+    }
+    case SF_FORMAT: case SF_SWEEP: return 1;
+    }
+    return 0;
+}
+
 /* ---- apply a JSON object ---------------------------------------------------------------------------- */
 static int join_path(const char *prefix, const char *key, char *out, size_t cap) {
     int n = *prefix ? snprintf(out, cap, "%s.%s", prefix, key) : snprintf(out, cap, "%s", key);

@@ -107,6 +107,9 @@ int scn_field_set(scenario *s, const scn_field *f, const struct cJSON *v, const 
 int scn_field_check(const scenario *s, const scn_field *f, moe_error *err);
 /* The stored value as JSON (caller owns it); NULL for SF_FORMAT/SF_SWEEP. */
 struct cJSON *scn_field_get(const scenario *s, const scn_field *f);
+/* Non-zero when field `f` holds the same bytes in `a` and `b` (a cheap test before comparing values:
+ * equal bytes mean equal values; unequal bytes, e.g. padding inside list elements, may still be). */
+int scn_field_same(const scenario *a, const scenario *b, const scn_field *f);
 
 /* Apply every member of JSON object `obj`, the section at `prefix` ("" = the whole scenario):
  * the section's preset first (unless `skip_preset`), then the other members in file order, recursing

@@ -244,6 +244,12 @@ int sweep_point(const sweep *sw, const scenario *base, int i, scenario *out, cJS
         for (int k = dim->first_key; k < dim->first_key + dim->n_keys; k++) idx[k] = rem % dim->len;
         rem /= dim->len;
     }
+    if (values) {
+        cJSON *v = cJSON_CreateObject();
+        for (int k = 0; k < sw->n_keys; k++)
+            cJSON_AddItemToObject(v, sw->keys[k].path, cJSON_Duplicate(sw->keys[k].items[idx[k]], 1));
+        *values = v;
+    }
     *out = *base;
     if (apply_point(sw, idx, out, err)) {
         char what[600];
@@ -252,13 +258,20 @@ int sweep_point(const sweep *sw, const scenario *base, int i, scenario *out, cJS
         snprintf(err->msg + n, sizeof err->msg - n, " [sweep point %d: %s]", i, what);
         return err->code;
     }
-    if (values) {
-        cJSON *v = cJSON_CreateObject();
-        for (int k = 0; k < sw->n_keys; k++)
-            cJSON_AddItemToObject(v, sw->keys[k].path, cJSON_Duplicate(sw->keys[k].items[idx[k]], 1));
-        *values = v;
-    }
     return 0;
+}
+
+cJSON *sweep_to_json(const sweep *sw) {
+    cJSON *o = cJSON_CreateObject(), *dims = cJSON_AddArrayToObject(o, "dims");
+    for (int d = 0; sw && d < sw->n_dims; d++) {
+        cJSON *dim = cJSON_CreateObject();
+        for (int k = sw->dims[d].first_key; k < sw->dims[d].first_key + sw->dims[d].n_keys; k++)
+            cJSON_AddItemToObject(dim, sw->keys[k].path, cJSON_Duplicate(sw->keys[k].values, 1));
+        cJSON_AddItemToArray(dims, dim);
+    }
+    cJSON_AddItemToObject(o, "model", sw && sw->model_section ? cJSON_Duplicate(sw->model_section, 1) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "cluster", sw && sw->cluster_section ? cJSON_Duplicate(sw->cluster_section, 1) : cJSON_CreateNull());
+    return o;
 }
 
 void sweep_free(sweep *sw) {

@@ -1,0 +1,384 @@
+/* sweep_run.c — a scenario's sweep from validation to exports (sweep_run.h). */
+#include "sim/point/sweep_run.h"
+#include "sim/base/alloc.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "sim/base/fileio.h"
+#include "sim/plan/layout_rank.h"
+#include "sim/point/point_eval.h"
+#include "sim/report/plots.h"
+#include "sim/report/point_pool.h"
+#include "sim/report/report_table.h"
+#include "sim/report/results_db.h"
+#include "sim/scenario/scenario.h"
+
+double sweep_bytes_per_point(int levels) {
+    /* results.db + results.csv per point, measured with scenarios/layout-sweep.json swept over batch
+     * and sequence length (plan: 0.93 KB = 0.56 + 0.37 per 1M points, tests/bench_sweep.c) and the
+     * small MoE scenario (a step point's breakdown adds about 6 KB, a run point about 0.5 KB). */
+    double b = 950;
+    if (levels & LEVEL_STEP) b += 6000;
+    if (levels & LEVEL_RUN) b += 500;
+    return b;
+}
+
+typedef struct {
+    const scenario *base;
+    const sweep *sw;
+    const layout_cfg *ranked;   /* --search: point i is the base with layout ranked[i] */
+    int n_fit, n_sim;           /* --search: the first n_fit fit in memory, the first n_sim are simulated */
+    int levels, fidelity, reproducible, single;
+    const char *out_dir;
+    /* the parent's side */
+    results_db *db;
+    long stored[3];             /* ok, infeasible, error stored by this run */
+    long n_invalid;
+    char reasons[3][400];
+} run_ctx;
+
+/* Point `id`'s scenario and sweep values. 0, or EXIT_BADINPUT when the combination is invalid
+ * (err says why), or another code for a failure. */
+static int point_scenario(const run_ctx *c, long id, scenario *s, cJSON **values, moe_error *err) {
+    if (c->ranked) {
+        *s = *c->base;
+        s->layout = c->ranked[id];
+        if (values) {
+            cJSON *v = *values = cJSON_CreateObject();
+            cJSON_AddNumberToObject(v, "layout.tp", s->layout.tp);
+            cJSON_AddNumberToObject(v, "layout.pp", s->layout.pp);
+            cJSON_AddNumberToObject(v, "layout.ep", s->layout.ep);
+            cJSON_AddNumberToObject(v, "layout.dp", s->layout.dp);
+        }
+        return 0;
+    }
+    return sweep_point(c->sw, c->base, (int)id, s, values, err);
+}
+
+static void encode_failure(record_buf *out, record_status st, const char *reason, cJSON *values) {
+    cJSON *pt = cJSON_CreateObject();
+    if (values) cJSON_AddItemToObject(pt, "sweep", values);
+    record_encode(out, st, reason, NULL, pt);
+    cJSON_Delete(pt);
+}
+
+/* ---- validation: before any work, in the workers ---------------------------------------------- */
+
+static void validate_fn(long id, void *vctx, record_buf *out) {
+    const run_ctx *c = vctx;
+    scenario s;
+    moe_error e = {0};
+    if (point_scenario(c, id, &s, NULL, &e)) record_encode(out, e.code == EXIT_BADINPUT ? RECORD_INFEASIBLE : RECORD_ERROR, e.msg, NULL, NULL);
+}
+
+static int validate_sink(long id, const void *rec, size_t len, const char *lost, void *vctx, moe_error *err) {
+    (void)err;
+    run_ctx *c = vctx;
+    record_reader r;
+    if (c->n_invalid < 3) {
+        if (rec && record_open(&r, rec, len) == 0)
+            snprintf(c->reasons[c->n_invalid], sizeof c->reasons[0], "%.*s", (int)r.reason_len, r.reason ? r.reason : "");
+        else
+            snprintf(c->reasons[c->n_invalid], sizeof c->reasons[0], "point %ld: %s", id, lost ? lost : "?");
+    }
+    c->n_invalid++;
+    return 0;
+}
+
+/* ---- evaluation ---------------------------------------------------------------------------------- */
+
+static void eval_fn(long id, void *vctx, record_buf *out) {
+    const run_ctx *c = vctx;
+    scenario s;
+    cJSON *values = NULL;
+    moe_error e = {0};
+    int rc = point_scenario(c, id, &s, &values, &e);
+    if (rc) {
+        encode_failure(out, rc == EXIT_BADINPUT ? RECORD_INFEASIBLE : RECORD_ERROR, e.msg, values);
+        return;
+    }
+    if (c->fidelity >= 0) s.step.fidelity = (fidelity_kind)c->fidelity;
+    point_opts po = {.levels = c->levels ? c->levels : s.output.levels, .reproducible = c->reproducible,
+                     .omit_scenario = 1};
+    if (c->ranked) po.levels = id < c->n_sim ? (po.levels | LEVEL_PLAN) : LEVEL_PLAN;
+    char trace[4200];
+    if (s.output.trace && (po.levels & LEVEL_STEP)) {
+        if (c->single) {
+            snprintf(trace, sizeof trace, "%s/trace.json", c->out_dir);
+        } else {
+            snprintf(trace, sizeof trace, "%s/traces", c->out_dir);
+            if (make_dirs(trace, &e)) {
+                encode_failure(out, RECORD_ERROR, e.msg, values);
+                return;
+            }
+            snprintf(trace, sizeof trace, "%s/traces/trace-%06ld.json", c->out_dir, id);
+        }
+        po.trace_path = trace;
+    }
+    cJSON *kept = cJSON_Duplicate(values, 1);   /* point_evaluate takes `values` */
+    cJSON *pt = point_evaluate(&s, (int)id, values, &po, &e);
+    cJSON *patch = scenario_patch_json(c->base, &s);
+    char *patch_text = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    if (!pt) {
+        encode_failure(out, RECORD_ERROR, e.msg, kept);
+        free(patch_text);
+        return;
+    }
+    cJSON_Delete(kept);
+    if (c->ranked && id >= c->n_fit) {
+        const cJSON *plan = cJSON_GetObjectItemCaseSensitive(pt, "plan");
+        const cJSON *mem = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(plan, "memory_GiB"), "total");
+        char reason[300];
+        snprintf(reason, sizeof reason, "does not fit in GPU memory: plan.memory_GiB.total = %.1f GiB on the most loaded "
+                 "GPU; expected at most cluster.gpu.mem_GiB = %g (the search simulates only layouts that fit)",
+                 cJSON_IsNumber(mem) ? mem->valuedouble : 0.0, s.cluster.gpu.mem_GiB);
+        record_encode(out, RECORD_INFEASIBLE, reason, patch_text, pt);
+    } else {
+        record_encode(out, RECORD_OK, NULL, patch_text, pt);
+    }
+    free(patch_text);
+    cJSON_Delete(pt);
+}
+
+static int eval_sink(long id, const void *rec, size_t len, const char *lost, void *vctx, moe_error *err) {
+    run_ctx *c = vctx;
+    record_buf lost_rec = {0};
+    if (!rec) {
+        char reason[400];
+        snprintf(reason, sizeof reason, "lost: %s", lost);
+        scenario s;
+        cJSON *values = NULL;
+        moe_error ignored = {0};
+        point_scenario(c, id, &s, &values, &ignored);
+        encode_failure(&lost_rec, RECORD_ERROR, reason, values);
+        rec = lost_rec.data;
+        len = lost_rec.len;
+    }
+    record_status st = (record_status)((const char *)rec)[0];
+    c->stored[st == RECORD_OK ? 0 : st == RECORD_INFEASIBLE ? 1 : 2]++;
+    int rc = results_db_put(c->db, id, rec, len, 0, err);
+    record_buf_free(&lost_rec);
+    return rc;
+}
+
+static void eval_status(void *vctx, char *buf, size_t cap) {
+    const run_ctx *c = vctx;
+    if (c->stored[1] || c->stored[2]) snprintf(buf, cap, "%ld infeasible, %ld errors", c->stored[1], c->stored[2]);
+    else buf[0] = '\0';
+}
+
+/* ---- the run -------------------------------------------------------------------------------------- */
+
+static cJSON *levels_json(int levels) {
+    if (!levels) return cJSON_CreateString("output.levels");
+    cJSON *a = cJSON_CreateArray();
+    const char *names[3] = {"plan", "step", "run"};
+    for (int b = 0; b < 3; b++)
+        if (levels & (1 << b)) cJSON_AddItemToArray(a, cJSON_CreateString(names[b]));
+    return a;
+}
+
+/* What identifies the run: program version, resolved scenario, sweep, options that change results. */
+static cJSON *run_definition(const sweep_run_opts *o, const scenario *base, const sweep *sw) {
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "version", MOESIM_VERSION);
+    cJSON_AddItemToObject(d, "scenario", scenario_to_json(base));
+    cJSON_AddItemToObject(d, "sweep", sweep_to_json(sw));
+    cJSON *opt = cJSON_AddObjectToObject(d, "options");
+    cJSON_AddItemToObject(opt, "levels", levels_json(o->levels));
+    cJSON_AddItemToObject(opt, "fidelity", o->fidelity < 0 ? cJSON_CreateString("step.fidelity")
+                                                           : cJSON_CreateString(o->fidelity == FIDELITY_FULL ? "full" : "fast"));
+    cJSON_AddBoolToObject(opt, "reproducible", o->reproducible);
+    cJSON_AddItemToObject(opt, "search_top", o->search ? cJSON_CreateNumber(o->top) : cJSON_CreateNull());
+    return d;
+}
+
+static progress_mode progress_for(const sweep_run_opts *o, long n) {
+    if (o->quiet || n <= 1) return PROGRESS_NONE;
+    return isatty(2) ? PROGRESS_LIVE : PROGRESS_LINES;
+}
+
+static int refuse_size(const sweep_run_opts *o, long n, long max, int levels, moe_error *err) {
+    double gb = (double)n * sweep_bytes_per_point(levels) / 1e9;
+    return moe_error_set(err, EXIT_BADINPUT,
+                         "%s: sweep: got %ld points (about %.1f GB in results.db and results.csv); expected at most "
+                         "%ld (--max-points N raises the limit; --shard I/N splits the sweep over processes or machines)",
+                         o->scenario_file, n, gb, max);
+}
+
+static void warn_disk(const char *dir, long n, int levels, FILE *out) {
+    struct statvfs v;
+    double need = (double)n * sweep_bytes_per_point(levels);
+    if (statvfs(dir, &v) == 0 && (double)v.f_bavail * (double)v.f_frsize < need)
+        fprintf(out, "warning: %s has %.2f GB free; the results of %ld points need about %.2f GB\n", dir,
+                (double)v.f_bavail * (double)v.f_frsize / 1e9, n, need / 1e9);
+}
+
+/* The table: every point of a small run; the best 20 of a large one. */
+static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *out, moe_error *err) {
+    char order[600] = "ORDER BY id";
+    long limit = 0;
+    if (c->ranked) {
+        snprintf(order, sizeof order, "WHERE id < %d ORDER BY id", c->n_sim > 0 ? c->n_sim : 0);
+    } else if (n_stored > 200) {
+        const char *fits = results_db_column_sql(db, "plan.fits_memory");
+        char fits_q[300] = "", step_q[300] = "", plan_q[300] = "";
+        if (fits) snprintf(fits_q, sizeof fits_q, "coalesce(%s, 0) = 0, ", fits);
+        const char *st = results_db_column_sql(db, "step.step_time_s");
+        if (st) snprintf(step_q, sizeof step_q, "%s", st);
+        const char *pl = results_db_column_sql(db, "plan.step_time_s");
+        if (pl) snprintf(plan_q, sizeof plan_q, "%s", pl);
+        snprintf(order, sizeof order, "WHERE status = 'ok' ORDER BY %scoalesce(%s%s%s), id", fits_q, step_q,
+                 step_q[0] && plan_q[0] ? ", " : "", plan_q[0] ? plan_q : step_q[0] ? "" : "id");
+        limit = 20;
+    }
+    cJSON *doc = results_db_document(db, order, limit, err);
+    if (!doc) return err->code;
+    print_results_table(out, doc);
+    if (limit) fprintf(out, "(the best %ld of %ld points; all of them are in results.db and results.csv)\n", limit, n_stored);
+    cJSON_Delete(doc);
+    return 0;
+}
+
+static int finish(const sweep_run_opts *o, const char *out_dir, const scenario *base, run_ctx *c, long lo, long hi,
+                  FILE *out, moe_error *err) {
+    results_db *db = c->db;
+    if (results_db_commit(db, err)) return err->code;
+    long ok, inf, bad, n_stored = results_db_count_all(db);
+    if (results_db_counts(db, lo, hi, &ok, &inf, &bad, err)) return err->code;
+    int json = o->json || n_stored <= RESULTS_JSON_MAX_POINTS;
+    if (results_db_export(db, out_dir, json, err)) return err->code;
+    if (!o->quiet) {
+        if (n_stored > 0 && print_table(db, n_stored, c, out, err)) return err->code;
+        fprintf(out, "wrote %s/results.db, %s/results.csv%s%s%s (%ld points: %ld ok, %ld infeasible, %ld errors)\n",
+                out_dir, out_dir, json ? " and " : "", json ? out_dir : "", json ? "/results.json" : "", n_stored, ok, inf, bad);
+        if (inf) {
+            fprintf(out, "infeasible (first of %ld; all with their reason in results.db):\n", inf);
+            results_db_reasons(db, "infeasible", 3, out);
+        }
+    }
+    if (base->output.plots && n_stored <= RESULTS_JSON_MAX_POINTS) {
+        cJSON *doc = results_db_document(db, "WHERE status = 'ok' ORDER BY id", 0, err);
+        if (!doc) return err->code;
+        int n = 0, rc = plots_write(out_dir, doc, &n, err);
+        cJSON_Delete(doc);
+        if (rc) return rc;
+        if (!o->quiet && n) fprintf(out, "drew %d figure%s (PNG + SVG) in %s\n", n, n == 1 ? "" : "s", out_dir);
+    }
+    if (bad) {
+        fprintf(stderr, "simrun: %ld point%s failed (rerun with --resume to retry them):\n", bad, bad == 1 ? "" : "s");
+        results_db_reasons(db, "error", 5, stderr);
+        return moe_error_set(err, EXIT_RUNTIME, "%ld of %ld points failed", bad, hi - lo);
+    }
+    return 0;
+}
+
+int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
+    scenario base;
+    sweep *sw = NULL;
+    if (scenario_load(o->scenario_file, &base, &sw, err)) return err->code;
+    const char *out_dir = o->out_dir ? o->out_dir : base.output.dir;
+    run_ctx c = {.base = &base, .sw = sw, .levels = o->levels, .fidelity = o->fidelity, .reproducible = o->reproducible,
+                 .out_dir = out_dir};
+    layout_cfg *ranked = NULL;
+    results_db *db = NULL;
+    uint8_t *done = NULL;
+    cJSON *def = NULL;
+    int rc = 0;
+    long n = sweep_count(sw);
+    if (o->search) {
+        if (n > 1) {
+            rc = moe_error_set(err, EXIT_BADINPUT, "%s: sweep: got a sweep of %ld points; expected none with --search "
+                               "(the search varies the layout itself)", o->scenario_file, n);
+            goto done;
+        }
+        int n_fit;
+        n = layouts_rank(&base, &ranked, &n_fit, err);
+        if (n < 0) { rc = err->code; goto done; }
+        c.ranked = ranked;
+        c.n_fit = n_fit;
+        c.n_sim = n_fit < o->top ? n_fit : o->top;
+        if (!c.levels) c.levels = LEVEL_PLAN | LEVEL_STEP;
+        if (!o->quiet)
+            fprintf(out, "search: %ld valid layouts of %d GPUs, %d fit in memory; simulating the best %d (by plan step time)%s\n",
+                    n, scn_gpus(&base), n_fit, c.n_sim, c.levels & LEVEL_STEP ? "" : " [plan only]");
+        if (n_fit == 0) {
+            rc = moe_error_set(err, EXIT_RUNTIME, "%s: no valid layout fits in memory (cluster.gpu.mem_GiB = %g)",
+                               o->scenario_file, base.cluster.gpu.mem_GiB);
+            goto done;
+        }
+    }
+    c.single = n == 1;
+    int shard_n = o->shard_n > 0 ? o->shard_n : 1;
+    long lo = n * o->shard_i / shard_n, hi = n * (o->shard_i + 1) / shard_n;
+    long max = o->max_points > 0 ? o->max_points : SWEEP_MAX_POINTS_DEFAULT;
+    int eff_levels = c.levels ? c.levels : base.output.levels;
+    if (hi - lo > max) { rc = refuse_size(o, hi - lo, max, eff_levels, err); goto done; }
+    int jobs = o->jobs > 0 ? o->jobs : 1;
+
+    /* 1. every point validated before any work (the search validated its layouts when ranking) */
+    if (!c.ranked && sweep_count(sw) > 1) {
+        point_run_opts vo = {.jobs = jobs, .chunk = (hi - lo + 8L * jobs - 1) / (8L * jobs), .what = "validated",
+                             .progress = (hi - lo) > 200000 ? progress_for(o, hi - lo) : PROGRESS_NONE,
+                             .progress_every_s = o->progress_every_s > 0 ? o->progress_every_s : 30};
+        if ((rc = run_points(lo, hi, validate_fn, validate_sink, &c, &vo, err))) goto done;
+        if (c.n_invalid && o->strict) {
+            rc = moe_error_set(err, EXIT_BADINPUT, "%ld of %ld points are infeasible (--strict), e.g. %s", c.n_invalid,
+                               hi - lo, c.reasons[0]);
+            goto done;
+        }
+        if (c.n_invalid && !o->quiet)
+            fprintf(out, "sweep: %ld points, %ld infeasible (recorded with their reason), e.g. %s\n", hi - lo, c.n_invalid,
+                    c.reasons[0]);
+    } else if (c.ranked && o->strict && c.n_fit < n && !o->quiet) {
+        fprintf(out, "search: %ld layouts do not fit in memory (recorded infeasible)\n", n - c.n_fit);
+    }
+
+    /* 2. the folder's database: never another run's points */
+    def = run_definition(o, &base, sw);
+    results_db_mode mode = o->force ? DB_FORCE : o->resume ? DB_RESUME : DB_FRESH;
+    if ((rc = results_db_open_run(out_dir, def, n, mode, &db, err))) goto done;
+    c.db = db;
+    if (!o->quiet) warn_disk(out_dir, hi - lo, eff_levels, stderr);
+    done = moe_xcalloc((size_t)((hi - lo) / 8 + 1), 1);
+    long n_done = results_db_done(db, lo, hi, done, err);
+    if (n_done < 0) { rc = err->code; goto done; }
+
+    /* 3. the points, in workers; the parent stores what they send */
+    int slow = (eff_levels & LEVEL_STEP) != 0;
+    long todo = hi - lo - n_done;
+    point_run_opts po = {.jobs = jobs, .skip = done, .exact = slow, .what = "evaluated",
+                         .chunk = slow ? 1 : (todo + 8L * jobs - 1) / (8L * jobs),
+                         .progress = progress_for(o, todo), .status = eval_status,
+                         .progress_every_s = o->progress_every_s > 0 ? o->progress_every_s : 30};
+    if (po.chunk > 20000) po.chunk = 20000;
+    rc = run_points(lo, hi, eval_fn, eval_sink, &c, &po, err);
+    if (rc) {
+        /* keep what was stored; say how to go on */
+        moe_error cerr = {0};
+        int crc = results_db_commit(db, &cerr);
+        if (rc > 128 && !crc)
+            snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+                     "; the finished points are in %s/results.db: continue with --resume", out_dir);
+        goto done;
+    }
+    rc = finish(o, out_dir, &base, &c, lo, hi, out, err);
+done:
+    if (db) {
+        moe_error cerr = {0};
+        if (results_db_close(db, &cerr) && !rc) {
+            *err = cerr;
+            rc = cerr.code;
+        }
+    }
+    free(done);
+    cJSON_Delete(def);
+    free(ranked);
+    sweep_free(sw);
+    return rc;
+}

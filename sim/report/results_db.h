@@ -1,0 +1,110 @@
+/* results_db.h — a sweep's results in one SQLite database per output folder (DIR/results.db).
+ *
+ * Tables (README "results.db" documents them for users):
+ *   run(fingerprint, version, scenario, sweep, options, n_points, created_utc) — one row. The
+ *     fingerprint is a hash of the run's definition {"version", "scenario", "sweep", "options"}: the
+ *     program version, the resolved base scenario, the sweep definition and the options that change
+ *     results (levels, fidelity, reproducible, search). A database only ever holds points of one
+ *     definition.
+ *   points(id, status, reason, scenario_patch, "sweep.layout.tp", ..., "plan.step_time_s", ...) — one
+ *     row per point: status 'ok' / 'infeasible' / 'error' with its reason, every results key as a
+ *     column named by its dotted path, and the point's resolved scenario as an RFC 7396 patch of
+ *     run.scenario (json_patch(run.scenario, scenario_patch) is the whole of it).
+ *   columns(name, path, kind, first_id, pos) — every results column: its JSON path, its kind
+ *     (number, bool, string or json: arrays and values of mixed kinds, as JSON text), and where it
+ *     first appears; the exports order columns by (first_id, pos), so the order depends only on the
+ *     points stored, never on the order in which workers finished them.
+ * Writes go in batched transactions (WAL): a killed process loses at most the uncommitted batch, and
+ * the database stays readable and resumable (also after a full disk). */
+#ifndef MOESIM_RESULTS_DB_H
+#define MOESIM_RESULTS_DB_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "sim/base/errors.h"
+
+struct cJSON;
+typedef struct results_db results_db;
+
+/* results.json is exported for databases of at most this many points (or on request): beyond it a
+ * document is hundreds of MB that results.db and results.csv hold better (SQL, pandas). */
+#define RESULTS_JSON_MAX_POINTS 20000
+
+/* How a run treats an existing DIR/results.db. */
+typedef enum {
+    DB_FRESH,    /* a new run: an existing database of the same definition is replaced, another refused */
+    DB_RESUME,   /* keep the points of the same definition; another definition is refused */
+    DB_FORCE,    /* replace whatever results are in the folder */
+} results_db_mode;
+
+/* The fingerprint (16 hex digits) of a definition (FNV-1a 64 over its unformatted JSON). */
+void results_fingerprint(const struct cJSON *definition, char out[17]);
+
+/* Open DIR/results.db for a run of `definition` (caller keeps it) over `n_points` points (the whole
+ * sweep, for merge's coverage check). Refusals (exit 2) say what to do and, for another definition,
+ * name its first differing field. Before anything is written, the folder's exports (results.json,
+ * results.csv) are removed: they would be stale beside the new points. */
+int results_db_open_run(const char *dir, const struct cJSON *definition, long n_points, results_db_mode mode,
+                        results_db **out, moe_error *err);
+/* Open an existing database (a folder holding results.db, or the file itself) to read or merge. */
+int results_db_open_existing(const char *path, int writable, results_db **out, moe_error *err);
+/* Commit and close. Returns the commit's error (a full disk shows here too). */
+int results_db_close(results_db *db, moe_error *err);
+/* Close without committing the open batch (after a failure). */
+void results_db_abandon(results_db *db);
+const char *results_db_path(const results_db *db);
+
+/* The stored definition (caller frees), fingerprint, points of the whole sweep. */
+struct cJSON *results_db_definition(results_db *db);
+const char *results_db_fingerprint(const results_db *db);
+long results_db_n_points(const results_db *db);
+/* A refusal message for two different definitions: the first differing field and both values. */
+void results_definition_diff(const struct cJSON *stored, const struct cJSON *now, char *out, size_t cap);
+
+/* Store point `id` (a record of results_record.h). merge = 0: a new point (replaces an earlier
+ * attempt); merge = 1: an identical point already there is kept once, a different one is an error
+ * (exit 2) naming the point and the first differing column, except that a stored 'error' gives way to
+ * the new record and a new 'error' never replaces a stored result. Commits every few thousand points
+ * or once a second. */
+int results_db_put(results_db *db, long id, const void *rec, size_t len, int merge, moe_error *err);
+int results_db_commit(results_db *db, moe_error *err);
+
+/* Bit (id - lo) of `done` (caller zeroes (hi - lo + 7) / 8 bytes) set for every stored point of
+ * [lo, hi) that needs no more work: status ok or infeasible. Returns how many. */
+long results_db_done(results_db *db, long lo, long hi, uint8_t *done, moe_error *err);
+/* Points of [lo, hi) by status. */
+int results_db_counts(results_db *db, long lo, long hi, long *ok, long *infeasible, long *error, moe_error *err);
+/* Ids of [0, n_points) without an ok or infeasible point, as "3, 17-20 (5 points)" (at most `cap`
+ * bytes). Returns how many. */
+long results_db_missing(results_db *db, char *desc, size_t cap, moe_error *err);
+/* The first `max` points of status s ("error", "infeasible") as "id: reason" lines. */
+void results_db_reasons(results_db *db, const char *status, int max, FILE *out);
+long results_db_count_all(results_db *db);
+
+/* Exports. CSV: id, status, reason, then every results column (the resolved scenario stays in the
+ * database and results.json). JSON: SCENARIO.md's results.json, each point with its "status" (and
+ * "reason") and its whole resolved scenario; byte for byte what cJSON_Print writes of the document. */
+int results_db_write_csv(results_db *db, FILE *f, moe_error *err);
+int results_db_write_json(results_db *db, FILE *f, moe_error *err);
+/* results.csv, and results.json when `json` is set, in `dir`, each atomically. */
+int results_db_export(results_db *db, const char *dir, int json, moe_error *err);
+/* The results document of the points chosen by `where_order` (an SQL tail such as "ORDER BY id",
+ * may be NULL) in memory, for the table and the plots. NULL with err set on failure. */
+struct cJSON *results_db_document(results_db *db, const char *where_order, long limit, moe_error *err);
+/* The SQL expression of a results column ("plan.step_time_s") when the database has it, else NULL;
+ * for ranking queries (the quoted column name, in a static buffer). */
+const char *results_db_column_sql(results_db *db, const char *name);
+
+/* Remove a folder's result files: results.db and its WAL, results.json, results.csv, the point files
+ * of earlier versions (points/), step traces (trace.json, traces/). */
+int results_remove_outputs(const char *dir, moe_error *err);
+
+/* Merge databases (folders or files) of one definition into DIR/results.db (created, or extended when
+ * it holds the same definition). Different definitions are refused (exit 2, the first differing field
+ * named); conflicting points too; points missing from the sweep are an error (exit 2, the ranges
+ * named) unless `partial`. The output appears only when the merge succeeded; results.json is exported
+ * up to RESULTS_JSON_MAX_POINTS points, or always with `json`. */
+int results_merge(const char *const *inputs, int n_inputs, const char *dir, int partial, int json,
+                  FILE *report, moe_error *err);
+
+#endif

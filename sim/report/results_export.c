@@ -1,0 +1,385 @@
+/* results_export.c — results.csv and results.json from results.db, and results documents in memory
+ * for the table and the plots (results_db.h). Every export streams row by row: memory does not grow
+ * with the number of points. */
+#define _GNU_SOURCE /* qsort_r */
+#include "sim/report/results_db_internal.h"
+#include "sim/base/alloc.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/base/fileio.h"
+
+int db_format_number(double d, char *buf, size_t cap) {
+    /* cJSON's print_number, so that CSV cells, JSON columns and results.json agree: integers in int
+     * range as integers, else 15 significant digits when they read back as the same double (within
+     * cJSON's tolerance), else 17. Integers below 1e15 print the same through "%1.15g": they take a
+     * shortcut, being most of a sweep's values. */
+    if (isnan(d) || isinf(d)) return snprintf(buf, cap, "null");
+    if (d == floor(d) && fabs(d) < 1e15) return snprintf(buf, cap, "%lld", (long long)d);
+    int n = snprintf(buf, cap, "%1.15g", d);
+    double back = strtod(buf, NULL);
+    double big = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+    if (!(fabs(back - d) <= big * DBL_EPSILON)) n = snprintf(buf, cap, "%1.17g", d);
+    return n;
+}
+
+static int by_first_seen(const void *a, const void *b, void *vdb) {
+    const results_db *db = vdb;
+    const db_column *x = &db->cols[*(const int *)a], *y = &db->cols[*(const int *)b];
+    if (x->first_id != y->first_id) return x->first_id < y->first_id ? -1 : 1;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+int *db_column_order(const results_db *db) {
+    int *o = moe_xmalloc(sizeof(int) * (size_t)(db->n_cols + 1));
+    for (int i = 0; i < db->n_cols; i++) o[i] = i;
+    qsort_r(o, (size_t)db->n_cols, sizeof *o, by_first_seen, (void *)db);
+    return o;
+}
+
+char *db_select_sql(const results_db *db, const int *order, int with_scenario, const char *tail) {
+    size_t cap = 512 + (size_t)db->n_cols * 80 + (tail ? strlen(tail) : 0), n = 0;
+    char *sql = moe_xmalloc(cap);
+    n += (size_t)snprintf(sql + n, cap - n, "SELECT id, status, reason, %s",
+                          with_scenario ? "CASE WHEN scenario_patch IS NULL THEN NULL ELSE "
+                                          "json_patch((SELECT scenario FROM run), scenario_patch) END"
+                                        : "scenario_patch");
+    for (int k = 0; k < db->n_cols; k++) {
+        char *q = db_quote_ident(db->cols[order ? order[k] : k].name);
+        if (n + strlen(q) + 64 > cap) sql = moe_xrealloc(sql, cap = 2 * cap + strlen(q), 1);
+        n += (size_t)snprintf(sql + n, cap - n, ", %s", q);
+        free(q);
+    }
+    if (n + 64 + (tail ? strlen(tail) : 0) > cap) sql = moe_xrealloc(sql, cap = n + 64 + (tail ? strlen(tail) : 0), 1);
+    snprintf(sql + n, cap - n, " FROM points %s", tail ? tail : "");
+    return sql;
+}
+
+/* The value of column c in result column `col` as JSON. */
+static cJSON *column_json(const db_column *c, sqlite3_stmt *st, int col) {
+    int type = sqlite3_column_type(st, col);
+    if (type == SQLITE_NULL) return NULL;
+    switch (c->kind) {
+    case KIND_NUMBER: return cJSON_CreateNumber(sqlite3_column_double(st, col));
+    case KIND_BOOL: return cJSON_CreateBool(sqlite3_column_int(st, col) != 0);
+    case KIND_STRING: return cJSON_CreateString((const char *)sqlite3_column_text(st, col));
+    case KIND_JSON:
+    default: {
+        if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) return cJSON_CreateNumber(sqlite3_column_double(st, col));
+        const char *t = (const char *)sqlite3_column_text(st, col);
+        cJSON *v = cJSON_Parse(t);
+        return v ? v : cJSON_CreateString(t);
+    }
+    }
+}
+
+/* Put v at its path (components separated by RECORD_PATH_SEP) under root. */
+static void put_at(cJSON *root, const char *path, cJSON *v) {
+    cJSON *cur = root;
+    const char *s = path;
+    char key[1024];
+    for (const char *sep; (sep = strchr(s, RECORD_PATH_SEP)); s = sep + 1) {
+        size_t n = (size_t)(sep - s) < sizeof key - 1 ? (size_t)(sep - s) : sizeof key - 1;
+        memcpy(key, s, n);
+        key[n] = '\0';
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(cur, key);
+        if (!cJSON_IsObject(next)) next = cJSON_AddObjectToObject(cur, key);
+        cur = next;
+    }
+    cJSON_AddItemToObject(cur, s, v);
+}
+
+cJSON *db_row_point(const results_db *db, sqlite3_stmt *st, const int *order, int with_scenario) {
+    cJSON *pt = cJSON_CreateObject();
+    cJSON_AddNumberToObject(pt, "id", (double)sqlite3_column_int64(st, 0));
+    cJSON_AddStringToObject(pt, "status", (const char *)sqlite3_column_text(st, 1));
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+        cJSON_AddStringToObject(pt, "reason", (const char *)sqlite3_column_text(st, 2));
+    cJSON *scenario = NULL;
+    if (with_scenario && sqlite3_column_type(st, 3) != SQLITE_NULL)
+        scenario = cJSON_Parse((const char *)sqlite3_column_text(st, 3));
+    for (int k = 0; k < db->n_cols; k++) {
+        const db_column *c = &db->cols[order[k]];
+        /* the scenario goes where results.json always had it: after the sweep values */
+        if (scenario && strncmp(c->path, "sweep\x1f", 6) != 0 && strcmp(c->path, "sweep") != 0) {
+            cJSON_AddItemToObject(pt, "scenario", scenario);
+            scenario = NULL;
+        }
+        cJSON *v = column_json(c, st, 4 + k);
+        if (v) put_at(pt, c->path, v);
+    }
+    if (scenario) cJSON_AddItemToObject(pt, "scenario", scenario);
+    return pt;
+}
+
+/* ---- CSV ----------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *b;
+    size_t n, cap;
+} text_buf;
+
+static void tb_put(text_buf *t, const char *s, size_t n) {
+    if (t->n + n + 1 > t->cap) {
+        while (t->n + n + 1 > t->cap) t->cap = t->cap ? 2 * t->cap : 1 << 16;
+        t->b = moe_xrealloc(t->b, t->cap, 1);
+    }
+    memcpy(t->b + t->n, s, n);
+    t->n += n;
+}
+
+/* A CSV cell: quoted (quotes doubled) when it holds a comma, quote, newline or ';' (the array
+ * separator); numbers never are. */
+static void tb_cell(text_buf *t, const char *s, size_t n) {
+    int quote = 0;
+    for (size_t i = 0; i < n && !quote; i++) quote = s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == ';';
+    if (!quote) { tb_put(t, s, n); return; }
+    tb_put(t, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') tb_put(t, "\"", 1);
+        tb_put(t, s + i, 1);
+    }
+    tb_put(t, "\"", 1);
+}
+
+/* A JSON column's cell: arrays of scalars joined with ';' (strings without their quotes), anything
+ * else as its JSON text. */
+static void tb_json_cell(text_buf *t, const char *json) {
+    if (strcmp(json, "[]") == 0 || strcmp(json, "{}") == 0) return;
+    cJSON *v = cJSON_Parse(json);
+    int scalars = cJSON_IsArray(v);
+    for (const cJSON *e = scalars ? v->child : NULL; e; e = e->next) scalars &= !cJSON_IsArray(e) && !cJSON_IsObject(e);
+    if (!scalars) {
+        tb_cell(t, json, strlen(json));
+        cJSON_Delete(v);
+        return;
+    }
+    text_buf j = {0};
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (e != v->child) tb_put(&j, ";", 1);
+        char *p = cJSON_IsString(e) ? moe_xstrdup(e->valuestring) : cJSON_PrintUnformatted(e);
+        tb_put(&j, p, strlen(p));
+        free(p);
+    }
+    tb_cell(t, j.b ? j.b : "", j.n);
+    free(j.b);
+    cJSON_Delete(v);
+}
+
+static void tb_value(text_buf *t, const db_column *c, sqlite3_stmt *st, int col) {
+    int type = sqlite3_column_type(st, col);
+    if (type == SQLITE_NULL) return;
+    char num[64];
+    if (c->kind == KIND_NUMBER || (c->kind == KIND_JSON && (type == SQLITE_INTEGER || type == SQLITE_FLOAT))) {
+        int n = db_format_number(sqlite3_column_double(st, col), num, sizeof num);
+        tb_put(t, num, (size_t)n);
+    } else if (c->kind == KIND_BOOL) {
+        if (sqlite3_column_int(st, col)) tb_put(t, "true", 4);
+        else tb_put(t, "false", 5);
+    } else if (c->kind == KIND_STRING) {
+        tb_cell(t, (const char *)sqlite3_column_text(st, col), (size_t)sqlite3_column_bytes(st, col));
+    } else {
+        tb_json_cell(t, (const char *)sqlite3_column_text(st, col));
+    }
+}
+
+static int write_out(FILE *f, text_buf *t, results_db *db, moe_error *err) {
+    if (t->n && fwrite(t->b, 1, t->n, f) != t->n)
+        return moe_error_set(err, EXIT_RUNTIME, "%s: writing an export: %s", db->path, strerror(errno));
+    t->n = 0;
+    return 0;
+}
+
+int results_db_write_csv(results_db *db, FILE *f, moe_error *err) {
+    int *order = db_column_order(db);
+    text_buf t = {0};
+    tb_put(&t, "id,status,reason", 16);
+    for (int k = 0; k < db->n_cols; k++) {
+        tb_put(&t, ",", 1);
+        const char *name = db->cols[order[k]].name;
+        tb_cell(&t, name, strlen(name));
+    }
+    tb_put(&t, "\n", 1);
+    char *sql = db_select_sql(db, order, 0, "ORDER BY id");
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL);
+    free(sql);
+    if (rc != SQLITE_OK) {
+        free(order);
+        free(t.b);
+        return db_fail(db, rc, "export", err);
+    }
+    int bad = 0;
+    while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char num[32];
+        int n = snprintf(num, sizeof num, "%lld,", (long long)sqlite3_column_int64(st, 0));
+        tb_put(&t, num, (size_t)n);
+        const char *status = (const char *)sqlite3_column_text(st, 1);
+        tb_put(&t, status, strlen(status));
+        tb_put(&t, ",", 1);
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+            tb_cell(&t, (const char *)sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 2));
+        for (int k = 0; k < db->n_cols; k++) {
+            tb_put(&t, ",", 1);
+            tb_value(&t, &db->cols[order[k]], st, 4 + k);
+        }
+        tb_put(&t, "\n", 1);
+        if (t.n > (1 << 20)) bad = write_out(f, &t, db, err);
+    }
+    if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) bad = db_fail(db, rc, "export", err);
+    if (!bad) bad = write_out(f, &t, db, err);
+    sqlite3_finalize(st);
+    free(order);
+    free(t.b);
+    return bad;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------------- */
+
+static char *stored_version(results_db *db) {
+    sqlite3_stmt *st;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db->h, "SELECT version FROM run", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = moe_xstrdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v ? v : moe_xstrdup("");
+}
+
+/* The document's head and tail as cJSON_Print writes them around the points array's items. */
+static void json_frame(results_db *db, char **head, char **tail) {
+    char *version = stored_version(db);
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "format", "moesim-results/1");
+    cJSON_AddStringToObject(doc, "version", version);
+    cJSON_AddArrayToObject(doc, "points");
+    char *text = cJSON_Print(doc);   /* ... "points":\t[]\n} */
+    char *brackets = strstr(text, "[]");
+    *tail = moe_xstrdup(brackets + 1);
+    brackets[1] = '\0';
+    *head = text;
+    cJSON_Delete(doc);
+    free(version);
+}
+
+int results_db_write_json(results_db *db, FILE *f, moe_error *err) {
+    int *order = db_column_order(db);
+    char *sql = db_select_sql(db, order, 1, "ORDER BY id"), *head, *tail;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL);
+    free(sql);
+    if (rc != SQLITE_OK) {
+        free(order);
+        return db_fail(db, rc, "export", err);
+    }
+    json_frame(db, &head, &tail);
+    text_buf t = {0};
+    tb_put(&t, head, strlen(head));
+    int bad = 0, first = 1;
+    while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *pt = db_row_point(db, st, order, 1);
+        char *p = cJSON_Print(pt);
+        cJSON_Delete(pt);
+        if (!first) tb_put(&t, ", ", 2);
+        first = 0;
+        /* an item of the points array is one level deeper than a document of its own */
+        for (const char *s = p; *s; s++) {
+            tb_put(&t, s, 1);
+            if (*s == '\n') tb_put(&t, "\t\t", 2);
+        }
+        free(p);
+        if (t.n > (1 << 20)) bad = write_out(f, &t, db, err);
+    }
+    if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) bad = db_fail(db, rc, "export", err);
+    tb_put(&t, tail, strlen(tail));
+    tb_put(&t, "\n", 1);
+    if (!bad) bad = write_out(f, &t, db, err);
+    sqlite3_finalize(st);
+    free(order);
+    free(head);
+    free(tail);
+    free(t.b);
+    return bad;
+}
+
+cJSON *results_db_document(results_db *db, const char *where_order, long limit, moe_error *err) {
+    int *order = db_column_order(db);
+    char tail[1200];
+    snprintf(tail, sizeof tail, "%s LIMIT %ld", where_order ? where_order : "ORDER BY id", limit > 0 ? limit : -1L);
+    char *sql = db_select_sql(db, order, 1, tail);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL);
+    free(sql);
+    if (rc != SQLITE_OK) {
+        free(order);
+        db_fail(db, rc, "read", err);
+        return NULL;
+    }
+    char *version = stored_version(db);
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "format", "moesim-results/1");
+    cJSON_AddStringToObject(doc, "version", version);
+    free(version);
+    cJSON *pts = cJSON_AddArrayToObject(doc, "points");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) cJSON_AddItemToArray(pts, db_row_point(db, st, order, 1));
+    sqlite3_finalize(st);
+    free(order);
+    if (rc != SQLITE_DONE) {
+        cJSON_Delete(doc);
+        db_fail(db, rc, "read", err);
+        return NULL;
+    }
+    return doc;
+}
+
+const char *results_db_column_sql(results_db *db, const char *name) {
+    static char buf[1200];
+    for (int i = 0; i < db->n_cols; i++)
+        if (strcmp(db->cols[i].name, name) == 0) {
+            char *q = db_quote_ident(name);
+            snprintf(buf, sizeof buf, "%s", q);
+            free(q);
+            return buf;
+        }
+    return NULL;
+}
+
+/* ---- the files ----------------------------------------------------------------------------------- */
+
+typedef int (*export_fn)(results_db *db, FILE *f, moe_error *err);
+
+/* Write one export atomically: a temporary in the same folder, fsync, rename; on any failure the
+ * temporary goes and `name` is left as it was. */
+static int export_file(results_db *db, const char *dir, const char *name, export_fn fn, moe_error *err) {
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmpXXXXXX", dir, name);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot create: %s", path, strerror(errno));
+    }
+    fchmod(fd, 0644);
+    int rc = fn(db, f, err);
+    if (!rc && (fflush(f) != 0 || fsync(fd) != 0))
+        rc = moe_error_set(err, EXIT_RUNTIME, "%s: %s", path, strerror(errno));
+    if (fclose(f) != 0 && !rc) rc = moe_error_set(err, EXIT_RUNTIME, "%s: %s", path, strerror(errno));
+    if (!rc && rename(tmp, path) != 0) rc = moe_error_set(err, EXIT_RUNTIME, "%s: %s", path, strerror(errno));
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+int results_db_export(results_db *db, const char *dir, int json, moe_error *err) {
+    if (results_db_commit(db, err)) return err->code;
+    if (export_file(db, dir, "results.csv", results_db_write_csv, err)) return err->code;
+    if (json && export_file(db, dir, "results.json", results_db_write_json, err)) return err->code;
+    return 0;
+}
