@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "sim/base/fileio.h"
 #include "tests/cli_run.h"
 
@@ -49,6 +51,24 @@ static cJSON *load_results(const char *dir) {
     free(t);
     assert_non_null(doc);
     return doc;
+}
+
+/* One integer from an SQL query on DIR/results.db (-1 on failure). */
+static long db_long(const char *dir, const char *sql) {
+    char path[8600];
+    snprintf(path, sizeof path, "%s/results.db", dir);
+    sqlite3 *h;
+    long v = -1;
+    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+            int rc = sqlite3_step(st);
+            v = rc == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
+            sqlite3_finalize(st);
+        }
+    }
+    sqlite3_close(h);
+    return v;
 }
 
 static int setup(void **state) {
@@ -155,10 +175,9 @@ static void test_shards_merge_resume(void **state) {
     assert_true(n > 10);
     cJSON_Delete(doc);
 
-    /* resume: remove one point, touch-proof the others by checking their content is unchanged */
-    char victim[8400];
-    snprintf(victim, sizeof victim, "%s/points/point-000003.json", one);
-    assert_int_equal(unlink(victim), 0);
+    /* resume: remove one point from the database; --resume evaluates it again and only it */
+    assert_int_equal(db_long(one, "DELETE FROM points WHERE id = 3"), 0);
+    assert_int_equal(db_long(one, "SELECT count(*) FROM points"), n - 1);
     assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", one, "--resume",
                          "--quiet", NULL), 0);
     char *tc = slurp(a);
@@ -211,7 +230,10 @@ static void test_search(void **state) {
     assert_non_null(strstr(out, "valid layouts"));
     cJSON *doc = load_results(dir);
     cJSON *pts = cJSON_GetObjectItem(doc, "points");
-    assert_int_equal(cJSON_GetArraySize(pts), 3);
+    /* the whole plan-level ranking is stored: every valid layout, the best 3 simulated */
+    int n_ranked = cJSON_GetArraySize(pts);
+    assert_true(n_ranked > 3);
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(pts, 3), "step"));
     double last = 0;
     for (int i = 0; i < 3; i++) {
         cJSON *p = cJSON_GetArrayItem(pts, i);
@@ -256,6 +278,12 @@ static void test_search(void **state) {
         assert_true(cJSON_Compare(cJSON_GetObjectItem(chosen[k], "sweep"),
                                   cJSON_GetObjectItem(cJSON_GetArrayItem(pts, k), "sweep"), 1));
     }
+    /* every valid layout ranked: as many as the layouts sweep has, those that do not fit infeasible */
+    int n_all = cJSON_GetArraySize(cJSON_GetObjectItem(all, "points")), n_fit = 0;
+    for (cJSON *p = cJSON_GetObjectItem(all, "points")->child; p; p = p->next)
+        n_fit += cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "plan"), "fits_memory"));
+    assert_int_equal(n_ranked, n_all);
+    assert_int_equal(db_long(dir, "SELECT count(*) FROM points WHERE status = 'infeasible'"), n_all - n_fit);
     cJSON_Delete(all);
     cJSON_Delete(doc);
     /* a scenario that already sweeps cannot be searched */
@@ -263,23 +291,11 @@ static void test_search(void **state) {
 }
 
 /* Interrupted and resumed: a sweep killed with SIGINT (as Ctrl-C does, to the whole process group)
- * keeps every point it finished; --resume evaluates only the rest (the finished files are not
- * rewritten: same inode) and the results equal an uninterrupted run's, byte for byte. */
-static int count_points(const char *dir) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        n += strncmp(e->d_name, "point-", 6) == 0 && l > 5 && strcmp(e->d_name + l - 5, ".json") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
+ * keeps every point it committed; --resume evaluates only the rest (the kept points are not
+ * evaluated again: their wall-clock field is unchanged) and the results equal an uninterrupted run's. */
 static void test_interrupt_and_resume(void **state) {
     (void)state;
-    char sc[8400], dir[8400], pts[8600], full[8400], out[16384], err[8192];
+    char sc[8400], dir[8400], full[8400], out[16384], err[8192];
     char *text = slurp("tests/data/scenarios/small-moe.json");
     assert_non_null(text);
     *strrchr(text, '}') = '\0';
@@ -290,7 +306,6 @@ static void test_interrupt_and_resume(void **state) {
     fclose(f);
     free(text);
     snprintf(dir, sizeof dir, "%s/interrupted", tmpdir);
-    snprintf(pts, sizeof pts, "%s/points", dir);
     snprintf(full, sizeof full, "%s/uninterrupted", tmpdir);
 
     pid_t pid = fork();
@@ -304,28 +319,29 @@ static void test_interrupt_and_resume(void **state) {
     }
     setpgid(pid, pid);
     struct timespec tick = {0, 5 * 1000 * 1000};
-    for (int i = 0; i < 12000 && count_points(pts) < 3; i++) nanosleep(&tick, NULL);
+    const char *count = "SELECT count(*) FROM points";
+    for (int i = 0; i < 12000 && db_long(dir, count) < 3; i++) nanosleep(&tick, NULL);
     kill(-pid, SIGINT);
     int status;
     waitpid(pid, &status, 0);
-    int kept = count_points(pts);
+    long kept = db_long(dir, count);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) skip();   /* finished before the signal */
     assert_true(kept >= 3 && kept < 16);
-    struct stat before[16];
-    char path[8700];
+    double before[16];
     for (int i = 0; i < kept; i++) {
-        snprintf(path, sizeof path, "%s/point-%06d.json", pts, i);
-        assert_int_equal(stat(path, &before[i]), 0);   /* the finished points are the first ones */
+        char q[200];
+        snprintf(q, sizeof q, "SELECT CAST(\"step.sim_wall_s\" * 1e9 AS INTEGER) FROM points WHERE id = %d", i);
+        before[i] = (double)db_long(dir, q);   /* the finished points are the first ones */
+        assert_true(before[i] > 0);
     }
     assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan,step", "--jobs", "1", "--out",
                          dir, "--resume", "--quiet", NULL), 0);
     for (int i = 0; i < kept; i++) {
-        struct stat now;
-        snprintf(path, sizeof path, "%s/point-%06d.json", pts, i);
-        assert_int_equal(stat(path, &now), 0);
-        assert_true(now.st_ino == before[i].st_ino);   /* not evaluated again */
+        char q[200];
+        snprintf(q, sizeof q, "SELECT CAST(\"step.sim_wall_s\" * 1e9 AS INTEGER) FROM points WHERE id = %d", i);
+        assert_true((double)db_long(dir, q) == before[i]);   /* not evaluated again */
     }
-    assert_int_equal(count_points(pts), 16);
+    assert_int_equal(db_long(dir, count), 16);
     assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan,step", "--out", full,
                          "--reproducible", "--quiet", NULL), 0);
     /* same points: compare without the wall-clock fields (the interrupted run was not --reproducible) */

@@ -226,15 +226,15 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     if (c->ranked) {
         snprintf(order, sizeof order, "WHERE id < %d ORDER BY id", c->n_sim > 0 ? c->n_sim : 0);
     } else if (n_stored > 200) {
+        char fits_q[300] = "", key[700] = "id";
         const char *fits = results_db_column_sql(db, "plan.fits_memory");
-        char fits_q[300] = "", step_q[300] = "", plan_q[300] = "";
         if (fits) snprintf(fits_q, sizeof fits_q, "coalesce(%s, 0) = 0, ", fits);
-        const char *st = results_db_column_sql(db, "step.step_time_s");
-        if (st) snprintf(step_q, sizeof step_q, "%s", st);
-        const char *pl = results_db_column_sql(db, "plan.step_time_s");
-        if (pl) snprintf(plan_q, sizeof plan_q, "%s", pl);
-        snprintf(order, sizeof order, "WHERE status = 'ok' ORDER BY %scoalesce(%s%s%s), id", fits_q, step_q,
-                 step_q[0] && plan_q[0] ? ", " : "", plan_q[0] ? plan_q : step_q[0] ? "" : "id");
+        char st[300] = "", pl[300] = "";
+        if (results_db_column_sql(db, "step.step_time_s")) snprintf(st, sizeof st, "%s", results_db_column_sql(db, "step.step_time_s"));
+        if (results_db_column_sql(db, "plan.step_time_s")) snprintf(pl, sizeof pl, "%s", results_db_column_sql(db, "plan.step_time_s"));
+        if (st[0] && pl[0]) snprintf(key, sizeof key, "coalesce(%s, %s)", st, pl);
+        else if (st[0] || pl[0]) snprintf(key, sizeof key, "%s", st[0] ? st : pl);
+        snprintf(order, sizeof order, "WHERE status = 'ok' ORDER BY %s%s, id", fits_q, key);
         limit = 20;
     }
     cJSON *doc = results_db_document(db, order, limit, err);

@@ -17,7 +17,7 @@
 /* A batch is committed after this many points or this many seconds, whichever comes first: large
  * enough that a commit (an fsync of the WAL) costs nothing per point, small enough that a killed run
  * loses at most a second of work. */
-#define DB_BATCH_POINTS 20000
+#define DB_BATCH_POINTS 5000
 #define DB_BATCH_S 1.0
 
 static double mono_s(void) {

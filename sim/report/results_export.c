@@ -155,6 +155,11 @@ static void tb_cell(text_buf *t, const char *s, size_t n) {
 static void tb_json_cell(text_buf *t, const char *json) {
     if (strcmp(json, "[]") == 0 || strcmp(json, "{}") == 0) return;
     cJSON *v = cJSON_Parse(json);
+    if (cJSON_IsString(v)) {   /* a string among values of other kinds: the string itself */
+        tb_cell(t, v->valuestring, strlen(v->valuestring));
+        cJSON_Delete(v);
+        return;
+    }
     int scalars = cJSON_IsArray(v);
     for (const cJSON *e = scalars ? v->child : NULL; e; e = e->next) scalars &= !cJSON_IsArray(e) && !cJSON_IsObject(e);
     if (!scalars) {

@@ -1,0 +1,310 @@
+/* test_results_db.c — the results database on hand-made points: records, exports, column order, kinds,
+ * fingerprints and merge. The truths are written by hand (the expected CSV text) or come from cJSON's
+ * own printer (results.json must be what cJSON_Print writes of the document). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/base/fileio.h"
+#include "sim/report/results_db.h"
+#include "sim/report/results_record.h"
+
+static char tmpdir[] = "/tmp/moesim-db-XXXXXX";
+
+static int setup(void **state) {
+    (void)state;
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static cJSON *definition(int seed) {
+    char text[300];
+    snprintf(text, sizeof text,
+             "{\"version\":\"test\",\"scenario\":{\"seed\":%d,\"layout\":{\"tp\":1,\"pp\":2},\"name\":\"t\"},"
+             "\"sweep\":{\"dims\":[{\"layout.pp\":[2,4,8]}]},\"options\":{\"levels\":[\"plan\"]}}", seed);
+    return cJSON_Parse(text);
+}
+
+/* Store a point given as JSON text (with its status and reason), with a scenario patch. */
+static void put(results_db *db, long id, record_status st, const char *reason, const char *patch, const char *point_json,
+                int merge, int expect_rc) {
+    cJSON *pt = point_json ? cJSON_Parse(point_json) : NULL;
+    record_buf b = {0};
+    record_encode(&b, st, reason, patch, pt);
+    moe_error err = {0};
+    int rc = results_db_put(db, id, b.data, b.len, merge, &err);
+    if (rc != expect_rc) fail_msg("put %ld: rc %d (%s), expected %d", id, rc, err.msg, expect_rc);
+    record_buf_free(&b);
+    cJSON_Delete(pt);
+}
+
+static char *slurp(const char *dir, const char *name) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    moe_error e = {0};
+    return read_file_text(p, NULL, &e);
+}
+
+static results_db *open_run(const char *sub, int seed, long n, results_db_mode mode, int expect_rc, char *msg) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
+    cJSON *d = definition(seed);
+    results_db *db = NULL;
+    moe_error err = {0};
+    int rc = results_db_open_run(dir, d, n, mode, &db, &err);
+    cJSON_Delete(d);
+    if (rc != expect_rc) fail_msg("open %s: rc %d (%s), expected %d", sub, rc, err.msg, expect_rc);
+    if (msg) strcpy(msg, err.msg);
+    return db;
+}
+
+static void close_export(results_db *db, const char *sub) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
+    moe_error err = {0};
+    if (results_db_export(db, dir, 1, &err)) fail_msg("export: %s", err.msg);
+    assert_int_equal(results_db_close(db, &err), 0);
+}
+
+/* A record carries every leaf with its path and kind, in the point's order; id/scenario stay out. */
+static void test_record_round_trip(void **state) {
+    (void)state;
+    cJSON *pt = cJSON_Parse("{\"id\":7,\"sweep\":{\"layout.pp\":4},\"scenario\":{\"x\":1},"
+                            "\"plan\":{\"t_s\":0.1,\"fits\":true,\"mem\":{\"total\":80.5},\"w\":[\"a\",\"b\"],\"src\":\"h800\"}}");
+    record_buf b = {0};
+    record_encode(&b, RECORD_OK, NULL, "{\"layout\":{\"pp\":4}}", pt);
+    record_reader r;
+    assert_int_equal(record_open(&r, b.data, b.len), 0);
+    assert_int_equal(r.status, RECORD_OK);
+    assert_null(r.reason);
+    assert_int_equal(r.patch_len, strlen("{\"layout\":{\"pp\":4}}"));
+    assert_int_equal(r.n_entries, 6);
+    const char *paths[6] = {"sweep\x1flayout.pp", "plan\x1ft_s", "plan\x1f" "fits", "plan\x1fmem\x1ftotal", "plan\x1fw", "plan\x1fsrc"};
+    const record_kind kinds[6] = {KIND_NUMBER, KIND_NUMBER, KIND_BOOL, KIND_NUMBER, KIND_JSON, KIND_STRING};
+    record_entry e;
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(record_next(&r, &e), 1);
+        assert_int_equal(e.path_len, strlen(paths[i]));
+        assert_memory_equal(e.path, paths[i], e.path_len);
+        assert_int_equal(e.kind, kinds[i]);
+    }
+    assert_int_equal(record_next(&r, &e), 0);
+    /* a truncated record is refused, not read past its end */
+    assert_int_equal(record_open(&r, b.data, 3), -1);
+    record_buf_free(&b);
+    cJSON_Delete(pt);
+}
+
+/* results.json is what cJSON_Print writes of the document; results.csv is the hand-written text. */
+static void test_exports(void **state) {
+    (void)state;
+    results_db *db = open_run("exports", 1, 3, DB_FRESH, 0, NULL);
+    put(db, 0, RECORD_OK, NULL, "{\"layout\":{\"pp\":2}}",
+        "{\"sweep\":{\"layout.pp\":2},\"plan\":{\"t_s\":0.1,\"fits\":true,\"w\":[],\"src\":\"a,b\"}}", 0, 0);
+    put(db, 2, RECORD_INFEASIBLE, "pp=8 does not divide", NULL, "{\"sweep\":{\"layout.pp\":8}}", 0, 0);
+    put(db, 1, RECORD_OK, NULL, "{\"layout\":{\"pp\":4}}",
+        "{\"sweep\":{\"layout.pp\":4},\"plan\":{\"t_s\":0.30000000000000004,\"fits\":false,\"w\":[\"x\",\"y\"],\"src\":\"c\"}}", 0, 0);
+    close_export(db, "exports");
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/exports", tmpdir);
+    char *csv = slurp(dir, "results.csv");
+    assert_non_null(csv);
+    assert_string_equal(csv,
+                        "id,status,reason,sweep.layout.pp,plan.t_s,plan.fits,plan.w,plan.src\n"
+                        "0,ok,,2,0.1,true,,\"a,b\"\n"
+                        "1,ok,,4,0.3,false,\"x;y\",c\n"   /* as cJSON prints it: 15 digits read back within its tolerance */
+                        "2,infeasible,pp=8 does not divide,8,,,,\n");
+    free(csv);
+    cJSON *doc = cJSON_Parse(
+        "{\"format\":\"moesim-results/1\",\"version\":\"test\",\"points\":["
+        "{\"id\":0,\"status\":\"ok\",\"sweep\":{\"layout.pp\":2},\"scenario\":{\"seed\":1,\"layout\":{\"tp\":1,\"pp\":2},\"name\":\"t\"},"
+        "\"plan\":{\"t_s\":0.1,\"fits\":true,\"w\":[],\"src\":\"a,b\"}},"
+        "{\"id\":1,\"status\":\"ok\",\"sweep\":{\"layout.pp\":4},\"scenario\":{\"seed\":1,\"layout\":{\"tp\":1,\"pp\":4},\"name\":\"t\"},"
+        "\"plan\":{\"t_s\":0.30000000000000004,\"fits\":false,\"w\":[\"x\",\"y\"],\"src\":\"c\"}},"
+        "{\"id\":2,\"status\":\"infeasible\",\"reason\":\"pp=8 does not divide\",\"sweep\":{\"layout.pp\":8}}]}");
+    char *want = cJSON_Print(doc);
+    char *json = slurp(dir, "results.json");
+    assert_non_null(json);
+    size_t wl = strlen(want);
+    assert_int_equal(strlen(json), wl + 1);
+    assert_memory_equal(json, want, wl);
+    free(want);
+    free(json);
+    cJSON_Delete(doc);
+}
+
+/* Column order depends on the points stored, not on the order they arrived in; a key whose values
+ * are of two kinds keeps both exactly. */
+static void test_order_and_kinds(void **state) {
+    (void)state;
+    const char *pts[3] = {"{\"plan\":{\"a\":1,\"c\":true}}", "{\"plan\":{\"a\":2,\"b\":\"x\",\"c\":\"auto\"}}",
+                          "{\"plan\":{\"b\":\"y\",\"a\":3,\"c\":false}}"};
+    int orders[2][3] = {{0, 1, 2}, {2, 1, 0}};
+    char *csv[2], *json[2];
+    for (int k = 0; k < 2; k++) {
+        char sub[32];
+        snprintf(sub, sizeof sub, "order%d", k);
+        results_db *db = open_run(sub, 1, 3, DB_FRESH, 0, NULL);
+        for (int i = 0; i < 3; i++) put(db, orders[k][i], RECORD_OK, NULL, "{}", pts[orders[k][i]], 0, 0);
+        close_export(db, sub);
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
+        csv[k] = slurp(dir, "results.csv");
+        json[k] = slurp(dir, "results.json");
+    }
+    assert_string_equal(csv[0], csv[1]);
+    assert_string_equal(json[0], json[1]);
+    assert_string_equal(csv[0], "id,status,reason,plan.a,plan.c,plan.b\n"
+                                "0,ok,,1,true,\n1,ok,,2,auto,x\n2,ok,,3,false,y\n");
+    cJSON *doc = cJSON_Parse(json[0]);
+    cJSON *p1 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "points"), 1);
+    cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "points"), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p1, "plan"), "c")->valuestring, "auto");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(p0, "plan"), "c")));
+    cJSON_Delete(doc);
+    for (int k = 0; k < 2; k++) {
+        free(csv[k]);
+        free(json[k]);
+    }
+}
+
+/* A folder holds one run: another definition is refused (naming the first differing field) unless
+ * --force, which replaces it; --resume keeps the points of the same one. */
+static void test_never_mixed(void **state) {
+    (void)state;
+    results_db *db = open_run("mixed", 1, 3, DB_FRESH, 0, NULL);
+    put(db, 0, RECORD_OK, NULL, "{}", "{\"plan\":{\"a\":1}}", 0, 0);
+    put(db, 1, RECORD_ERROR, "boom", NULL, NULL, 0, 0);
+    close_export(db, "mixed");
+    char msg[1100];
+    assert_null(open_run("mixed", 2, 3, DB_RESUME, EXIT_BADINPUT, msg));
+    assert_non_null(strstr(msg, "scenario.seed is 1 there, 2 now"));
+    assert_non_null(strstr(msg, "--force"));
+    assert_null(open_run("mixed", 2, 3, DB_FRESH, EXIT_BADINPUT, msg));
+    /* the exports of the refused folder are untouched */
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/mixed", tmpdir);
+    char *csv = slurp(dir, "results.csv");
+    assert_non_null(csv);
+    free(csv);
+    /* resume: the ok point is done, the failed one is not */
+    db = open_run("mixed", 1, 3, DB_RESUME, 0, NULL);
+    uint8_t done[1] = {0};
+    moe_error err = {0};
+    assert_int_equal(results_db_done(db, 0, 3, done, &err), 1);
+    assert_int_equal(done[0], 1);
+    assert_null(slurp(dir, "results.csv"));   /* stale once new points come: removed */
+    assert_int_equal(results_db_close(db, &err), 0);
+    db = open_run("mixed", 2, 3, DB_FORCE, 0, NULL);
+    assert_int_equal(results_db_count_all(db), 0);
+    assert_int_equal(results_db_close(db, &err), 0);
+}
+
+static void make_shard(const char *sub, int seed, long n, const long *ids, int k, const char *t_s) {
+    results_db *db = open_run(sub, seed, n, DB_FRESH, 0, NULL);
+    for (int i = 0; i < k; i++) {
+        char pt[200];
+        snprintf(pt, sizeof pt, "{\"sweep\":{\"layout.pp\":%ld},\"plan\":{\"t_s\":%s}}", ids[i], t_s ? t_s : "0.5");
+        put(db, ids[i], RECORD_OK, NULL, "{}", pt, 0, 0);
+    }
+    close_export(db, sub);
+}
+
+static int merge(const char *out, int partial, char *msg, int n, ...) {
+    const char *in[8];
+    char paths[8][300];
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", tmpdir, va_arg(ap, const char *));
+        in[i] = paths[i];
+    }
+    va_end(ap);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, out);
+    moe_error err = {0};
+    int rc = results_merge(in, n, dir, partial, 1, NULL, &err);
+    if (msg) strcpy(msg, err.msg);
+    return rc;
+}
+
+static void test_merge(void **state) {
+    (void)state;
+    long all[4] = {0, 1, 2, 3}, a[2] = {0, 1}, b[3] = {1, 2, 3}, c[1] = {2};
+    make_shard("whole", 1, 4, all, 4, NULL);
+    make_shard("a", 1, 4, a, 2, NULL);
+    make_shard("b", 1, 4, b, 3, NULL);
+    make_shard("c", 1, 4, c, 1, "0.75");   /* point 2 with another result */
+    make_shard("other", 2, 4, all, 4, NULL);
+    char msg[1100], d1[300], d2[300];
+    /* overlapping shards: identical points once, the same exports as the whole run */
+    assert_int_equal(merge("ab", 0, msg, 2, "a", "b"), 0);
+    snprintf(d1, sizeof d1, "%s/whole", tmpdir);
+    snprintf(d2, sizeof d2, "%s/ab", tmpdir);
+    char *x = slurp(d1, "results.json"), *y = slurp(d2, "results.json");
+    assert_string_equal(x, y);
+    free(x);
+    free(y);
+    /* the same folder twice */
+    assert_int_equal(merge("aa", 1, msg, 2, "whole", "whole"), 0);
+    /* a conflict names the point and the column, and leaves no output */
+    assert_int_equal(merge("abc", 0, msg, 3, "a", "b", "c"), EXIT_BADINPUT);
+    assert_non_null(strstr(msg, "point 2"));
+    assert_non_null(strstr(msg, "plan.t_s"));
+    char d3[300];
+    snprintf(d3, sizeof d3, "%s/abc", tmpdir);
+    assert_null(slurp(d3, "results.db"));
+    /* different runs */
+    assert_int_equal(merge("ao", 0, msg, 2, "a", "other"), EXIT_BADINPUT);
+    assert_non_null(strstr(msg, "scenario.seed"));
+    /* an incomplete set: the missing range named, unless partial */
+    assert_int_equal(merge("ac", 0, msg, 2, "a", "c"), EXIT_BADINPUT);
+    assert_non_null(strstr(msg, "points 3 missing"));
+    assert_int_equal(merge("ac", 1, msg, 2, "a", "c"), 0);
+    char dac[300];
+    snprintf(dac, sizeof dac, "%s/ac", tmpdir);
+    char *csv = slurp(dac, "results.csv");
+    assert_string_equal(csv, "id,status,reason,sweep.layout.pp,plan.t_s\n0,ok,,0,0.5\n1,ok,,1,0.5\n2,ok,,2,0.75\n");
+    free(csv);
+}
+
+/* A failed point gives way to a result of the same point; a failure never replaces a result. */
+static void test_merge_error_points(void **state) {
+    (void)state;
+    results_db *db = open_run("err", 1, 2, DB_FRESH, 0, NULL);
+    put(db, 0, RECORD_OK, NULL, "{}", "{\"plan\":{\"a\":1}}", 0, 0);
+    put(db, 1, RECORD_ERROR, "lost", NULL, NULL, 1, 0);
+    put(db, 1, RECORD_OK, NULL, "{}", "{\"plan\":{\"a\":2}}", 1, 0);
+    put(db, 0, RECORD_ERROR, "lost", NULL, NULL, 1, 0);
+    put(db, 0, RECORD_OK, NULL, "{}", "{\"plan\":{\"a\":1}}", 1, 0);
+    put(db, 0, RECORD_OK, NULL, "{}", "{\"plan\":{\"a\":5}}", 1, EXIT_BADINPUT);
+    long ok, inf, bad;
+    moe_error err = {0};
+    assert_int_equal(results_db_counts(db, 0, 2, &ok, &inf, &bad, &err), 0);
+    assert_int_equal(ok, 2);
+    assert_int_equal(bad, 0);
+    results_db_abandon(db);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_exports),
+        cmocka_unit_test(test_order_and_kinds),   cmocka_unit_test(test_never_mixed),
+        cmocka_unit_test(test_merge),             cmocka_unit_test(test_merge_error_points),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
