@@ -21,9 +21,8 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
-#include "sim/base/alloc.h"
-#include "sim/base/json_read.h"
 #include "sim/base/cli_args.h"
+#include "sim/base/fileio.h"
 #include "sim/report/plots.h"
 #include "sim/report/results_db.h"
 #include "sim/scenario/scenario.h"

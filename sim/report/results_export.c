@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/base/fileio.h"
@@ -360,26 +359,17 @@ const char *results_db_column_sql(results_db *db, const char *name) {
 
 typedef int (*export_fn)(results_db *db, FILE *f, moe_error *err);
 
-/* Write one export atomically: a temporary in the same folder, fsync, rename; on any failure the
- * temporary goes and `name` is left as it was. */
+/* Write one export atomically (fileio.h): on any failure `name` is left as it was. */
 static int export_file(results_db *db, const char *dir, const char *name, export_fn fn, moe_error *err) {
-    char path[4200], tmp[4300];
+    atomic_file af;
+    char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/.%s.tmpXXXXXX", dir, name);
-    int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        if (fd >= 0) close(fd);
-        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot create: %s", path, strerror(errno));
+    if (atomic_file_open(&af, path, err)) return err->code;
+    if (fn(db, af.f, err)) {
+        atomic_file_abort(&af);
+        return err->code;
     }
-    fchmod(fd, 0644);
-    int rc = fn(db, f, err);
-    if (!rc && (fflush(f) != 0 || fsync(fd) != 0))
-        rc = moe_error_set(err, EXIT_RUNTIME, "%s: %s", path, strerror(errno));
-    if (fclose(f) != 0 && !rc) rc = moe_error_set(err, EXIT_RUNTIME, "%s: %s", path, strerror(errno));
-    if (!rc && rename(tmp, path) != 0) rc = moe_error_set(err, EXIT_RUNTIME, "%s: %s", path, strerror(errno));
-    if (rc) unlink(tmp);
-    return rc;
+    return atomic_file_commit(&af, err);
 }
 
 int results_db_export(results_db *db, const char *dir, int json, moe_error *err) {
