@@ -76,7 +76,7 @@ static void close_export(results_db *db, const char *sub) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
     moe_error err = {0};
-    if (results_db_export(db, dir, 1, &err)) fail_msg("export: %s", err.msg);
+    if (results_db_export(db, dir, 1, 2, &err)) fail_msg("export: %s", err.msg);
     assert_int_equal(results_db_close(db, &err), 0);
 }
 
@@ -300,11 +300,41 @@ static void test_merge_error_points(void **state) {
     results_db_abandon(db);
 }
 
+/* A large CSV is formatted by several processes: the same bytes as one process writes. */
+static void test_parallel_csv(void **state) {
+    (void)state;
+    char *csv[2];
+    for (int k = 0; k < 2; k++) {
+        char sub[32];
+        snprintf(sub, sizeof sub, "par%d", k);
+        results_db *db = open_run(sub, 1, 12000, DB_FRESH, 0, NULL);
+        for (long i = 0; i < 12000; i++) {
+            char pt[200];
+            snprintf(pt, sizeof pt, "{\"sweep\":{\"layout.pp\":%ld},\"plan\":{\"t_s\":%.17g,\"ok\":%s}}", i, 1.0 / (double)(i + 3),
+                     i % 3 ? "true" : "false");
+            put(db, i, i % 7 ? RECORD_OK : RECORD_INFEASIBLE, i % 7 ? NULL : "odd", "{}", pt, 0, 0);
+        }
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
+        moe_error err = {0};
+        if (results_db_export(db, dir, 0, k ? 3 : 1, &err)) fail_msg("export: %s", err.msg);
+        assert_int_equal(results_db_count_all(db), 12000);   /* the connection is usable after it */
+        assert_int_equal(results_db_close(db, &err), 0);
+        csv[k] = slurp(dir, "results.csv");
+        assert_non_null(csv[k]);
+    }
+    assert_true(strlen(csv[0]) > 12000 * 20);
+    assert_string_equal(csv[0], csv[1]);
+    free(csv[0]);
+    free(csv[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_exports),
         cmocka_unit_test(test_order_and_kinds),   cmocka_unit_test(test_never_mixed),
         cmocka_unit_test(test_merge),             cmocka_unit_test(test_merge_error_points),
+        cmocka_unit_test(test_parallel_csv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -252,7 +252,7 @@ static int finish(const sweep_run_opts *o, const char *out_dir, const scenario *
     long ok, inf, bad, n_stored = results_db_count_all(db);
     if (results_db_counts(db, lo, hi, &ok, &inf, &bad, err)) return err->code;
     int json = o->json || n_stored <= RESULTS_JSON_MAX_POINTS;
-    if (results_db_export(db, out_dir, json, err)) return err->code;
+    if (results_db_export(db, out_dir, json, o->jobs, err)) return err->code;
     if (!o->quiet) {
         if (n_stored > 0 && print_table(db, n_stored, c, out, err)) return err->code;
         fprintf(out, "wrote %s/results.db, %s/results.csv%s%s%s (%ld points: %ld ok, %ld infeasible, %ld errors)\n",

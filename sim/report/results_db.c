@@ -188,7 +188,7 @@ static void db_free(results_db *db) {
     free(db);
 }
 
-static int db_connect(results_db *db, int flags, moe_error *err) {
+int db_connect(results_db *db, int flags, moe_error *err) {
     int rc = sqlite3_open_v2(db->path, &db->h, flags, NULL);
     if (rc != SQLITE_OK) {
         int code = (flags & SQLITE_OPEN_CREATE) ? EXIT_RUNTIME : EXIT_BADINPUT;
@@ -529,7 +529,9 @@ static int create_column(results_db *db, const char *name, const record_entry *e
     if (db->n_cols >= DB_MAX_COLUMNS)
         return moe_error_set(err, EXIT_RUNTIME, "%s: point %ld: more than %d results keys", db->path, id, DB_MAX_COLUMNS);
     char *q = db_quote_ident(name), sql[4400];
-    const char *type = e->kind == KIND_NUMBER ? "REAL" : e->kind == KIND_BOOL ? "INTEGER" : "TEXT";
+    /* NUMERIC: integral values are stored and shown as integers (layout.tp 4, not 4.0), the others as
+     * REAL; both read back as the same double */
+    const char *type = e->kind == KIND_NUMBER ? "NUMERIC" : e->kind == KIND_BOOL ? "INTEGER" : "TEXT";
     snprintf(sql, sizeof sql, "ALTER TABLE points ADD COLUMN %s %s", q, type);
     free(q);
     if (db_exec(db, sql, err)) return -1;

@@ -87,7 +87,8 @@ long results_db_count_all(results_db *db);
 int results_db_write_csv(results_db *db, FILE *f, moe_error *err);
 int results_db_write_json(results_db *db, FILE *f, moe_error *err);
 /* results.csv, and results.json when `json` is set, in `dir`, each atomically. */
-int results_db_export(results_db *db, const char *dir, int json, moe_error *err);
+/* (`jobs` processes format a large CSV in parallel.) */
+int results_db_export(results_db *db, const char *dir, int json, int jobs, moe_error *err);
 /* The results document of the points chosen by `where_order` (an SQL tail such as "ORDER BY id",
  * may be NULL) in memory, for the table and the plots. NULL with err set on failure. */
 struct cJSON *results_db_document(results_db *db, const char *where_order, long limit, moe_error *err);

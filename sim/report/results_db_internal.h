@@ -52,6 +52,8 @@ struct results_db {
     double txn_t0;
 };
 
+/* Open db->path on db->h with the store's pragmas. */
+int db_connect(results_db *db, int flags, moe_error *err);
 /* A new database at `path` (an existing file there is replaced). */
 int db_create_file(const char *path, const struct cJSON *definition, long n_points, results_db **out, moe_error *err);
 /* "\"name\"" with quotes doubled, in a malloc'd string. */

@@ -137,7 +137,7 @@ int results_merge(const char *const *inputs, int n_inputs, const char *dir, int 
     }
     results_db *db;
     if ((rc = results_db_open_existing(out_path, 1, &db, err))) goto done;
-    rc = results_db_export(db, dir, json || stored <= RESULTS_JSON_MAX_POINTS, err);
+    rc = results_db_export(db, dir, json || stored <= RESULTS_JSON_MAX_POINTS, (int)sysconf(_SC_NPROCESSORS_ONLN), err);
     if (!rc && report) {
         fprintf(report, "merged %d database%s: %ld points read, %ld stored (%ld duplicates kept once)", n_inputs,
                 n_inputs == 1 ? "" : "s", rows, stored, rows - stored);
