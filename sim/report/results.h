@@ -1,9 +1,9 @@
-/* results.h — results.json / results.csv (SCENARIO.md "Results"), written atomically.
+/* results.h — a results document built in memory (simlive's one measured step) written as a
+ * folder's results: results.db, results.csv and results.json, exactly as a sweep writes them
+ * (results_db.h).
  *
  * A point is a cJSON object {"id", "sweep", "scenario", "calibration", "plan", "step", "run"}; a
- * level that was not computed is absent. The CSV has one row per point with every scalar key
- * flattened with dots ("step.step_time_s"); arrays of scalars are joined with ';', arrays of
- * objects (per-rank breakdowns) are left to the JSON. */
+ * level that was not computed is absent. */
 #ifndef MOESIM_RESULTS_H
 #define MOESIM_RESULTS_H
 
@@ -15,9 +15,8 @@ struct cJSON;
 
 /* {"format": "moesim-results/1", "version": ..., "points": points} — takes ownership of points. */
 struct cJSON *results_document(struct cJSON *points);
-/* results.json and results.csv in `dir` (created if missing). */
+/* results.db (replacing whatever results `dir` held) and its exports, each point stored 'ok' with its
+ * scenario as a patch of the first point's. */
 int results_write(const char *dir, const struct cJSON *doc, moe_error *err);
-/* The CSV text of a results document (caller frees). */
-char *results_csv(const struct cJSON *doc);
 
 #endif
