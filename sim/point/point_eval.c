@@ -49,7 +49,7 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
     if (opt->levels & LEVEL_STEP) {
         step_result st;
         memset(&st, 0, sizeof st);
-        step_options so = {.trace_path = opt->trace_path};
+        step_options so = {.trace_path = opt->trace_path, .progress = opt->progress, .progress_ctx = opt->progress_ctx};
         if (step_simulate(s, &so, &st, err)) goto fail;
         cJSON *step = cJSON_AddObjectToObject(pt, "step");
         step_result_to_json(&st, step);

@@ -12,6 +12,8 @@ typedef struct {
     const char *trace_path;   /* step trace.json for this point, or NULL */
     int reproducible;         /* bool: wall-clock fields written as 0 (byte-identical reruns) */
     int omit_scenario;        /* bool: leave "scenario" out (the caller stores it as a patch) */
+    void (*progress)(void *ctx, const char *text);   /* progress inside the step level, or NULL */
+    void *progress_ctx;
 } point_opts;
 
 /* The point object of results.json: {"id","sweep","scenario","calibration","plan","step","run"}.

@@ -91,6 +91,11 @@ static int validate_sink(long id, const void *rec, size_t len, const char *lost,
 
 /* ---- evaluation ---------------------------------------------------------------------------------- */
 
+static void step_progress(void *ctx, const char *text) {
+    (void)ctx;
+    point_progress("%s", text);
+}
+
 static void eval_fn(long id, void *vctx, record_buf *out) {
     const run_ctx *c = vctx;
     scenario s;
@@ -103,7 +108,7 @@ static void eval_fn(long id, void *vctx, record_buf *out) {
     }
     if (c->fidelity >= 0) s.step.fidelity = (fidelity_kind)c->fidelity;
     point_opts po = {.levels = c->levels ? c->levels : s.output.levels, .reproducible = c->reproducible,
-                     .omit_scenario = 1};
+                     .omit_scenario = 1, .progress = step_progress};
     if (c->ranked) po.levels = id < c->n_sim ? (po.levels | LEVEL_PLAN) : LEVEL_PLAN;
     char trace[4200];
     if (s.output.trace && (po.levels & LEVEL_STEP)) {
@@ -198,8 +203,9 @@ static cJSON *run_definition(const sweep_run_opts *o, const scenario *base, cons
     return d;
 }
 
-static progress_mode progress_for(const sweep_run_opts *o, long n) {
-    if (o->quiet || n <= 1) return PROGRESS_NONE;
+/* One cheap point needs no progress; one step-level point shows its own (ops priced). */
+static progress_mode progress_for(const sweep_run_opts *o, long n, int slow) {
+    if (o->quiet || n < 1 || (n == 1 && !slow)) return PROGRESS_NONE;
     return isatty(2) ? PROGRESS_LIVE : PROGRESS_LINES;
 }
 
@@ -324,7 +330,7 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
     /* 1. every point validated before any work (the search validated its layouts when ranking) */
     if (!c.ranked && sweep_count(sw) > 1) {
         point_run_opts vo = {.jobs = jobs, .chunk = (hi - lo + 8L * jobs - 1) / (8L * jobs), .what = "validated",
-                             .progress = (hi - lo) > 200000 ? progress_for(o, hi - lo) : PROGRESS_NONE,
+                             .progress = (hi - lo) > 200000 ? progress_for(o, hi - lo, 0) : PROGRESS_NONE,
                              .progress_every_s = o->progress_every_s > 0 ? o->progress_every_s : 30};
         if ((rc = run_points(lo, hi, validate_fn, validate_sink, &c, &vo, err))) goto done;
         if (c.n_invalid && o->strict) {
@@ -354,7 +360,7 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
     long todo = hi - lo - n_done;
     point_run_opts po = {.jobs = jobs, .skip = done, .exact = slow, .what = "evaluated",
                          .chunk = slow ? 1 : (todo + 8L * jobs - 1) / (8L * jobs),
-                         .progress = progress_for(o, todo), .status = eval_status,
+                         .progress = progress_for(o, todo, slow), .status = eval_status,
                          .progress_every_s = o->progress_every_s > 0 ? o->progress_every_s : 30};
     if (po.chunk > 20000) po.chunk = 20000;
     rc = run_points(lo, hi, eval_fn, eval_sink, &c, &po, err);

@@ -142,12 +142,14 @@ static void show_progress(const point_run_opts *opt, void *ctx, long done, long 
             snprintf(inner, sizeof inner, "  point %ld: %s", slots[s].last + 1, slots[s].progress);
             break;
         }
+    char eta[32] = "?";
+    if (rate > 0) snprintf(eta, sizeof eta, "%.0f s", left);
     if (opt->progress == PROGRESS_LIVE)
-        fprintf(stderr, "\r\033[K  %s %ld/%ld points  %.0f/s  %.0f s left%s%s%s", opt->what, done, total, rate, left,
+        fprintf(stderr, "\r\033[K  %s %ld/%ld points  %.0f/s  %s left%s%s%s", opt->what, done, total, rate, eta,
                 extra[0] ? "  " : "", extra, inner);
     else
-        fprintf(stderr, "progress: %s %ld/%ld points, %.0f points/s, ETA %.0f s%s%s%s\n", opt->what, done, total, rate,
-                left, extra[0] ? ", " : "", extra, inner);
+        fprintf(stderr, "progress: %s %ld/%ld points, %.0f points/s, ETA %s%s%s%s\n", opt->what, done, total, rate, eta,
+                extra[0] ? ", " : "", extra, inner);
     if (final && opt->progress == PROGRESS_LIVE) fputc('\n', stderr);
     fflush(stderr);
 }

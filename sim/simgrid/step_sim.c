@@ -14,6 +14,7 @@
 #include "sim/base/alloc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -94,6 +95,27 @@ static cJSON *a2a_waits(const program *p, const step_exec_result *x) {
     return o;
 }
 
+/* Pricing that also reports progress: every 2^16 compute ops priced, a line for the caller. */
+typedef struct {
+    step_pricing *inner;
+    const step_options *opt;
+    long priced;
+} progress_pricing;
+
+static double price_with_progress(void *vctx, const program *p, int rank, const program_op *op) {
+    progress_pricing *c = vctx;
+    if ((++c->priced & 0xffff) == 0) {
+        char text[120];
+        snprintf(text, sizeof text, "%.2fM compute ops simulated", c->priced / 1e6);
+        c->opt->progress(c->opt->progress_ctx, text);
+    }
+    return step_price_costmodel(c->inner, p, rank, op);
+}
+
+static void say(const step_options *opt, const char *text) {
+    if (opt && opt->progress) opt->progress(opt->progress_ctx, text);
+}
+
 /* step.fidelity picks the executor: "fast" = the op-level DES with SimGrid-memoized patterns
  * (step_exec.h), "full" = every transfer of every rank as SimGrid flows (exec_full.h, <= 256 GPUs). */
 static int run_executor(const scenario *s, const program *p, const step_exec_opts *eo, step_exec_result *xr,
@@ -106,6 +128,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     memset(out, 0, sizeof *out);
     double t_start = wall_now();
     program *p = NULL;
+    say(opt, "building the step program");
     if (program_build(s, &p, err)) return err->code;
     costmodel cm;
     if (costmodel_for_scenario(s, &cm, err)) { program_free(p); return err->code; }
@@ -123,6 +146,12 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     step_pricing pricing;
     step_pricing_init(&pricing, p, &cm);
     step_exec_opts eo = {.comm = &comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
+    progress_pricing pp = {.inner = &pricing, .opt = opt};
+    if (opt && opt->progress) {
+        eo.price = price_with_progress;
+        eo.price_ctx = &pp;
+        say(opt, "executing the step program");
+    }
     step_exec_result xr;
     /* first run without traces tells the slowest rank (or the hang) for the default trace subset; the
      * executor is deterministic, so a traced rerun reproduces it exactly (only when a trace is asked

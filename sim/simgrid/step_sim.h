@@ -19,6 +19,10 @@ typedef struct {
 
 typedef struct {
     const char *trace_path;    /* write a Perfetto trace.json here when non-NULL */
+    /* progress inside the step, for long ones (a few times a second at most is what callers show):
+     * the phase, and compute ops priced so far of the program's ops */
+    void (*progress)(void *ctx, const char *text);
+    void *progress_ctx;
 } step_options;
 
 int step_simulate(const scenario *s, const step_options *opt, step_result *out, moe_error *err);
