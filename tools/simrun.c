@@ -23,6 +23,7 @@
 #include "platforms/platform_xml.h"
 #include "sim/base/cli_args.h"
 #include "sim/base/fileio.h"
+#include "sim/base/json_read.h"
 #include "sim/report/plots.h"
 #include "sim/report/results_db.h"
 #include "sim/scenario/scenario.h"
