@@ -227,7 +227,7 @@ static void warn_disk(const char *dir, long n, int levels, FILE *out) {
 
 /* The table: every point of a small run; the best 20 of a large one. */
 static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *out, moe_error *err) {
-    char order[600] = "ORDER BY id";
+    char order[1200] = "ORDER BY id";
     long limit = 0;
     if (c->ranked) {
         snprintf(order, sizeof order, "WHERE id < %d ORDER BY id", c->n_sim > 0 ? c->n_sim : 0);
