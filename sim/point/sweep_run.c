@@ -37,6 +37,7 @@ typedef struct {
     /* the parent's side */
     results_db *db;
     long stored[3];             /* ok, infeasible, error stored by this run */
+    int bad_input;              /* a point failed on bad input (exit 2) */
     long n_invalid;
     char reasons[3][400];
 } run_ctx;
@@ -130,7 +131,7 @@ static void eval_fn(long id, void *vctx, record_buf *out) {
     char *patch_text = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
     if (!pt) {
-        encode_failure(out, RECORD_ERROR, e.msg, kept);
+        encode_failure(out, e.code == EXIT_BADINPUT ? RECORD_ERROR_INPUT : RECORD_ERROR, e.msg, kept);
         free(patch_text);
         return;
     }
@@ -166,6 +167,7 @@ static int eval_sink(long id, const void *rec, size_t len, const char *lost, voi
     }
     record_status st = (record_status)((const char *)rec)[0];
     c->stored[st == RECORD_OK ? 0 : st == RECORD_INFEASIBLE ? 1 : 2]++;
+    if (st == RECORD_ERROR_INPUT) c->bad_input = 1;
     int rc = results_db_put(c->db, id, rec, len, 0, err);
     record_buf_free(&lost_rec);
     return rc;
@@ -279,7 +281,8 @@ static int finish(const sweep_run_opts *o, const char *out_dir, const scenario *
     if (bad) {
         fprintf(stderr, "simrun: %ld point%s failed (rerun with --resume to retry them):\n", bad, bad == 1 ? "" : "s");
         results_db_reasons(db, "error", 5, stderr);
-        return moe_error_set(err, EXIT_RUNTIME, "%ld of %ld points failed", bad, hi - lo);
+        return moe_error_set(err, c->bad_input ? EXIT_BADINPUT : EXIT_RUNTIME, "%ld of %ld points failed%s", bad, hi - lo,
+                             c->bad_input ? " (bad input: see the reasons above)" : "");
     }
     return 0;
 }

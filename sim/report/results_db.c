@@ -681,7 +681,7 @@ static int merge_decide(results_db *db, long id, const record_reader *r, moe_err
     if (rc == SQLITE_ROW) {
         const char *stored = (const char *)sqlite3_column_text(st, 1);
         int stored_error = strcmp(stored, "error") == 0;
-        if (r->status == RECORD_ERROR) decision = 0;          /* never replaces a stored result */
+        if (r->status == RECORD_ERROR || r->status == RECORD_ERROR_INPUT) decision = 0;   /* never replaces a result */
         else if (stored_error) decision = 1;                 /* a retried point replaces its failure */
         else {
             const char *what = NULL;

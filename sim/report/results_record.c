@@ -121,7 +121,7 @@ int record_open(record_reader *r, const void *rec, size_t len) {
     if (take(r, &st, 1) || take_text(r, &r->reason, &r->reason_len) || take_text(r, &r->patch, &r->patch_len) ||
         take(r, &n, 2))
         return -1;
-    if (st != RECORD_OK && st != RECORD_INFEASIBLE && st != RECORD_ERROR) return -1;
+    if (st != RECORD_OK && st != RECORD_INFEASIBLE && st != RECORD_ERROR && st != RECORD_ERROR_INPUT) return -1;
     r->status = (record_status)st;
     r->n_entries = n;
     return 0;

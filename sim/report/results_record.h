@@ -22,7 +22,10 @@ struct cJSON;
 /* Separates the components of an entry's path: JSON keys may hold dots (sweep keys do), not 0x1f. */
 #define RECORD_PATH_SEP '\x1f'
 
-typedef enum { RECORD_OK = 'o', RECORD_INFEASIBLE = 'i', RECORD_ERROR = 'e' } record_status;
+/* An error is stored as status 'error' either way; RECORD_ERROR_INPUT says that the point failed on bad
+ * input (a file it names, a value out of range: exit 2 at the end of the run), RECORD_ERROR at run
+ * time (exit 1). */
+typedef enum { RECORD_OK = 'o', RECORD_INFEASIBLE = 'i', RECORD_ERROR = 'e', RECORD_ERROR_INPUT = 'E' } record_status;
 typedef enum { KIND_NUMBER = 'n', KIND_BOOL = 'b', KIND_STRING = 's', KIND_JSON = 'j' } record_kind;
 
 /* A growing byte buffer. */
