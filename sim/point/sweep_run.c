@@ -18,12 +18,12 @@
 #include "sim/scenario/scenario.h"
 
 double sweep_bytes_per_point(int levels) {
-    /* results.db + results.csv per point, measured with scenarios/layout-sweep.json swept over batch
-     * and sequence length (plan: 0.93 KB = 0.56 + 0.37 per 1M points, tests/bench_sweep.c) and the
-     * small MoE scenario (a step point's breakdown adds about 6 KB, a run point about 0.5 KB). */
-    double b = 950;
-    if (levels & LEVEL_STEP) b += 6000;
-    if (levels & LEVEL_RUN) b += 500;
+    /* results.db + results.csv per point, measured: a plan-level point 1.42 KB (0.60 + 0.81 KB, the
+     * 1,014,000-point sweep of tests/bench_sweep.c); the step level adds about 7.3 KB (its breakdown
+     * columns), the run level about 1.1 KB (16-point sweeps of tests/data/scenarios/small-moe.json) */
+    double b = 1420;
+    if (levels & LEVEL_STEP) b += 7300;
+    if (levels & LEVEL_RUN) b += 1100;
     return b;
 }
 

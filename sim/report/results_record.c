@@ -7,6 +7,7 @@
 #include <string.h>
 
 void record_buf_put(record_buf *b, const void *bytes, size_t n) {
+    if (n == 0) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n) cap *= 2;
