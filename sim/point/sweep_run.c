@@ -247,6 +247,10 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     }
     cJSON *doc = results_db_document(db, order, limit, err);
     if (!doc) return err->code;
+    /* every point's warnings for a run small enough to load; those of the points shown otherwise */
+    cJSON *all = n_stored <= RESULTS_JSON_MAX_POINTS && (limit || c->ranked) ? results_db_document(db, NULL, 0, err) : NULL;
+    print_results_warnings(stderr, all ? all : doc, 20);
+    cJSON_Delete(all);
     print_results_table(out, doc);
     if (limit) fprintf(out, "(the best %ld of %ld points; all of them are in results.db and results.csv)\n", limit, n_stored);
     cJSON_Delete(doc);
