@@ -167,8 +167,9 @@ static void test_kill9_resume(void **state) {
             interrupted++;
         }
         assert_group_gone(pid);
-        /* the database opens and holds whole points only */
-        assert_true(db_long(dir, "SELECT count(*) FROM points WHERE status = 'ok'") >= 0);
+        /* the database opens (when the kill came before it was created: none, -2) */
+        long kept = db_long(dir, "SELECT count(*) FROM points WHERE status = 'ok'");
+        assert_true(kept >= 0 || kept == -2);
     }
     assert_true(interrupted >= 1);
     if (!finished)
