@@ -276,8 +276,7 @@ static int cmd_plot(cli_parser *p, int argc, char **argv) {
     cJSON *doc = results_db_document(db, "WHERE status = 'ok' ORDER BY id", 0, &err);
     results_db_abandon(db);
     int rc = doc ? make_dirs(out, &err) : err.code, n = 0;
-    if (!rc) rc = plots_write(out, doc, &n, &err);
-    if (!rc && !p->common.quiet && n) printf("drew %d figure%s (PNG + SVG) in %s\n", n, n == 1 ? "" : "s", out);
+    if (!rc) rc = plots_write(out, doc, p->common.quiet ? NULL : stdout, &n, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     cJSON_Delete(doc);
     return rc;

@@ -277,10 +277,9 @@ static int finish(const sweep_run_opts *o, const char *out_dir, const scenario *
     if (base->output.plots && n_stored <= RESULTS_JSON_MAX_POINTS) {
         cJSON *doc = results_db_document(db, "WHERE status = 'ok' ORDER BY id", 0, err);
         if (!doc) return err->code;
-        int n = 0, rc = plots_write(out_dir, doc, &n, err);
+        int n = 0, rc = plots_write(out_dir, doc, o->quiet ? NULL : out, &n, err);
         cJSON_Delete(doc);
         if (rc) return rc;
-        if (!o->quiet && n) fprintf(out, "drew %d figure%s (PNG + SVG) in %s\n", n, n == 1 ? "" : "s", out_dir);
     }
     if (bad) {
         fprintf(stderr, "simrun: %ld point%s failed (rerun with --resume to retry them):\n", bad, bad == 1 ? "" : "s");
