@@ -1,6 +1,8 @@
 /* validate.c — published cases vs predictions (validate.h). */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include "sim/point/validate.h"
+#include "sim/base/alloc.h"
+#include "sim/base/json_read.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -192,10 +194,8 @@ static void case_set_free(case_set *cs) {
 static int load_cases(const char *file, case_set *cs, moe_error *err) {
     memset(cs, 0, sizeof *cs);
     cs->file = file;
-    char *text = read_file_text(file, NULL, err);
-    if (!text) return err->code;
-    cs->root = cJSON_Parse(text);
-    free(text);
+    cs->root = json_load(file, 0, err);
+    if (!cs->root) return err->code;
     if (!cJSON_IsObject(cs->root)) { case_set_free(cs); return moe_error_input(err, file, NULL, NULL, "a JSON object"); }
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(cs->root, "format");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, VALIDATE_FORMAT) != 0) {
@@ -215,7 +215,7 @@ static int load_cases(const char *file, case_set *cs, moe_error *err) {
     if (slash) *slash = '\0';
     else snprintf(dir, sizeof dir, ".");
     cs->n = cJSON_GetArraySize(arr);
-    cs->cases = calloc((size_t)cs->n, sizeof *cs->cases);
+    cs->cases = moe_xcalloc((size_t)cs->n, sizeof *cs->cases);
     int i = 0;
     for (const cJSON *o = arr->child; o; o = o->next, i++)
         if (read_case(cs, o, i, dir, &cs->cases[i], err)) { case_set_free(cs); return EXIT_BADINPUT; }
@@ -322,7 +322,7 @@ static int status_ok(const cJSON *c) {
 /* counts and |error| statistics over the cases that ran (all, or only out-of-sample ones) */
 static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
     int n = 0, ok = 0, within = 0;
-    double *abs_e = calloc((size_t)cJSON_GetArraySize(cases) + 1, sizeof(double)), mx = 0;
+    double *abs_e = moe_xcalloc((size_t)cJSON_GetArraySize(cases) + 1, sizeof(double)), mx = 0;
     for (const cJSON *c = cases->child; c; c = c->next) {
         if (out_of_sample_only && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"))) continue;
         n++;
@@ -444,7 +444,7 @@ static int write_outputs(const char *dir, const cJSON *doc, moe_error *err) {
     snprintf(path, sizeof path, "%s/validation.json", dir);
     if (!rc) {
         size_t n = strlen(json);
-        char *j2 = malloc(n + 2);
+        char *j2 = moe_xmalloc(n + 2);
         if (!j2) rc = moe_error_set(err, EXIT_RUNTIME, "out of memory");
         else {
             memcpy(j2, json, n);
@@ -517,10 +517,8 @@ void validate_band_apply(const validate_band *b, double x, double *lo, double *h
 }
 
 static cJSON *load_doc(const char *path, moe_error *err) {
-    char *text = read_file_text(path, NULL, err);
-    if (!text) return NULL;
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
+    cJSON *doc = json_load(path, 0, err);
+    if (!doc) return NULL;
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "cases"))) {
         cJSON_Delete(doc);
         moe_error_input(err, path, "cases", NULL, "a validation document (validation.json written by simrun validate)");

@@ -1,5 +1,6 @@
 /* deepep_bench.c — DeepEP's normal-kernel benchmark on the simulated fabric (see deepep_bench.h). */
 #include "sim/simgrid/deepep_bench.h"
+#include "sim/base/alloc.h"
 
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
@@ -46,11 +47,11 @@ static int count_pairs(const deepep_case *c, deepep_counts *k) {
     const int groups = nn, kept = c->topk_groups > 0 ? c->topk_groups : (nn < 4 ? nn : 4);
     k->n = n;
     k->nn = nn;
-    k->rank_pairs = calloc((size_t)n * n, sizeof(double));
-    k->node_pairs = calloc((size_t)n * nn, sizeof(double));
-    int *seen = calloc((size_t)c->experts, sizeof(int)), *gsel = calloc((size_t)groups, sizeof(int));
-    int *rank_hit = calloc((size_t)n, sizeof(int)), *node_hit = calloc((size_t)nn, sizeof(int));
-    int *rank_list = malloc((size_t)c->topk * sizeof(int)), *node_list = malloc((size_t)c->topk * sizeof(int));
+    k->rank_pairs = moe_xcalloc((size_t)n * n, sizeof(double));
+    k->node_pairs = moe_xcalloc((size_t)n * nn, sizeof(double));
+    int *seen = moe_xcalloc((size_t)c->experts, sizeof(int)), *gsel = moe_xcalloc((size_t)groups, sizeof(int));
+    int *rank_hit = moe_xcalloc((size_t)n, sizeof(int)), *node_hit = moe_xcalloc((size_t)nn, sizeof(int));
+    int *rank_list = moe_xmalloc((size_t)c->topk * sizeof(int)), *node_list = moe_xmalloc((size_t)c->topk * sizeof(int));
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     int ok = k->rank_pairs && k->node_pairs && seen && gsel && rank_hit && node_hit && rank_list && node_list && rng;
     if (ok) {
@@ -75,8 +76,8 @@ static int count_pairs(const deepep_case *c, deepep_counts *k) {
  * never cross a NIC), timed by the comm model. `mirror`: the combine, passed as its mirror image. */
 static double time_pattern(comm_model *cm, const deepep_counts *k, double token_B, int mirror) {
     const int n = k->n, nn = k->nn;
-    double *bytes = malloc((size_t)n * n * sizeof(double)), *node_b = calloc((size_t)n * nn, sizeof(double));
-    int *gpus = malloc((size_t)n * sizeof(int)), *nodes = malloc((size_t)nn * sizeof(int));
+    double *bytes = moe_xmalloc((size_t)n * n * sizeof(double)), *node_b = moe_xcalloc((size_t)n * nn, sizeof(double));
+    int *gpus = moe_xmalloc((size_t)n * sizeof(int)), *nodes = moe_xmalloc((size_t)nn * sizeof(int));
     double t = -1;
     if (bytes && node_b && gpus && nodes) {
         for (int i = 0; i < n; i++) {
