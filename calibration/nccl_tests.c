@@ -236,8 +236,11 @@ int nccl_tests_parse(const char *file_label, const char *text, nt_log *out, moe_
             int bad_col = -1;
             if (parse_double(tok[L.size], &r.size_bytes) || r.size_bytes <= 0) bad_col = L.size;
             else if (parse_double(tok[L.count], &r.count) || r.count < 0) bad_col = L.count;
-            else if (L.root >= 0 && parse_double(tok[L.root], &root)) bad_col = L.root;
-            r.root = (int)root;
+            /* root: a rank or -1 (an integer: it becomes an int) */
+            else if (L.root >= 0 && (parse_double(tok[L.root], &root) || root != floor(root) || root < -1 ||
+                                     root > 1 << 30))
+                bad_col = L.root;
+            r.root = bad_col < 0 ? (int)root : -1;
             snprintf(r.type, sizeof r.type, "%s", tok[L.type]);
             snprintf(r.redop, sizeof r.redop, "%s", L.redop >= 0 ? tok[L.redop] : "none");
             r.has_inplace = L.time[1] >= 0;

@@ -5,7 +5,8 @@
 # harness: executions, executions/s, crashes (crash/leak/timeout/oom artifacts), slow inputs (> 1 s).
 # Exit 1 when any harness found a crash. Run from the repository root.
 set -uo pipefail
-bindir=$1; secs=$2; shift 2
+bindir=$(cd "$1" && pwd); secs=$2; shift 2   # absolute: the command-line harnesses chdir into a sandbox
+dicts=$(pwd)/tests/fuzz/dict
 status=0
 summary=()
 for spec in "$@"; do
@@ -18,7 +19,7 @@ for spec in "$@"; do
   echo "fuzz: $name for ${secs} s (log: $log)"
   "$bindir/fuzz_$name" -max_total_time="$secs" -print_final_stats=1 -close_fd_mask=3 -timeout=20 \
       -rss_limit_mb=2560 -report_slow_units=1 -artifact_prefix="$art/" \
-      -dict="tests/fuzz/dict/$name.dict" "$corpus" "${existing[@]}" > "$log" 2>&1
+      -dict="$dicts/$name.dict" "$corpus" "${existing[@]}" > "$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
