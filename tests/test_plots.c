@@ -160,25 +160,29 @@ static void test_top_layouts(void **state) {
     cJSON_Delete(doc);
 }
 
-/* One point: nothing to draw, and the log says why. */
+/* One point: nothing drawn, silently (every figure needs two points); two points with the same
+ * breakdown and no swept figure axis: nothing drawn, and the log says why. */
 static void test_nothing_to_draw(void **state) {
     (void)state;
     char dir[4300];
     snprintf(dir, sizeof dir, "%s/single", tmpdir);
-    cJSON *pts = cJSON_CreateArray();
-    cJSON_AddItemToArray(pts, point(0, "{}", 10, 8, 1, 0, 60));
-    cJSON *doc = doc_of(pts);
-    char *log = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&log, &len);
-    int n = -1;
-    moe_error err = {0};
-    assert_int_equal(plots_write(dir, doc, f, &n, &err), 0);
-    fclose(f);
-    assert_int_equal(n, 0);
-    assert_non_null(strstr(log, "nothing to draw"));
-    free(log);
-    cJSON_Delete(doc);
+    for (int npts = 1; npts <= 2; npts++) {
+        cJSON *pts = cJSON_CreateArray();
+        for (int i = 0; i < npts; i++) cJSON_AddItemToArray(pts, point(i, "{\"seed\": 1}", 10, 8, 1, 0, 60));
+        cJSON *doc = doc_of(pts);
+        char *log = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&log, &len);
+        int n = -1;
+        moe_error err = {0};
+        assert_int_equal(plots_write(dir, doc, f, &n, &err), 0);
+        fclose(f);
+        assert_int_equal(n, 0);
+        if (npts == 1) assert_string_equal(log, "");
+        else assert_non_null(strstr(log, "nothing to draw for 2 points"));
+        free(log);
+        cJSON_Delete(doc);
+    }
 }
 
 int main(void) {

@@ -1,6 +1,7 @@
 /* costmodel.c — reading model JSON ("moesim-costmodel/1"), built-in rooflines, and the pure cost
  * functions of sim/plan/costmodel.h. The model file format is documented in calibration/README.md. */
 #include "sim/plan/costmodel.h"
+#include "sim/scenario/scenario_paths.h"
 
 #include "sim/base/json_read.h"
 #include "sim/plan/recipes.h"
@@ -299,19 +300,8 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
         *out = costmodel_from_cluster(&s->cluster);
         return 0;
     }
-    const char *path = s->calibration;
-    char alt[SCN_PATH_MAX * 2];
-    if (path[0] != '/' && access(path, R_OK) != 0) {
-        const char *root = getenv("MOESIM_SOURCE_DIR");
-#ifdef MOESIM_SOURCE_DIR
-        if (!root) root = MOESIM_SOURCE_DIR;
-#endif
-        if (root) {
-            snprintf(alt, sizeof alt, "%s/%s", root, path);
-            if (access(alt, R_OK) == 0) path = alt;
-        }
-    }
-    if (access(path, R_OK) != 0)
+    char path[SCN_PATH_MAX * 2 + 4096];
+    if (scenario_resolve_path(s, s->calibration, path, sizeof path) != 0 || access(path, R_OK) != 0)
         return moe_error_input(err, s->file, "calibration", s->calibration,
                                "a readable cost-model JSON (moesim-costmodel/1), e.g. "
                                "calibration/models/h800-published.json");

@@ -108,7 +108,8 @@ costmodel costmodel_from_gpu(const gpu_cfg *gpu);
 /* costmodel_from_gpu(&c->gpu), then links from the cluster: nvlink_GBps, nic_gbps/8 x 0.9
  * achievable, pcie_GBps; alphas from latency_us (nvlink, same_leaf). */
 costmodel costmodel_from_cluster(const cluster_cfg *c);
-/* Load `path` when non-empty (relative paths: as given, then under MOESIM_SOURCE_DIR), else build
+/* Load `path` when non-empty (relative paths: scenario_resolve_path: the current folder, the
+ * scenario's, the installed share folder, the source tree), else build
  * costmodel_from_cluster(&s->cluster). A loaded model without an FP4 peak takes the cluster GPU's
  * (cluster.gpu.fp4_tflops). The one call the simulator makes. */
 int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err);

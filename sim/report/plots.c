@@ -376,6 +376,7 @@ int plots_write(const char *results_dir, const cJSON *doc, FILE *log, int *n_wri
         if (log) fprintf(log, "plots: no points, nothing to draw\n");
         return 0;
     }
+    if (n == 1) return 0; /* every figure needs two points or more: a single run draws nothing, silently */
     plot_ctx c = {.log = log};
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/plots", results_dir);
@@ -404,9 +405,8 @@ int plots_write(const char *results_dir, const cJSON *doc, FILE *log, int *n_wri
         fprintf(log, "plots: no step breakdown: every point has the same one (the sweep varies nothing the %s level "
                      "prices)\n", breakdown_level(doc));
     if (*n_written == 0)
-        fprintf(log, "plots: nothing to draw for %d point%s: figures are drawn for sweeps of the checkpoint interval "
-                     "or hot spares (run level), of cluster.nodes, and for 2 or more points with different step "
-                     "breakdowns\n", n, n == 1 ? "" : "s");
+        fprintf(log, "plots: nothing to draw for %d points: figures are drawn for sweeps of the checkpoint interval "
+                     "or hot spares (run level), of cluster.nodes, and for points with different step breakdowns\n", n);
     return 0;
 }
 
