@@ -7,6 +7,7 @@
  * points/min on the 2-core machine, <= 1 GB on disk, memory flat.
  * MOESIM_BENCH_SIMRUN=PATH runs another simrun binary (e.g. an older build, for a before/after
  * figure); MOESIM_BENCH_POINTS=small runs only the 101,400-point sweep. */
+#define _DEFAULT_SOURCE /* wait4: the resource usage of simrun and the workers it waited for */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
