@@ -135,6 +135,12 @@ static const bad_case CASES[] = {
     {"cp_sequence_indivisible", "layout.cp", "got 4", "model.seq_len = 4098 divisible by 2 x cp", -1},
     {"cp_comm_unknown", "layout.cp_comm", "got \"a2a\"", "\"p2p\", \"all_gather\"", -1},
     {"etp_negative", "layout.etp", "got -1", "\"auto\" or an integer in 1..", -1},
+    {"recompute_module_unknown", "layout.recompute_modules[1]", "got \"attn\"", "\"core_attn\", \"mla_up_proj\"", -1},
+    {"recompute_module_twice", "layout.recompute_modules[1]", "got \"mlp\"", "twice", -1},
+    {"recompute_modules_with_full", "layout.recompute_modules", "with layout.recompute \"full\"", "[] with full recompute", -1},
+    {"recompute_mla_on_gqa", "layout.recompute_modules", "\"mla_up_proj\"", "model.attention \"mla\"", -1},
+    {"a2a_overlap_with_dualpipe", "layout.moe_a2a_overlap", "got true", "DualPipe", -1},
+    {"recompute_modules_not_list", "layout.recompute_modules", "got \"mlp\"", "a list of distinct names", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

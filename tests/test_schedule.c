@@ -206,9 +206,10 @@ static double pair_beta_sum(const program *p, int rank, const op_time *tt, doubl
     return sum;
 }
 
-static void check_dualpipe_overlap(int pp, int m, double c, double k) {
+static void check_pair_overlap(schedule_kind sk, int pp, int m, int v, double c, double k) {
     scenario s;
-    fx_scenario(&s, pp, 4, pp, 1, 1, pp, SCHED_DUALPIPE, 1, m);
+    fx_scenario(&s, pp * v, 4, pp, 1, 1, pp, sk, v, m);
+    s.layout.moe_a2a_overlap = sk != SCHED_DUALPIPE;   /* DualPipe pairs by itself */
     program *prog = NULL;
     moe_error err = {0};
     assert_int_equal(program_build(&s, &prog, &err), 0);
@@ -221,7 +222,8 @@ static void check_dualpipe_overlap(int pp, int m, double c, double k) {
                         .n_trace_ranks = pp, .trace_ranks = ranks};
     step_exec_result r;
     assert_int_equal(step_exec_run(prog, &o, &r, &err), 0);
-    schedule_spec sp = {.kind = SCHED_DUALPIPE, .pp = pp, .vpp = 1, .m = m, .n_chunks = 2};
+    schedule_spec sp = {.kind = sk, .pp = pp, .vpp = v, .m = m, .n_chunks = sk == SCHED_DUALPIPE ? 2 : v,
+                        .a2a_overlap = s.layout.moe_a2a_overlap};
     double excess = c > k ? c - k : 0;
     for (int st = 0; st < pp; st++) {
         sched_item *it = NULL;
@@ -248,8 +250,24 @@ static void test_dualpipe_overlap_by_hand(void **st) {
     double k = 1e-3;
     double cs[] = {0.25e-3, 0.5e-3, 1e-3, 1.2e-3, 1.5e-3, 3e-3};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-        check_dualpipe_overlap(4, 16, cs[i], k);
-        check_dualpipe_overlap(8, 32, cs[i], k);
+        check_pair_overlap(SCHED_DUALPIPE, 4, 16, 1, cs[i], k);
+        check_pair_overlap(SCHED_DUALPIPE, 8, 32, 1, cs[i], k);
+    }
+}
+
+/* layout.moe_a2a_overlap (Megatron's overlap_moe_expert_parallel_comm): interleaved 1F1B and 1F1B
+ * pair each steady-state forward with the backward after it, and the same hand-solved rule holds:
+ * an all-to-all that fits under the paired compute (c <= k) is hidden exactly, the excess is exposed
+ * otherwise (check_pair_overlap: 4 excess - min(beta, excess) per pair, excess + c per lone item). */
+static void test_a2a_overlap_by_hand(void **st) {
+    (void)st;
+    double k = 1e-3;
+    double cs[] = {0.25e-3, 1e-3, 1.5e-3, 3e-3};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        check_pair_overlap(SCHED_INTERLEAVED, 4, 8, 2, cs[i], k);
+        check_pair_overlap(SCHED_INTERLEAVED, 2, 8, 3, cs[i], k);
+        check_pair_overlap(SCHED_1F1B, 4, 12, 1, cs[i], k);
+        check_pair_overlap(SCHED_1F1B, 1, 6, 1, cs[i], k);
     }
 }
 
@@ -261,6 +279,7 @@ int main(void) {
         cmocka_unit_test(test_send_recv_match),
         cmocka_unit_test(test_dualpipe_runs),
         cmocka_unit_test(test_dualpipe_overlap_by_hand),
+        cmocka_unit_test(test_a2a_overlap_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

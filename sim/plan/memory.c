@@ -8,6 +8,7 @@
 #include "sim/base/alloc.h"
 #include "sim/plan/pipeline_forms.h"
 #include "sim/plan/recipes.h"
+#include "sim/plan/recompute.h"
 
 #define FP32_B 4.0
 
@@ -33,69 +34,72 @@ static act_widths widths_of(const precision_cfg *prec) {
     return w;
 }
 
-/* Attention block per token, per recompute kind (0 none, 1 selective). */
-static void attn_act(const model_cfg *m, const act_widths *w, double out[2]) {
+/* Attention block per token under recompute set `set` (recompute.h). Every term a part drops is
+ * written in place as 0, so that the sums keep one order whatever the set. */
+static double attn_act(const model_cfg *m, const act_widths *w, unsigned set) {
     double h = m->hidden, H = m->heads;
     double v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
-    double keep = h * w->act              /* block input: residual stream = RMSNorm input */
-                + H * v * w->attn_o       /* attention output: o_proj input, flash backward's O */
-                + H * FP32_B;             /* flash-attention logsumexp per head */
-    double norm_out = h * w->lin;         /* q/kv (down) projection input; recomputed by selective */
+    int ln = set & RC_LAYERNORM, core = set & RC_CORE_ATTN;
+    double keep = h * w->act                          /* block input: residual stream = RMSNorm input */
+                + (core ? 0.0 : H * v * w->attn_o)    /* attention output: o_proj input, flash backward's O */
+                + (core ? 0.0 : H * FP32_B);          /* flash-attention logsumexp per head */
+    double norm_out = ln ? 0.0 : h * w->lin;          /* q/kv (down) projection input */
     if (m->attention == ATTN_MLA) {
         double qk = (double)m->head_dim + m->rope_head_dim;
         double ql = m->q_lora_rank, kl = m->kv_lora_rank;
         double latents = (ql + kl + m->rope_head_dim) * w->act;  /* q_a, kv_a outputs: inputs of the
                                                                    latent RMSNorms and rope */
-        double latent_norm_out = (ql + kl) * w->lin;             /* q_b, kv_b (up-projection) inputs */
-        double qkv = (2.0 * H * qk + H * v) * w->act;            /* flash-attention inputs */
-        out[0] = keep + norm_out + latents + latent_norm_out + qkv;
-        out[1] = keep + latents;          /* norms and up-projections recomputed from the latents */
-    } else {
-        double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
-        double qkv = (H * m->head_dim + kv * m->head_dim + kv * v) * w->act;
-        out[0] = keep + norm_out + qkv;
-        out[1] = keep + qkv;
+        double latent_norm_out = ln ? 0.0 : (ql + kl) * w->lin;  /* q_b, kv_b (up-projection) inputs */
+        double qkv = (set & RC_MLA_UP) ? 0.0 : (2.0 * H * qk + H * v) * w->act;   /* flash-attention inputs */
+        return keep + norm_out + latents + latent_norm_out + qkv;
     }
+    double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
+    double qkv = (H * m->head_dim + kv * m->head_dim + kv * v) * w->act;
+    return keep + norm_out + qkv;
 }
 
 /* One FFN of inner size f per token: the activation's inputs (SwiGLU: gate and up; GeLU: fc1's
- * output) at `in_b` bytes, and its output (the down projection's input, a Linear input) — which
- * selective recompute drops. */
-static void ffn_act(const model_cfg *m, double f, double in_b, double lin_b, double out[2]) {
-    double inputs = (m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0) * f * in_b;
-    out[0] = inputs + f * lin_b;
-    out[1] = inputs;
+ * output) at `in_b` bytes, and its output (the down projection's input, a Linear input). `whole`:
+ * the FFN is recomputed from its input (nothing kept); `act`: only the activation output is. */
+static double ffn_act(const model_cfg *m, double f, double in_b, double lin_b, int whole, int act) {
+    double inputs = whole ? 0.0 : (m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0) * f * in_b;
+    return inputs + (whole || act ? 0.0 : f * lin_b);
+}
+
+/* A block's cached activations per token under recompute set `set`. */
+static double block_act(const model_cfg *m, const act_widths *w, unsigned set, int moe) {
+    double h = m->hidden;
+    if (set & RC_FULL) return h * w->act;             /* only the layer input survives the forward */
+    double attn = attn_act(m, w, set);
+    /* FFN block input (residual stream = RMSNorm input) and the norm output */
+    double ffn_in = h * w->act + ((set & RC_LAYERNORM) ? 0.0 : h * w->lin);
+    if (!moe || m->experts == 0)
+        return attn + ffn_in + ffn_act(m, m->ffn_hidden, w->act, w->lin, set & RC_MLP, set & RC_MLP_ACT);
+    if (set & RC_MOE) return attn + ffn_in;           /* the MoE block re-runs from its input */
+    double expert = ffn_act(m, m->expert_hidden, w->moe_sw, w->lin, 0, set & RC_MOE_ACT);
+    double K = m->top_k;
+    double router = m->experts * FP32_B;           /* scores, for the gate and balance-loss grads */
+    /* per token copy on the expert's rank: dispatched input, activation inputs (and output), the FP32
+     * routing weight applied inside the activation; no expert output (memory.h) */
+    double copy = h * w->disp + expert + FP32_B;
+    double shared = m->shared_experts *
+                    ffn_act(m, m->expert_hidden, w->moe_sw, w->lin, set & RC_SHARED, set & RC_SHARED_ACT);
+    return attn + ffn_in + router + shared + K * copy;
+}
+
+double memory_block_activation(const model_cfg *m, const precision_cfg *prec, unsigned set, int moe) {
+    act_widths w = widths_of(prec);
+    return block_act(m, &w, set, moe);
 }
 
 void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, act_profile *out) {
     act_widths w = widths_of(prec);
     double h = m->hidden;
-    double attn[2], dense[2];
-    attn_act(m, &w, attn);
-    ffn_act(m, m->ffn_hidden, w.act, w.lin, dense);
-    /* FFN block input (residual stream = RMSNorm input) and the norm output (recomputed by selective) */
-    double ffn_in[2] = {h * w.act + h * w.lin, h * w.act};
-
-    for (int r = 0; r < 2; r++) out->dense_layer[r] = attn[r] + ffn_in[r] + dense[r];
-
-    if (m->experts > 0) {
-        double expert[2];
-        ffn_act(m, m->expert_hidden, w.moe_sw, w.lin, expert);
-        double K = m->top_k;
-        double router = m->experts * FP32_B;           /* scores, for the gate and balance-loss grads */
-        for (int r = 0; r < 2; r++) {
-            /* per token copy on the expert's rank: dispatched input, activation inputs (and output),
-             * the FP32 routing weight applied inside the activation; no expert output (memory.h) */
-            double copy = h * w.disp + expert[r] + FP32_B;
-            double shared = m->shared_experts * expert[r];
-            out->moe_layer[r] = attn[r] + ffn_in[r] + router + shared + K * copy;
-        }
-    } else {
-        out->moe_layer[0] = out->dense_layer[0];
-        out->moe_layer[1] = out->dense_layer[1];
+    for (int r = 0; r < 3; r++) {
+        unsigned set = recompute_kind_set((recompute_kind)r);
+        out->dense_layer[r] = block_act(m, &w, set, 0);
+        out->moe_layer[r] = block_act(m, &w, set, 1);
     }
-    /* full recompute: only the layer input survives the forward pass */
-    out->dense_layer[RECOMPUTE_FULL] = out->moe_layer[RECOMPUTE_FULL] = h * w.act;
     out->head = (double)m->vocab * FP32_B;
     /* an MTP module's own inputs: the two RMSNorm inputs (the previous depth's hidden state and the
      * next token's embedding) and the projection's cached input, 2h each */
@@ -146,11 +150,16 @@ static void stage_act(const scenario *s, const model_counts *mc, const act_profi
     const layout_cfg *lay = &s->layout;
     int nd = cz->n_dense, nm = cz->n_moe, rc = lay->recompute;
     double tokens = scn_rank_tokens(s) / lay->tp;   /* the rank's CP share, sequence parallel */
-    *per_mb = tokens * (nd * ap->dense_layer[rc] + nm * ap->moe_layer[rc]);
-    if (cz->mtp > 0)
-        *per_mb += tokens * cz->mtp * ((mc->mtp_moe ? ap->moe_layer[rc] : ap->dense_layer[rc]) + ap->mtp_proj);
+    double dense = ap->dense_layer[rc], moe = ap->moe_layer[rc];
+    if (lay->recompute_modules) {                    /* Megatron's modules instead of the kind */
+        unsigned set = recompute_set(lay);
+        dense = memory_block_activation(&s->model, &s->precision, set, 0);
+        moe = memory_block_activation(&s->model, &s->precision, set, 1);
+    }
+    *per_mb = tokens * (nd * dense + nm * moe);
+    if (cz->mtp > 0) *per_mb += tokens * cz->mtp * ((mc->mtp_moe ? moe : dense) + ap->mtp_proj);
     *work = 0;
-    if (rc == RECOMPUTE_FULL && nd + nm > 0) {
+    if (rc == RECOMPUTE_FULL && !lay->recompute_modules && nd + nm > 0) {
         double widest = nm > 0 ? ap->moe_layer[RECOMPUTE_NONE] : ap->dense_layer[RECOMPUTE_NONE];
         *work = tokens * widest;
     }
@@ -188,7 +197,7 @@ void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act
     out->params = sb->weight * (lay->zero >= 3 ? sharded : held);
     out->grads = sb->grad * (lay->zero >= 2 ? sharded : held);
     out->optimizer = (sb->master + sb->moments) * (lay->zero >= 1 ? sharded : held);
-    double inflight = inflight_microbatches(lay->schedule, lay->pp, micro_batches, lay->vpp, rank);
+    double inflight = inflight_microbatches_of(lay, micro_batches, rank);
     out->activations = inflight * per_mb + work + logits;
     out->total = out->params + out->grads + out->optimizer + out->activations;
 }

@@ -86,6 +86,9 @@ typedef struct {
 } act_profile;
 
 void memory_activation_profile(const model_cfg *m, const precision_cfg *prec, act_profile *out);
+/* One block's cached activation bytes per token under a recompute set (sim/plan/recompute.h),
+ * before the TP split; moe: an MoE block. */
+double memory_block_activation(const model_cfg *m, const precision_cfg *prec, unsigned set, int moe);
 
 /* Parameter counts one GPU of a pipeline position holds (its census: pipeline_forms.h). */
 typedef struct { double nonexpert, expert; } stage_params;

@@ -43,6 +43,11 @@ double bubble_dualpipe_s(int p, double B, double W, double FB) {
     return (k > 0 && t > 0) ? t : 0.0;
 }
 
+double inflight_microbatches_of(const layout_cfg *lay, int m, int stage) {
+    int extra = lay->moe_a2a_overlap && lay->schedule == SCHED_1F1B;
+    return inflight_microbatches(lay->schedule, lay->pp + extra, m, lay->vpp, stage);
+}
+
 double inflight_microbatches(schedule_kind sched, int p, int m, int v, int stage) {
     switch (sched) {
     case SCHED_DUALPIPE: return (double)imin(m, p + 1);

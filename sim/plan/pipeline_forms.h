@@ -38,5 +38,8 @@ double bubble_dualpipe_s(int p, double B, double W, double FB);
  *   DualPipe:    min(m, p + 1) on every rank        (DeepSeek-V3 report, Table 2)
  * Unit: one micro-batch through the stage's layers (for DualPipe: through one of its two stages). */
 double inflight_microbatches(schedule_kind sched, int p, int m, int v, int stage);
+/* The same for a layout: with layout.moe_a2a_overlap, 1F1B holds one more micro-batch (its warm-up
+ * has one more forward, schedule.h). */
+double inflight_microbatches_of(const layout_cfg *lay, int m, int stage);
 
 #endif

@@ -404,7 +404,9 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
             sp.nonexpert += sp2.nonexpert;
             sp.expert += sp2.expert;
         }
-        double exposed = dual ? dmax(0.0, st.comm_mb - st.c_mb) : st.comm_mb;
+        /* DualPipe and the paired 1F1B of moe_a2a_overlap hide communication under compute */
+        int paired = dual || lay->moe_a2a_overlap;
+        double exposed = paired ? dmax(0.0, st.comm_mb - st.c_mb) : st.comm_mb;
         if (st.c_mb + exposed > wt.t)
             wt = (worst_time){st.c_mb + exposed, st.F, st.B, st.W, st.R, st.c_mb, exposed, st.comm_mb};
         /* DP sync after the last backward (overlapped with it), weight all-gather before the first
@@ -436,7 +438,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     out->optimizer_bytes_per_param = x.sb.master + x.sb.moments;
     int rc = lay->recompute;
     out->act_bytes_per_token_layer = x.mc.moe_layers > 0 ? x.ap.moe_layer[rc] : x.ap.dense_layer[rc];
-    out->inflight_microbatches = inflight_microbatches(lay->schedule, pp, x.m, lay->vpp, out->memory_rank);
+    out->inflight_microbatches = inflight_microbatches_of(lay, x.m, out->memory_rank);
 
     /* ---- step time ---- */
     int m = x.m;

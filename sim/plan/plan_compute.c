@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "sim/plan/recompute.h"
+
 #define BF16_B 2.0
 
 /* Shapes of one micro-batch on one GPU. */
@@ -18,6 +20,10 @@ typedef struct {
     double T_route;       /* tokens the rank routes through the all-to-all (scn_routed_tokens) */
     int cp;               /* context parallelism: the attention core comes in cp chunks */
 } shapes;
+
+/* What each recompute part (recompute.h) re-runs of one block, in seconds; `sel` is DeepSeek-V3's
+ * selective set summed in the order the parts are met (the legacy sum, kept bit for bit). */
+typedef struct { double ln, mla_up, core, mlp, mlp_act, moe_act, moe, shared, shared_act, sel; } rc_parts;
 
 /* Where a block's time goes in a table row: its forward, input-gradient and weight-gradient kernels
  * (the same kernel for b and w where the program does not split the backward). */
@@ -60,10 +66,12 @@ static double norm_pass_bytes(const shapes *x) { return x->T_sp * 5.0 * x->m->hi
 /* The RMSNorm alone (what selective recompute re-runs): read and write one h-vector. */
 static double norm_only_bytes(const shapes *x) { return x->T_sp * 2.0 * x->m->hidden * BF16_B; }
 
-/* The residual+RMSNorm pass in front of a block; *sel_s gets the RMSNorm (selective recompute). */
-static void norm_pass(const shapes *x, double *row, roles r, double *sel_s) {
+/* The residual+RMSNorm pass in front of a block; the RMSNorm is what recomputing it re-runs. */
+static void norm_pass(const shapes *x, double *row, roles r, rc_parts *pt) {
     mem(x, row, r, norm_pass_bytes(x), 2.0 * norm_pass_bytes(x));
-    *sel_s += costmodel_memory_bound_s(x->cm, norm_only_bytes(x));
+    double n = costmodel_memory_bound_s(x->cm, norm_only_bytes(x));
+    pt->ln += n;
+    pt->sel += n;
 }
 
 /* Pointwise activation of an FFN with inner size f_rank (already divided by TP) over `rows` rows:
@@ -79,25 +87,28 @@ static double act_bwd_s(const shapes *x, double rows, double f_rank) {
     return costmodel_memory_bound_s(x->cm, rows * f_rank * 3.0 * BF16_B);
 }
 
-/* A dense FFN (or the fused shared experts) of inner size f over the micro-batch; *sel_s gets the
- * activation's forward time (what selective recompute re-runs). */
-static void ffn(const shapes *x, double *row, roles r, double f, double *sel_s) {
+/* A dense FFN (or the fused shared experts) of inner size f over the micro-batch; *act gets the
+ * activation's forward time, *whole the FFN's whole forward (what recomputing either re-runs). */
+static void ffn(const shapes *x, double *row, roles r, double f, rc_parts *pt, double *act, double *whole) {
     double h = x->m->hidden, fr = f / x->tp, mats = x->m->ffn_act == FFN_SWIGLU ? 2.0 : 1.0;
+    double before = row[r.f];
     gemm(x, row, r, x->T, mats * fr, h, x->dt);              /* gate+up (or fc1) */
     double a = act_fwd_s(x, x->T, fr);
     row[r.f] += a;
     row[r.b] += act_bwd_s(x, x->T, fr);
     gemm(x, row, r, x->T, h, fr, x->dt);                     /* down (or fc2) */
-    *sel_s += a;
+    *act += a;
+    *whole += row[r.f] - before;
+    pt->sel += a;
 }
 
-/* Attention block: norm pass, projections, core (sliding window when `window`). *sel_s gets what
- * selective recompute re-runs. */
-static void attention(const shapes *x, double *row, double *sel_s, int window) {
+/* Attention block: norm pass, projections, core (sliding window when `window`), and what its
+ * recompute parts re-run. */
+static void attention(const shapes *x, double *row, rc_parts *pt, int window) {
     const model_cfg *m = x->m;
     double h = m->hidden, H = m->heads, tp = x->tp;
     double v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim;
-    norm_pass(x, row, R_ATTN, sel_s);
+    norm_pass(x, row, R_ATTN, pt);
     if (m->attention == ATTN_MLA) {
         double qk = (double)m->head_dim + m->rope_head_dim;
         double ql = m->q_lora_rank, kl = m->kv_lora_rank, up_fwd = 0;
@@ -111,7 +122,10 @@ static void attention(const shapes *x, double *row, double *sel_s, int window) {
         up_fwd += gemm(x, row, R_ATTN, x->T, H * ((double)m->head_dim + v) / tp, kl, x->dt);   /* kv_b */
         double lat_bytes = x->T_sp * (ql + kl) * 2.0 * BF16_B;                 /* latent RMSNorms */
         mem(x, row, R_ATTN, lat_bytes, 2.0 * lat_bytes);
-        *sel_s += up_fwd + costmodel_memory_bound_s(x->cm, lat_bytes);
+        double lat_norm = costmodel_memory_bound_s(x->cm, lat_bytes);
+        pt->mla_up += up_fwd;
+        pt->ln += lat_norm;
+        pt->sel += up_fwd + lat_norm;
     } else {
         double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
         gemm(x, row, R_ATTN, x->T, (H * m->head_dim + kv * m->head_dim + kv * v) / tp, h, x->dt);
@@ -122,6 +136,7 @@ static void attention(const shapes *x, double *row, double *sel_s, int window) {
                                  : model_attn_core_flops(m, m->seq_len)) / tp / x->cp;
     row[K_ATTN_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
     row[K_ATTN_BWD_INPUT] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
+    pt->core += x->cp * costmodel_attention_s(x->cm, core, DT_BF16);
     if (x->cp > 1) {
         row[K_ATTN_CORE_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
         row[K_ATTN_CORE_BWD] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
@@ -131,7 +146,7 @@ static void attention(const shapes *x, double *row, double *sel_s, int window) {
 
 /* Routed experts of one MoE layer on one GPU at uniform routing: the rank receives T x top_k token
  * copies spread over its local experts. Input and weight gradients each run the forward's matrices. */
-static void routed_experts(const shapes *x, const layout_cfg *lay, double *row, double *sel_s) {
+static void routed_experts(const shapes *x, const layout_cfg *lay, double *row, rc_parts *pt) {
     const model_cfg *m = x->m;
     int local = m->experts / lay->ep;
     if (local < 1) local = 1;
@@ -147,7 +162,9 @@ static void routed_experts(const shapes *x, const layout_cfg *lay, double *row, 
     row[K_EXPERT_FWD] += e_s;
     row[K_EXPERT_BWD_INPUT] += e_s;
     row[K_EXPERT_BWD_WEIGHT] += e_s;
-    *sel_s += costmodel_kernel_s(x->cm, "swiglu", copies * f_rank * 3.0 * BF16_B);
+    double a = costmodel_kernel_s(x->cm, "swiglu", copies * f_rank * 3.0 * BF16_B);
+    pt->moe_act += a;
+    pt->sel += a;
 }
 
 op_phase compute_kernel_phase(kernel_kind k) {
@@ -192,31 +209,49 @@ static double layer_fwd_s(const double *row, int cp) {
     return f;
 }
 
-static double recompute_s(recompute_kind rc, const double *row, double sel_s, int cp) {
-    if (rc == RECOMPUTE_FULL) return layer_fwd_s(row, cp);
-    if (rc == RECOMPUTE_SELECTIVE) return sel_s;
-    return 0;
+/* What recompute set `set` (recompute.h) re-runs of a block with row `row` and parts `pt`. */
+static double recompute_s(unsigned set, const double *row, const rc_parts *pt, int cp) {
+    if (set & RC_FULL) return layer_fwd_s(row, cp);
+    if (set == RC_SELECTIVE) return pt->sel;
+    double t = 0;
+    if (set & RC_LAYERNORM) t += pt->ln;
+    if (set & RC_MLA_UP) t += pt->mla_up;
+    if (set & RC_CORE_ATTN) t += pt->core;
+    if (set & RC_MLP) t += pt->mlp;
+    else if (set & RC_MLP_ACT) t += pt->mlp_act;
+    if (set & RC_MOE) t += pt->moe;
+    else {
+        if (set & RC_MOE_ACT) t += pt->moe_act;
+        if (set & RC_SHARED) t += pt->shared;
+        else if (set & RC_SHARED_ACT) t += pt->shared_act;
+    }
+    return t;
 }
 
 /* One layer row: attention, then norm pass + dense FFN, or norm pass + router, shared experts,
- * permute, experts, unpermute. Returns what selective recompute re-runs. */
-static double layer_row(const shapes *x, const scenario *s, int moe, int window, double *row) {
+ * permute, experts, unpermute; *pt gets what each recompute part re-runs. */
+static void layer_row(const shapes *x, const scenario *s, int moe, int window, double *row, rc_parts *pt) {
     const model_cfg *m = &s->model;
-    double sel = 0, h = m->hidden;
-    attention(x, row, &sel, window);
+    double h = m->hidden;
+    memset(pt, 0, sizeof *pt);
+    attention(x, row, pt, window);
     if (!moe) {
-        norm_pass(x, row, R_DENSE, &sel);
-        ffn(x, row, R_DENSE, m->ffn_hidden, &sel);
-        return sel;
+        norm_pass(x, row, R_DENSE, pt);
+        ffn(x, row, R_DENSE, m->ffn_hidden, pt, &pt->mlp_act, &pt->mlp);
+        return;
     }
-    norm_pass(x, row, R_ROUTER, &sel);
+    norm_pass(x, row, R_ROUTER, pt);
+    double gate_before = row[K_ROUTER_FWD];
     gemm(x, row, R_ROUTER, x->T_sp, m->experts, h, DT_BF16);                  /* gating in BF16 */
-    if (m->shared_experts > 0) ffn(x, row, R_SHARED, (double)m->shared_experts * m->expert_hidden, &sel);
+    if (m->shared_experts > 0)
+        ffn(x, row, R_SHARED, (double)m->shared_experts * m->expert_hidden, pt, &pt->shared_act, &pt->shared);
     double pairs_h = x->T_route * m->top_k * h;                                /* as the program counts */
     mem(x, row, R_PERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.dispatch), 2.0 * pairs_h * BF16_B);
-    routed_experts(x, &s->layout, row, &sel);
+    routed_experts(x, &s->layout, row, pt);
     mem(x, row, R_UNPERMUTE, 2.0 * pairs_h * dtype_bytes(s->precision.combine), 2.0 * pairs_h * BF16_B);
-    return sel;
+    /* the whole MoE block from its input: gating, shared experts, permute, experts, unpermute */
+    pt->moe = row[K_ROUTER_FWD] - gate_before + row[K_SHARED_EXPERT_FWD] + row[K_PERMUTE_FWD] +
+              row[K_EXPERT_FWD] + row[K_UNPERMUTE_FWD];
 }
 
 void compute_price_table(const scenario *s, const model_counts *mc, const costmodel *cm, double T,
@@ -241,8 +276,9 @@ void compute_price_table(const scenario *s, const model_counts *mc, const costmo
             out->recompute_s[k] = out->recompute_s[same];
             continue;
         }
-        double sel = layer_row(&x, s, moe, window, out->s[k]);
-        out->recompute_s[k] = recompute_s(lay->recompute, out->s[k], sel, x.cp);
+        rc_parts pt;
+        layer_row(&x, s, moe, window, out->s[k], &pt);
+        out->recompute_s[k] = recompute_s(recompute_set(lay), out->s[k], &pt, x.cp);
     }
 
     /* embedding gather (read the rows, write the activations) and its scatter-add backward; final

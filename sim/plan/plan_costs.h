@@ -7,7 +7,7 @@
  * here is not a property of kernels or links:
  *
  *   comm_sm_fraction  SMs taken by communication kernels that run concurrently with compute under
- *                     DualPipe: DeepSeek-V3 report §3.2.2 dedicates 20 of the H800's 132 SMs to
+ *                     DualPipe or layout.moe_a2a_overlap: DeepSeek-V3 report §3.2.2 dedicates 20 of the H800's 132 SMs to
  *                     all-to-all dispatch and combine, so overlapped compute runs on 112/132 of them.
  *   memory_reserve    share of GPU memory the four ledgers cannot use (memory.h: CUDA context, NCCL
  *                     buffers, allocator fragmentation). */

@@ -823,6 +823,7 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     schedule_spec sp = {.kind = L->schedule, .pp = L->pp, .vpp = L->schedule == SCHED_INTERLEAVED ? L->vpp : 1,
                         .m = scn_micro_batches(s)};
     sp.n_chunks = L->schedule == SCHED_INTERLEAVED ? sp.vpp : L->schedule == SCHED_DUALPIPE ? 2 : 1;
+    sp.a2a_overlap = L->moe_a2a_overlap && L->schedule != SCHED_DUALPIPE;
     if (schedule_check(&sp, s->file, err)) return err->code;
     int n_ms = schedule_n_model_stages(&sp);
     if (s->model.layers < n_ms && !L->pipeline_layout[0]) {

@@ -87,11 +87,13 @@ static void push(item_buf *b, int mb, int chunk, sched_phase ph, int with_w, int
 
 /* ---- 1F1B -------------------------------------------------------------------------------------------- */
 static void sched_1f1b(const schedule_spec *sp, int s, item_buf *b) {
-    int m = sp->m, warm = sp->pp - s - 1;
+    /* with paired F/B one more forward of warm-up on every stage: stage s+1's pair j then takes the
+     * forward stage s made in its pair j-1, never the one of the same pair (no cycle) */
+    int m = sp->m, warm = sp->pp - s - 1 + (sp->a2a_overlap ? 1 : 0);
     if (warm > m) warm = m;
     for (int i = 0; i < warm; i++) push(b, i, 0, SI_F, 0, 0);
     for (int i = 0; i < m - warm; i++) {
-        push(b, warm + i, 0, SI_F, 0, 0);
+        push(b, warm + i, 0, SI_F, 0, sp->a2a_overlap);
         push(b, i, 0, SI_B, 1, 0);
     }
     for (int i = m - warm; i < m; i++) push(b, i, 0, SI_B, 1, 0);
@@ -110,11 +112,12 @@ static void interleaved_item(const schedule_spec *sp, int k, int forward, int *m
 static void sched_interleaved(const schedule_spec *sp, int s, item_buf *b) {
     int total = sp->m * sp->vpp;
     int warm = (sp->pp - s - 1) * 2 + (sp->vpp - 1) * sp->pp;
+    if (sp->a2a_overlap && warm < 1) warm = 1;
     if (warm > total) warm = total;
     int mb, c;
     for (int k = 0; k < warm; k++) { interleaved_item(sp, k, 1, &mb, &c); push(b, mb, c, SI_F, 0, 0); }
     for (int i = 0; i < total - warm; i++) {
-        interleaved_item(sp, warm + i, 1, &mb, &c); push(b, mb, c, SI_F, 0, 0);
+        interleaved_item(sp, warm + i, 1, &mb, &c); push(b, mb, c, SI_F, 0, sp->a2a_overlap);
         interleaved_item(sp, i, 0, &mb, &c); push(b, mb, c, SI_B, 1, 0);
     }
     for (int k = total - warm; k < total; k++) { interleaved_item(sp, k, 0, &mb, &c); push(b, mb, c, SI_B, 1, 0); }

@@ -6,6 +6,12 @@
  *                backward, then cool-down. Bubble (p-1)/(m+p-1) (REFERENCE.md §4). Backward = B+W.
  *   interleaved  (Megatron virtual pipeline, v chunks per rank, model stage c*p+s on rank s): bubble
  *                (p-1)/(v*m+p-1). Needs m % p == 0 (Megatron's grouping of p micro-batches).
+ *   a2a overlap  (layout.moe_a2a_overlap, 1F1B and interleaved: Megatron's
+ *                overlap_moe_expert_parallel_comm) every steady-state F is paired with the B that
+ *                follows it (overlap_next), as DualPipe pairs them, so that the program interleaves
+ *                the two and each one's all-to-alls run under the other's compute. 1F1B gives
+ *                every stage one more forward of warm-up (interleaved: at least one), so that a pair
+ *                never waits on a forward its own interleaving holds back on another stage.
  *   DualPipe     (DeepSeek-V3): two pipelines in opposite directions; rank s holds model stage s of
  *                the "down" pipeline (chunk 0, micro-batches 0..m/2-1) and model stage p-1-s of the
  *                "up" pipeline (chunk 1, micro-batches m/2..m-1): 2x parameters. In its steady state
@@ -42,6 +48,8 @@ typedef struct {
     schedule_kind kind;
     int pp, vpp, m;      /* stages, chunks per rank (interleaved), micro-batches */
     int n_chunks;        /* model stages per rank: 1 (1F1B), vpp (interleaved), 2 (DualPipe) */
+    int a2a_overlap;     /* 1F1B / interleaved: pair each steady-state F with the B after it
+                            (overlap_next), at least one forward of warm-up on every stage */
 } schedule_spec;
 
 /* Check (kind, pp, vpp, m); fills err (path "layout.schedule" / "layout.vpp" / "layout.global_batch")

@@ -324,6 +324,19 @@ static int check_layout(const scenario *s, moe_error *err) {
                  "(or a layout.pipeline_layout)", m->layers, L->pp, L->vpp);
         return bad_int(s, err, "layout.vpp", L->vpp, exp);
     }
+    if (L->recompute_modules && L->recompute == RECOMPUTE_FULL)
+        return moe_error_input(err, s->file, "layout.recompute_modules", "a module list with layout.recompute \"full\"",
+                               "[] with full recompute, or layout.recompute \"selective\" / \"none\" with modules");
+    if ((L->recompute_modules & RCM_MLA_UP_PROJ) && m->attention != ATTN_MLA)
+        return moe_error_input(err, s->file, "layout.recompute_modules", "\"mla_up_proj\"",
+                               "modules of this model: mla_up_proj only with model.attention \"mla\"");
+    if ((L->recompute_modules & (RCM_MOE | RCM_MOE_ACT | RCM_SHARED_EXPERTS)) && m->experts == 0)
+        return moe_error_input(err, s->file, "layout.recompute_modules", "an MoE module (moe, moe_act, shared_experts)",
+                               "modules of this model: a dense model (model.experts = 0) has core_attn, layernorm, mlp");
+    if (L->moe_a2a_overlap && (L->schedule == SCHED_DUALPIPE || m->experts == 0))
+        return moe_error_input(err, s->file, "layout.moe_a2a_overlap", "true",
+                               "false with %s", m->experts == 0 ? "a dense model (no all-to-all)"
+                                                                : "DualPipe (it pairs forward and backward by itself)");
     pl_layout pl;
     int prc = pipeline_layout_build(s, &pl, err);
     pipeline_layout_free(&pl);

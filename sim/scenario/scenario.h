@@ -126,7 +126,16 @@ typedef struct {
     int etp;              /* expert tensor parallelism; 0 = "auto" = tp */
     int cp;               /* context parallelism (each sequence split over cp ranks); 0 counts as 1 */
     cp_comm_kind cp_comm;
+    int moe_a2a_overlap;  /* bool: 1F1B / interleaved pair a forward with a backward and overlap their
+                             all-to-alls with each other's compute (Megatron overlap_moe_expert_parallel_comm) */
+    unsigned recompute_modules; /* bit i: scn_recompute_module_names[i] (RCM_*); 0 = layout.recompute */
 } layout_cfg;
+
+/* Megatron's recompute_modules, bit i of layout.recompute_modules = scn_recompute_module_names[i] */
+enum {
+    RCM_CORE_ATTN = 1, RCM_MLA_UP_PROJ = 2, RCM_LAYERNORM = 4, RCM_MLP = 8, RCM_MOE_ACT = 16, RCM_MOE = 32,
+    RCM_SHARED_EXPERTS = 64
+};
 
 /* ---- routing ---------------------------------------------------------------------------------- */
 /* balanced: Megatron's forced load balance (moe_router_force_load_balancing), made exact: every

@@ -22,6 +22,9 @@ const char *const scn_attention_names[] = {"mha", "gqa", "mla", NULL};
 const char *const scn_ffn_act_names[] = {"swiglu", "gelu", NULL};
 const char *const scn_schedule_names[] = {"1f1b", "interleaved", "dualpipe", NULL};
 const char *const scn_recompute_names[] = {"none", "selective", "full", NULL};
+/* Megatron-LM's --recompute-modules, bit i = RCM_* (scenario.h) */
+const char *const scn_recompute_module_names[] = {"core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act", "moe",
+                                                  "shared_experts", NULL};
 const char *const scn_placement_names[] = {"ep-inner", "dp-inner", NULL};
 const char *const scn_cp_comm_names[] = {"p2p", "all_gather", NULL};
 const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", "balanced", NULL};
@@ -60,6 +63,7 @@ const char *const scn_failure_model_names[] = {"classes", "components", NULL};
     {.path = p, .type = SF_AUTO, .offset = OFF(m), .min = (lo), .max = INFINITY, .flags = (fl), DOC(__VA_ARGS__)}
 #define F_INT_AUTO(p, m, lo, hi, ...) \
     {.path = p, .type = SF_INT_AUTO, .offset = OFF(m), .min = (lo), .max = (hi), DOC(__VA_ARGS__)}
+#define F_ENUM_SET(p, m, nm, ...) {.path = p, .type = SF_ENUM_SET, .offset = OFF(m), .names = nm, DOC(__VA_ARGS__)}
 #define F_PRESET(p, m, nm, ...) {.path = p, .type = SF_PRESET, .offset = OFF(m), .size = SZ(m), .names = nm, DOC(__VA_ARGS__)}
 /* The default class mix: Llama 3 405B pre-training, 419 unexpected interruptions in 54 days on 16,384
  * H100 (failure_classes.c has the grouping). */
@@ -241,6 +245,16 @@ const scn_field scn_fields[] = {
           "context parallelism: each sequence split over cp ranks (load-balanced causal chunks), attention exchanging "
           "keys and values over layout.cp_comm; attention DP = GPUs / (tp x cp x pp); 0 and 1 both mean none",
           "Megatron-LM --context-parallel-size"),
+    F_BOOL("layout.moe_a2a_overlap", layout.moe_a2a_overlap, "",
+           "1F1B / interleaved 1F1B pair each steady-state forward with a backward of another micro-batch and run their "
+           "all-to-alls on the communication stream under each other's compute (weight gradients of the experts while "
+           "the combine is in flight); DualPipe does this by itself",
+           "Megatron-LM overlap_moe_expert_parallel_comm with delay_wgrad_compute"),
+    F_ENUM_SET("layout.recompute_modules", layout.recompute_modules, scn_recompute_module_names, "",
+               "selective recompute of these modules (Megatron's names): core_attn the attention core, mla_up_proj MLA's "
+               "up-projections, layernorm the RMSNorm outputs, mlp the dense MLP, moe_act the experts' activation, moe "
+               "the whole MoE layer (not its all-to-alls), shared_experts the shared experts; [] = layout.recompute's set",
+               "Megatron-LM --recompute-modules"),
     F_ENUM("layout.cp_comm", layout.cp_comm, scn_cp_comm_names, "",
            "context parallelism's key/value exchange: p2p (ring attention, one step per ring position overlapped with "
            "the attention chunks) or all_gather (one all-gather before attention)", "Megatron-LM --cp-comm-type"),
@@ -561,6 +575,7 @@ static void expect_words(const scn_field *f, char *buf, size_t cap) {
     case SF_ENUM: names_words(f->names, nm, sizeof nm); snprintf(buf, cap, "one of %s", nm); break;
     case SF_AUTO: range_words(f, 0, r, sizeof r); snprintf(buf, cap, "\"auto\" or a number %s", r); break;
     case SF_INT_AUTO: range_words(f, 1, r, sizeof r); snprintf(buf, cap, "\"auto\" or an integer %s", r); break;
+    case SF_ENUM_SET: names_words(f->names, nm, sizeof nm); snprintf(buf, cap, "a list of distinct names among %s", nm); break;
     case SF_LEVELS:
         names_words(scn_level_names, nm, sizeof nm);
         snprintf(buf, cap, "a non-empty list of %s", nm);
@@ -597,6 +612,7 @@ const char *scn_field_type_name(const scn_field *f) {
     case SF_AUTO: return "number or \"auto\"";
     case SF_INT_AUTO: return "integer or \"auto\"";
     case SF_LEVELS: return "list of levels";
+    case SF_ENUM_SET: return "list of names";
     case SF_INT_LIST: return (f->flags & SCN_RANK_SELECT) ? "list of integers, \"all\" or \"slowest:K\"" : "list of integers";
     case SF_OBJ_LIST: return "list of objects";
     case SF_PRESET: return "preset name or null";
@@ -742,6 +758,28 @@ static int set_levels(char *dst, const scn_field *f, const cJSON *v, const char 
     return 0;
 }
 
+static int set_enum_set(char *dst, const scn_field *f, const cJSON *v, const char *file, const char *label,
+                        moe_error *err) {
+    if (!cJSON_IsArray(v)) return bad_json(err, file, label, v, f, NULL);
+    int mask = 0, i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        int idx = cJSON_IsString(it) ? enum_index(f->names, it->valuestring) : -1;
+        if (idx < 0 || (mask & (1 << idx))) {
+            char item_label[300], hint[96] = "";
+            snprintf(item_label, sizeof item_label, "%s[%d]", label, i);
+            const char *dym = cJSON_IsString(it) && idx < 0 ? moe_did_you_mean(it->valuestring, f->names) : NULL;
+            if (dym) snprintf(hint, sizeof hint, " (did you mean \"%s\"?)", dym);
+            else if (idx >= 0) snprintf(hint, sizeof hint, " (this one twice)");
+            return bad_json(err, file, item_label, it, f, hint);
+        }
+        mask |= 1 << idx;
+        i++;
+    }
+    memcpy(dst, &mask, sizeof mask);
+    return 0;
+}
+
 static int set_int_list(char *base, const scn_field *f, const cJSON *v, const char *file, const char *label,
                         moe_error *err) {
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > f->max_count) return bad_json(err, file, label, v, f, NULL);
@@ -875,6 +913,7 @@ static int set_value(scenario *s, char *base, const scn_field *f, const cJSON *v
     case SF_NSTRING: return set_string(dst, f, v, file, label, err);
     case SF_ENUM: return set_enum(dst, f, v, file, label, err);
     case SF_LEVELS: return set_levels(dst, f, v, file, label, err);
+    case SF_ENUM_SET: return set_enum_set(dst, f, v, file, label, err);
     case SF_INT_LIST:
         if ((f->flags & SCN_RANK_SELECT) && cJSON_IsString(v)) return set_rank_select(base, f, v, file, label, err);
         return set_int_list(base, f, v, file, label, err);
@@ -976,6 +1015,14 @@ static int check_value(const char *base, const scn_field *f, const char *file, c
         snprintf(val, sizeof val, "bitmask %d", x);
         break;
     }
+    case SF_ENUM_SET: {
+        int x, n = 0;
+        memcpy(&x, src, sizeof x);
+        while (f->names[n]) n++;
+        if (x >= 0 && (x >> n) == 0) return 0;
+        snprintf(val, sizeof val, "bitmask %d", x);
+        break;
+    }
     case SF_INT_LIST:
     case SF_OBJ_LIST: {
         int n;
@@ -1049,6 +1096,13 @@ static cJSON *get_value(const char *base, const scn_field *f) {
         memcpy(&i, src, sizeof i);
         for (int b = 0; scn_level_names[b]; b++)
             if (i & (1 << b)) cJSON_AddItemToArray(a, cJSON_CreateString(scn_level_names[b]));
+        return a;
+    }
+    case SF_ENUM_SET: {
+        cJSON *a = cJSON_CreateArray();
+        memcpy(&i, src, sizeof i);
+        for (int b = 0; f->names[b]; b++)
+            if (i & (1 << b)) cJSON_AddItemToArray(a, cJSON_CreateString(f->names[b]));
         return a;
     }
     case SF_INT_LIST:

@@ -32,6 +32,7 @@ typedef enum {
     SF_NSTRING,    /* JSON string or null (null <-> "") -> char[size] */
     SF_ENUM,       /* JSON string among `names` -> enum (int) = index in names */
     SF_AUTO,       /* "auto" (stored as -1) or a number in range -> double */
+    SF_ENUM_SET,   /* list of distinct names among `names` -> bitmask (int), bit i = names[i]; [] = 0 */
     SF_INT_AUTO,   /* "auto" (stored as 0, so that a zeroed struct means "auto") or an integer in
                       range [min, max], min >= 1 -> int */
     SF_LEVELS,     /* non-empty list of "plan" | "step" | "run" -> LEVEL_* bitmask (int) */
@@ -82,7 +83,8 @@ extern const int scn_n_fields;
 
 /* Enum names (NULL-terminated, index = enum value), shared with reports that print enums. */
 extern const char *const scn_attention_names[], *const scn_ffn_act_names[], *const scn_schedule_names[],
-    *const scn_recompute_names[], *const scn_placement_names[], *const scn_cp_comm_names[], *const scn_route_names[],
+    *const scn_recompute_names[], *const scn_recompute_module_names[], *const scn_placement_names[],
+    *const scn_cp_comm_names[], *const scn_route_names[],
     *const scn_dtype_names[], *const scn_compute_names[], *const scn_failure_dist_names[], *const scn_ckpt_policy_names[],
     *const scn_ckpt_mode_names[], *const scn_spike_action_names[], *const scn_link_kind_names[],
     *const scn_fidelity_names[], *const scn_level_names[], *const scn_failure_class_names[],
