@@ -1142,7 +1142,8 @@ cJSON *scn_field_get(const scenario *s, const scn_field *f) { return get_value((
 int scn_field_same(const scenario *a, const scenario *b, const scn_field *f) {
     const char *x = (const char *)a + f->offset, *y = (const char *)b + f->offset;
     switch (f->type) {
-    case SF_INT: case SF_INT_AUTO: case SF_BOOL: case SF_ENUM: case SF_LEVELS: return memcmp(x, y, sizeof(int)) == 0;
+    case SF_INT: case SF_INT_AUTO: case SF_BOOL: case SF_ENUM: case SF_LEVELS: case SF_ENUM_SET:
+        return memcmp(x, y, sizeof(int)) == 0;
     case SF_U64: case SF_DOUBLE: case SF_AUTO: return memcmp(x, y, sizeof(double)) == 0;
     case SF_STRING: case SF_NSTRING: case SF_PRESET: return strcmp(x, y) == 0;
     case SF_INT_LIST:
