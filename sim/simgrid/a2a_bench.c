@@ -203,6 +203,7 @@ int a2a_bench_run(const scenario *s, int ep, int tokens, const char *ep_label, F
     if (!rc && s->routing.distribution != ROUTE_UNIFORM)
         fprintf(out, "# the draw at EP %d dropped %.2f%% of its token-expert pairs\n", ep, 100 * dropped);
     an.destroy(an.ctx);
-    /* the SimGrid model lives as long as the process (one engine per process) */
+    /* frees the pattern memo only: the SimGrid engine and platform live as long as the process */
+    sg.destroy(sg.ctx);
     return rc;
 }
