@@ -134,6 +134,41 @@ static void test_weibull_per_unit_first_failure(void **state) {
     gsl_rng_free(rng);
 }
 
+/* Weibull per unit, over a window: each of the n units fails for the first time by T with
+ * probability F(T) = 1 - exp(-(T / scale)^k), so the units that failed at least once are
+ * Binomial(n, F(T)); their replacements fail too (renewals), so all failures are at least that.
+ * 512 hosts of 20,000 h, k = 0.6, T = 2,000 h, 200 windows. */
+static void test_weibull_per_unit_first_failures(void **state) {
+    (void)state;
+    scenario s = seed_cluster();
+    const double k = 0.6, mtbf_h = 20000, T_h = 2000;
+    only(&s, COMP_HOST, mtbf_h, k);
+    failure_process fp;
+    init_ok(&fp, &s, NULL);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 17);
+    const int windows = 200, n = 512;
+    static char seen[512];
+    double first = 0, all = 0;
+    for (int w = 0; w < windows; w++) {
+        memset(seen, 0, sizeof seen);
+        failure_process_reset(&fp, rng);
+        while (failure_process_peek(&fp) < T_h * 3600) {
+            failure_event ev = failure_process_pop(&fp);
+            all++;
+            if (!seen[ev.unit]) { seen[ev.unit] = 1; first++; }
+        }
+    }
+    double scale = mtbf_h / gsl_sf_gamma(1 + 1 / k), F = 1 - exp(-pow(T_h / scale, k));
+    double mean = n * F, sd = sqrt(n * F * (1 - F) / windows);
+    print_message("units failed by %.0f h: %.2f of 512 (binomial mean %.2f, se %.2f); all failures %.2f\n", T_h,
+                  first / windows, mean, sd, all / windows);
+    assert_true(fabs(first / windows - mean) < 5 * sd);
+    assert_true(all > first);
+    failure_process_free(&fp);
+    gsl_rng_free(rng);
+}
+
 /* Exponential units superpose into one Poisson process: the number of failures in [0, T] has mean
  * T x sum(count / mtbf) and each kind's share is its rate over the total. Default (Llama 3) rates
  * on the seed cluster, T = 1000 h, 400 windows. */
@@ -343,6 +378,7 @@ int main(void) {
         cmocka_unit_test(test_counts_and_blast),
         cmocka_unit_test(test_llama3_rates),
         cmocka_unit_test(test_weibull_per_unit_first_failure),
+        cmocka_unit_test(test_weibull_per_unit_first_failures),
         cmocka_unit_test(test_poisson_superposition),
         cmocka_unit_test(test_correlated_follow_ons),
         cmocka_unit_test(test_component_log),

@@ -95,43 +95,96 @@ void failure_process_init(failure_process *fp, const scenario *s, const failure_
     fp->correlated_delay_s = r->correlated.delay_s;
     for (int i = 0; i < fp->n_sources; i++) {
         fp->next_s[i] = INFINITY;
-        if (!fp->src[i].per_unit) continue;
-        fp->heap[i] = moe_xcalloc((size_t)fp->src[i].n_units, sizeof(failure_unit_next));
+        if (fp->src[i].per_unit) fp->units[i].fresh = moe_xcalloc((size_t)fp->src[i].n_units, sizeof(int));
     }
 }
 
 void failure_process_free(failure_process *fp) {
     for (int i = 0; i < FAILURE_MAX_SOURCES; i++) {
-        free(fp->heap[i]);
-        fp->heap[i] = NULL;
+        free(fp->units[i].fresh);
+        free(fp->units[i].heap);
+        memset(&fp->units[i], 0, sizeof fp->units[i]);
     }
     free(fp->follow);
     fp->follow = NULL;
     fp->n_follow = fp->cap_follow = 0;
 }
 
-/* ---- per-unit lifetimes: a binary min-heap by time (ties: lower unit first) ---------------------- */
+/* ---- per-unit lifetimes (failures.h: failure_units) ------------------------------------------- */
 
 static int earlier(const failure_unit_next *a, const failure_unit_next *b) {
     return a->time_s < b->time_s || (a->time_s == b->time_s && a->unit < b->unit);
 }
 
-static void sift_down(failure_unit_next *h, int n, int i) {
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && earlier(&h[l], &h[m])) m = l;
-        if (r < n && earlier(&h[r], &h[m])) m = r;
-        if (m == i) return;
-        failure_unit_next t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
+static void heap_swap(failure_unit_next *h, int i, int j) {
+    failure_unit_next t = h[i];
+    h[i] = h[j];
+    h[j] = t;
+}
+
+static void heap_push(failure_units *u, failure_unit_next x) {
+    if (u->n_heap == u->cap_heap) {
+        u->cap_heap = u->cap_heap ? 2 * u->cap_heap : 64;
+        u->heap = moe_xrealloc(u->heap, (size_t)u->cap_heap, sizeof *u->heap);
+    }
+    int i = u->n_heap++;
+    u->heap[i] = x;
+    while (i > 0 && earlier(&u->heap[i], &u->heap[(i - 1) / 2])) {
+        heap_swap(u->heap, i, (i - 1) / 2);
+        i = (i - 1) / 2;
     }
 }
 
+static failure_unit_next heap_pop(failure_units *u) {
+    failure_unit_next top = u->heap[0];
+    u->heap[0] = u->heap[--u->n_heap];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < u->n_heap && earlier(&u->heap[l], &u->heap[m])) m = l;
+        if (r < u->n_heap && earlier(&u->heap[r], &u->heap[m])) m = r;
+        if (m == i) break;
+        heap_swap(u->heap, i, m);
+        i = m;
+    }
+    return top;
+}
+
+/* H^-1(e) of a Weibull of shape k and mean `mean_s`: scale x e^(1/k), scale = mean / Gamma(1 + 1/k). */
+static double weibull_inverse_hazard(const failure_source *src, double e) {
+    return src->mean_s / gsl_sf_gamma(1.0 + 1.0 / src->shape) * pow(e, 1.0 / src->shape);
+}
+
+/* The next fresh failure: the order statistic grows by Exp(1) / (units still fresh). */
+static void next_fresh(failure_units *u, const failure_source *src, gsl_rng *rng) {
+    if (u->n_fresh <= 0) { u->next_fresh_s = INFINITY; return; }
+    u->e_sum += gsl_ran_exponential(rng, 1.0) / u->n_fresh;
+    u->next_fresh_s = weibull_inverse_hazard(src, u->e_sum);
+}
+
 static double source_next(const failure_process *fp, int i) {
-    if (fp->src[i].per_unit) return fp->src[i].n_units > 0 ? fp->heap[i][0].time_s : INFINITY;
-    return fp->next_s[i];
+    if (!fp->src[i].per_unit) return fp->next_s[i];
+    const failure_units *u = &fp->units[i];
+    double t = u->next_fresh_s;
+    return u->n_heap > 0 && u->heap[0].time_s < t ? u->heap[0].time_s : t;
+}
+
+/* Take a per-unit source's next failure (at time t): a fresh unit or a replacement; the unit's
+ * replacement gets a fresh lifetime from t. */
+static int pop_unit(failure_process *fp, int i, double t) {
+    failure_units *u = &fp->units[i];
+    const failure_source *src = &fp->src[i];
+    int unit;
+    if (u->n_heap > 0 && u->heap[0].time_s < u->next_fresh_s) {
+        unit = heap_pop(u).unit;
+    } else {
+        int j = (int)gsl_rng_uniform_int(fp->rng, (unsigned long)u->n_fresh);
+        unit = u->fresh[j];
+        u->fresh[j] = u->fresh[--u->n_fresh];
+        next_fresh(u, src, fp->rng);
+    }
+    heap_push(u, (failure_unit_next){t + failure_draw_interarrival(src->dist, src->shape, src->mean_s, fp->rng),
+                                     unit});
+    return unit;
 }
 
 void failure_process_reset(failure_process *fp, gsl_rng *rng) {
@@ -141,15 +194,17 @@ void failure_process_reset(failure_process *fp, gsl_rng *rng) {
     for (int i = 0; i < fp->n_sources; i++) {
         const failure_source *src = &fp->src[i];
         fp->next_s[i] = INFINITY;
-        if (fp->trace) continue;
         if (!src->per_unit) {
-            fp->next_s[i] = failure_draw_interarrival(src->dist, src->shape, src->mean_s, rng);
+            if (!fp->trace) fp->next_s[i] = failure_draw_interarrival(src->dist, src->shape, src->mean_s, rng);
             continue;
         }
-        failure_unit_next *h = fp->heap[i];
-        for (int u = 0; u < src->n_units; u++)
-            h[u] = (failure_unit_next){failure_draw_interarrival(src->dist, src->shape, src->mean_s, rng), u};
-        for (int u = src->n_units / 2 - 1; u >= 0; u--) sift_down(h, src->n_units, u);
+        failure_units *u = &fp->units[i];
+        u->n_heap = 0;
+        u->e_sum = 0;
+        u->n_fresh = fp->trace ? 0 : src->n_units;
+        for (int k = 0; k < u->n_fresh; k++) u->fresh[k] = k;
+        if (fp->trace) u->next_fresh_s = INFINITY;
+        else next_fresh(u, src, rng);
     }
 }
 
@@ -218,11 +273,7 @@ failure_event failure_process_pop(failure_process *fp) {
     const failure_source *src = &fp->src[i];
     int unit;
     if (src->per_unit) {
-        /* the unit fails; its replacement starts a fresh lifetime now */
-        failure_unit_next *h = fp->heap[i];
-        unit = h[0].unit;
-        h[0].time_s = t + failure_draw_interarrival(src->dist, src->shape, src->mean_s, fp->rng);
-        sift_down(h, src->n_units, 0);
+        unit = pop_unit(fp, i, t);
     } else {
         fp->next_s[i] += failure_draw_interarrival(src->dist, src->shape, src->mean_s, fp->rng);
         unit = (int)gsl_rng_uniform_int(fp->rng, (unsigned long)src->n_units);

@@ -31,9 +31,10 @@
  * [0, gpus) that locates the unit (its GPU, NIC, host, the leaf of its rail, its rack, ...).
  *
  * Random numbers: a failure_process draws only from the gsl_rng it is given, and in a fixed order
- * (at reset: one inter-arrival per exponential source, every unit's lifetime per Weibull source;
- * per pop: the source's next inter-arrival or the unit's next lifetime, then an exponential source's
- * unit, then — only when correlated failures are on — the follow-on's coin, delay and node), so two
+ * (at reset: one inter-arrival per exponential source, the first fresh failure's Exp(1) per Weibull
+ * source; per pop: an exponential source's next inter-arrival and its unit, or a Weibull source's
+ * fresh unit, the next fresh Exp(1) and the replacement's lifetime, or a replacement's next
+ * lifetime; then — only when correlated failures are on — the follow-on's coin, delay and node), so two
  * runs of the same trial with different checkpoint policies see the same failures (common random
  * numbers for the interval search). */
 #ifndef MOESIM_FAILURES_H
@@ -86,6 +87,20 @@ typedef struct {
 
 typedef struct { double time_s; int unit; } failure_unit_next;
 
+/* A per-unit source's trial state. Its fresh units' first failures are drawn in time order, lazily:
+ * a fresh unit's first failure is H^-1(E) with E ~ Exp(1) and H(t) = (t / scale)^k the Weibull
+ * cumulative hazard, and the order statistics of n Exp(1) come as sums of Exp(1) / n, / (n - 1), ...
+ * (Renyi's representation), the unit uniform among those still fresh. Replacements of failed
+ * units wait in a min-heap. A trial costs O(failures log failures), not O(units). */
+typedef struct {
+    int *fresh;                      /* units not failed yet: fresh[0, n_fresh) */
+    int n_fresh;
+    double e_sum;                    /* the order statistic of the next fresh failure */
+    double next_fresh_s;
+    failure_unit_next *heap;         /* replacements' failure times */
+    int n_heap, cap_heap;
+} failure_units;
+
 typedef struct {
     /* configuration (failure_process_init) */
     const scenario *s;
@@ -96,7 +111,7 @@ typedef struct {
     /* per-trial state (failure_process_reset) */
     gsl_rng *rng;
     double next_s[FAILURE_MAX_SOURCES];        /* exponential / class sources: the next failure */
-    failure_unit_next *heap[FAILURE_MAX_SOURCES]; /* per-unit sources: min-heap of n_units lifetimes */
+    failure_units units[FAILURE_MAX_SOURCES];     /* per-unit sources */
     failure_event *follow;           /* pending correlated follow-ons, unsorted */
     int n_follow, cap_follow;
     int trace_pos;
