@@ -23,7 +23,7 @@
 
 struct cJSON;
 
-#define FIT_MAX_TERMS 4
+#define FIT_MAX_TERMS 5
 
 typedef enum { TERM_CONST = 0, TERM_RATE } fit_term_kind;   /* t += p   |   t += x / p */
 
@@ -43,6 +43,9 @@ typedef struct {
  * (singular or failed fit) with a message naming `what`. */
 int fit_terms(const char *what, int n, int n_terms, const fit_term_kind *kind, const double *x,
               const double *y, fit_result *out, moe_error *err);
+/* The same with a known part y0[i] of every time (t_i = y0_i + the terms). */
+int fit_terms_offset(const char *what, int n, int n_terms, const fit_term_kind *kind, const double *x,
+                     const double *y, const double *y0, fit_result *out, moe_error *err);
 /* Model value for row x under a result. */
 double fit_eval(const fit_result *r, const double *x);
 
@@ -58,6 +61,13 @@ typedef struct {
 int fit_build_model(const fit_options *opt, struct cJSON **model, FILE *log, moe_error *err);
 /* fit_build_model + json_write_atomic. */
 int fit_write_model(const fit_options *opt, const char *out_path, FILE *log, moe_error *err);
+
+/* A trace point predicted by a cost model (seconds; < 0 when it has nothing for the point): GEMMs by
+ * shape (tile/wave or additive form), attention by shape, memory-bound kernels by bytes, collectives
+ * by the model JSON's fitted "collectives" (model). The one predictor of fit residuals and check. */
+struct costmodel;
+double fit_predict_point(const struct costmodel *cm, const struct cJSON *model, const trace_point *p);
+double fit_predict_compute(const struct costmodel *cm, const trace_point *p);
 
 /* `simcal check`: for every *.json model in models_dir that lists traces, verify the traces'
  * hashes, refit them (traces looked up under traces_dir when given, else the stored path), compare

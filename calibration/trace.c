@@ -4,6 +4,7 @@
 #include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
 #include "sim/base/json_read.h"
+#include "sim/plan/costmodel.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,13 +20,15 @@
 #define MOESIM_VERSION "unknown"
 #endif
 
-static const char *const kind_names[] = { "gpu", "cpu", "nccl-tests", NULL };
+static const char *const kind_names[] = { "gpu", "cpu", "nccl-tests", "published", NULL };
 
 const char *trace_kind_name(trace_kind k) {
-    return (k >= TRACE_KIND_GPU && k <= TRACE_KIND_NCCL_TESTS) ? kind_names[k] : "unknown";
+    return (k >= TRACE_KIND_GPU && k <= TRACE_KIND_PUBLISHED) ? kind_names[k] : "unknown";
 }
 
 dtype_kind calib_dtype_of(const char *d) {
+    int named = costmodel_dtype_parse(d);   /* the scenario's names: fp8, bf16, fp8-cs, mxfp8, ... */
+    if (named >= 0) return (dtype_kind)named;
     if (!strcmp(d, "fp8") || !strcmp(d, "e4m3") || !strcmp(d, "e5m2")) return DT_FP8;
     if (!strcmp(d, "fp16") || !strcmp(d, "half")) return DT_FP16;
     if (!strcmp(d, "fp32") || !strcmp(d, "float")) return DT_FP32;
@@ -123,6 +126,8 @@ cJSON *trace_to_json(const trace *t) {
         cJSON_AddNumberToObject(o, "ranks", q->ranks);
         if (q->link[0]) cJSON_AddStringToObject(o, "link", q->link);
         if (q->busbw_GBps > 0) cJSON_AddNumberToObject(o, "busbw_GBps", q->busbw_GBps);
+        if (q->table[0]) cJSON_AddStringToObject(o, "table", q->table);
+        if (q->source[0]) cJSON_AddStringToObject(o, "source", q->source);
         cJSON_AddItemToArray(arr, o);
     }
     return root;
@@ -204,7 +209,7 @@ static int parse_provenance(rd *r, const cJSON *p, trace_provenance *pv) {
     int kind = -1;
     for (int i = 0; kind_names[i] && cJSON_IsString(k); i++)
         if (strcmp(k->valuestring, kind_names[i]) == 0) kind = i;
-    if (kind < 0) return bad(r, "provenance.kind", k, "\"gpu\", \"cpu\" or \"nccl-tests\"");
+    if (kind < 0) return bad(r, "provenance.kind", k, "\"gpu\", \"cpu\", \"nccl-tests\" or \"published\"");
     pv->kind = (trace_kind)kind;
     double sm = 0;
     if (prov_str(r, p, "device", pv->device, sizeof pv->device) ||
@@ -253,7 +258,7 @@ static int point_str(rd *r, const cJSON *o, int i, const char *key, int required
     return 0;
 }
 
-static int parse_point(rd *r, const cJSON *o, int i, trace_point *q) {
+static int parse_point(rd *r, const cJSON *o, int i, int published, trace_point *q) {
     char path[64];
     snprintf(path, sizeof path, "points[%d]", i);
     if (!cJSON_IsObject(o)) return bad(r, path, o, "an object");
@@ -277,7 +282,9 @@ static int parse_point(rd *r, const cJSON *o, int i, trace_point *q) {
         point_num(r, o, i, "flops", 1, 0, &q->flops) ||
         point_num(r, o, i, "ranks", 0, 1, &ranks) ||
         point_str(r, o, i, "link", 0, q->link, sizeof q->link) ||
-        point_num(r, o, i, "busbw_GBps", 0, 0, &q->busbw_GBps))
+        point_num(r, o, i, "busbw_GBps", 0, 0, &q->busbw_GBps) ||
+        point_str(r, o, i, "table", 0, q->table, sizeof q->table) ||
+        point_str(r, o, i, "source", published, q->source, sizeof q->source))
         return EXIT_BADINPUT;
     if (ranks != floor(ranks) || ranks > 1e6) {
         snprintf(path, sizeof path, "points[%d].ranks", i);
@@ -311,7 +318,7 @@ static int trace_from_json(rd *r, const cJSON *root, trace *t) {
     const cJSON *o;
     cJSON_ArrayForEach(o, pts) {
         trace_point q;
-        if ((rc = parse_point(r, o, i++, &q))) return rc;
+        if ((rc = parse_point(r, o, i++, t->prov.kind == TRACE_KIND_PUBLISHED, &q))) return rc;
         trace_add(t, &q);
     }
     return 0;

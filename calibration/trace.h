@@ -39,9 +39,15 @@ typedef struct {
     int ranks;                /* >= 1 */
     char link[16];            /* collectives: "nvlink", "rdma", "pcie", "shm"; "" for kernels */
     double busbw_GBps;        /* collectives: as printed/computed (nccl-tests semantics); else 0 */
+    char table[48];           /* optional: the published table the point comes from (residuals are
+                                 reported per table) */
+    char source[512];         /* optional: where the number comes from (repository, file, commit,
+                                 row or figure); required in a "published" trace */
 } trace_point;
 
-typedef enum { TRACE_KIND_GPU = 0, TRACE_KIND_CPU, TRACE_KIND_NCCL_TESTS } trace_kind;
+/* gpu / cpu: measured by moesim's own simcal bench; nccl-tests: imported logs; published: someone
+ * else's measurements, each point citing its source */
+typedef enum { TRACE_KIND_GPU = 0, TRACE_KIND_CPU, TRACE_KIND_NCCL_TESTS, TRACE_KIND_PUBLISHED } trace_kind;
 
 typedef struct {
     char device[TRACE_STR];

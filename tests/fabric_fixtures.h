@@ -11,11 +11,16 @@
 #include "sim/scenario/presets.h"
 #include "sim/scenario/scenario.h"
 
+/* The cost model of the fabric tests: every link at the cluster's own line rate (efficiency 1), so
+ * that hand-computed times use the cluster's figures as they are. */
+#define FX_LINE_RATE_MODEL "tests/data/costmodel-line-rate.json"
+
 /* The h800-8rail fabric resized: `nodes` nodes, `leaf_ports` nodes per leaf, uplink oversubscription. */
 static inline scenario fx_fabric(const char *label, int nodes, int leaf_ports, double oversub) {
     scenario s;
     memset(&s, 0, sizeof s);
     snprintf(s.file, sizeof s.file, "%s", label);
+    snprintf(s.calibration, sizeof s.calibration, "%s", FX_LINE_RATE_MODEL);
     preset_cluster("h800-8rail", &s.cluster);
     s.cluster.nodes = nodes;
     s.cluster.leaf_down_ports = leaf_ports;

@@ -363,7 +363,7 @@ static void test_malformed_traces_are_rejected(void **state) {
                      "{\"kernel\":\"alltoall\",\"shape\":{},\"time_us\":5,\"bytes\":100,\"flops\":0,\"link\":\"nvlink\"}]}",
                      "points[0].ranks", "at least 2");
     expect_bad_trace("{\"format\":\"moesim-trace/1\",\"provenance\":{\"kind\":\"tpu\"},\"points\":[" PT_OK "]}",
-                     "provenance.kind", "\"gpu\", \"cpu\" or \"nccl-tests\"");
+                     "provenance.kind", "\"gpu\", \"cpu\", \"nccl-tests\" or \"published\"");
     expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\n\"points\":[" PT_OK ",]}", "line 2", "valid JSON");
     /* strict JSON: text after the document, a key twice, numbers outside the grammar */
     expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[" PT_OK "]}\nfitted: yes", "line 2",

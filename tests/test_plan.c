@@ -431,8 +431,9 @@ static void plan_compute_is_the_kernels_priced_by_the_cost_model(void **state) {
             want += gemm_fwd_bwd_s(&cm, layer[g], DT_BF16);
             gemm_flops += 2 * layer[g].m * layer[g].n * layer[g].k;
         }
-        double core = T * 4194304.0;
-        want += costmodel_attention_s(&cm, core, DT_BF16) + costmodel_attention_s(&cm, 2 * core, DT_BF16);
+        /* one sequence of 2048 tokens, 8 heads of 128, causal */
+        const cm_attn_shape core = {.batch = 1, .heads = 8, .seq_q = 2048, .seq_k = 2048, .d_qk = 128, .d_v = 128, .causal = 1};
+        want += costmodel_attention_core_s(&cm, &core, 0) + costmodel_attention_core_s(&cm, &core, 1);
         want += 2 * (costmodel_memory_bound_s(&cm, T * 5 * h * 2) + costmodel_memory_bound_s(&cm, T * 10 * h * 2));
         want += costmodel_kernel_s(&cm, "swiglu", T * f * 3 * 2) + costmodel_kernel_s(&cm, "swiglu", T * f * 5 * 2);
     }

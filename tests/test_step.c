@@ -382,6 +382,7 @@ static void test_step_compute_equals_plan_compute(void **st) {
         /* recompute is real extra work in both levels: selective a little, full a whole forward */
         if (i == 0) none_s = c;
         else assert_true(c > none_s * (i == 1 ? 1.0 : 1.15));
+        step_pricing_free(&pricing);
         step_exec_result_free(&r);
         program_free(p);
     }

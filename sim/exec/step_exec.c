@@ -18,6 +18,15 @@ void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm) 
     plan_costs c;
     plan_costs_default(&c);
     pr->slowdown = overlap_compute_slowdown(p->scn, &c);
+    pr->expert_n = p->n_draws > 0 && p->ep > 0 ? p->n_draws * p->ep : 0;
+    pr->expert_s = pr->expert_n ? moe_xmalloc((size_t)pr->expert_n * sizeof(double)) : NULL;
+    for (int i = 0; i < pr->expert_n; i++) pr->expert_s[i] = -1;
+}
+
+void step_pricing_free(step_pricing *pr) {
+    free(pr->expert_s);
+    pr->expert_s = NULL;
+    pr->expert_n = 0;
 }
 
 step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, step_pricing *own, void **ctx) {
@@ -32,19 +41,22 @@ static layer_kind layer_kind_of(const program *p, const program_op *o) {
 }
 
 double step_price_costmodel(void *ctx, const program *p, int rank, const program_op *o) {
-    const step_pricing *pr = ctx;
+    step_pricing *pr = ctx;
     const scenario *s = p->scn;
     kernel_kind k = (kernel_kind)o->kernel;
     switch (k) {
     case K_EXPERT_FWD: case K_EXPERT_BWD_INPUT: case K_EXPERT_BWD_WEIGHT: {
         /* the rank's local experts with the token counts of this routing draw: a grouped GEMM per
          * matrix; backward input and weight gradients are each priced like the forward GEMMs */
-        int E = s->model.experts, per = E / p->ep, d, st, e, t;
+        int E = s->model.experts, per = E / p->ep, d, st, e, t, draw = p->patterns[o->pattern].draw;
         program_coords(p, rank, &d, &st, &e, &t);
-        const double *tok = p->expert_tokens + (size_t)p->patterns[o->pattern].draw * E + (size_t)e * per;
-        return pr->slowdown * costmodel_expert_ffn_fwd_s(pr->cm, tok, per, s->model.hidden,
-                                                         (double)s->model.expert_hidden / p->tp,
-                                                         s->precision.compute);
+        double *memo = pr->expert_s && draw * p->ep + e < pr->expert_n ? &pr->expert_s[draw * p->ep + e] : NULL;
+        if (memo && *memo >= 0) return pr->slowdown * *memo;
+        const double *tok = p->expert_tokens + (size_t)draw * E + (size_t)e * per;
+        double v = costmodel_expert_ffn_fwd_s(pr->cm, tok, per, s->model.hidden, (double)s->model.expert_hidden / p->tp,
+                                              s->precision.compute);
+        if (memo) *memo = v;
+        return pr->slowdown * v;
     }
     case K_NONE: case K_OPTIMIZER: case K_NKINDS:
         return costmodel_memory_bound_s(pr->cm, o->mem_bytes);
@@ -534,6 +546,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
     free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.a2a_memo); free(x.coll_memo);
     free(x.a2a_last); free(x.queue); free(x.sim_index); free(rep_sim);
+    step_pricing_free(&x.own_pricing);
     return rc;
 }
 

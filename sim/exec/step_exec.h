@@ -56,10 +56,15 @@ typedef struct {
     const costmodel *cm;            /* borrowed */
     kernel_price_table table;       /* one micro-batch of program.tokens_per_mb tokens */
     double slowdown;                /* overlap_compute_slowdown (plan_costs.h): DualPipe's comm SMs */
+    double *expert_s;               /* memo: routed-expert forward seconds per (routing draw, EP index);
+                                       < 0 = not priced yet (the tile/wave GEMM form is costly and the
+                                       same draw is priced for many micro-batches and 3 kernels) */
+    int expert_n;
 } step_pricing;
 
-/* Fill `pr` for program `p` priced with `cm` (which must outlive pr). */
+/* Fill `pr` for program `p` priced with `cm` (which must outlive pr); free with step_pricing_free. */
 void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm);
+void step_pricing_free(step_pricing *pr);
 
 /* The default pricing (ctx = a step_pricing*): every non-expert COMPUTE op is its kernel's entry in
  * the table for the op's layer kind, scaled by op.tokens / table.T (ops carry the table's T unless a

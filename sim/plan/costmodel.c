@@ -5,6 +5,7 @@
 
 #include "sim/base/json_read.h"
 #include "sim/plan/recipes.h"
+#include "sim/scenario/scenario_fields.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -31,6 +32,16 @@ int cm_link_class_parse(const char *name) {
     return -1;
 }
 
+int costmodel_dtype_parse(const char *name) {
+    for (int i = 0; name && scn_compute_names[i]; i++)
+        if (strcmp(scn_compute_names[i], name) == 0) return i;
+    return -1;
+}
+
+const char *costmodel_dtype_name(dtype_kind dt) {
+    return (int)dt >= 0 && (int)dt < DT_NKINDS ? scn_compute_names[dt] : "unknown";
+}
+
 /* ---- predictions ------------------------------------------------------------------------------ */
 
 /* Bytes a GEMM must move at least once: A and B in the input type, C in BF16 (FP32 for FP32). */
@@ -38,6 +49,14 @@ static double gemm_bytes(double m, double n, double k, dtype_kind dt) {
     double in_b = dtype_bytes(dt);
     double out_b = dt == DT_FP32 ? 4.0 : 2.0;
     return in_b * (m * k + k * n) + out_b * m * n;
+}
+
+static int dt_index(dtype_kind dt) { return (int)dt >= 0 && (int)dt < DT_NKINDS ? (int)dt : DT_BF16; }
+
+/* The GEMM parameters of a precision: its own fit, else the model's default. */
+static const cm_gemm_params *gemm_params(const costmodel *cm, dtype_kind dt) {
+    int i = dt_index(dt);
+    return cm->gemm_fitted[i] ? &cm->gemm_dt[i] : &cm->gemm;
 }
 
 static double peak_of(const costmodel *cm, dtype_kind dt) {
@@ -48,18 +67,52 @@ static double peak_of(const costmodel *cm, dtype_kind dt) {
     /* a model without an FP4 peak prices nvfp4 at twice its FP8 peak (the FP8:FP4 ratio of B200) */
     double base = r->fp4_base ? (cm->peak_fp4_flops > 0 ? cm->peak_fp4_flops : 2.0 * cm->peak_flops[DT_FP8])
                               : cm->peak_flops[DT_FP8];
-    return base * r->gemm_rate;
+    /* a recipe with its own fit has its measured efficiency at the base peak; without one it runs at
+     * the default fit's efficiency times the recipe's rate */
+    return base * (cm->gemm_fitted[dt_index(dt)] ? 1.0 : r->gemm_rate);
 }
 
-/* GEMM time without the launch: FLOPs at eff_max of peak plus operand streaming. */
+double costmodel_peak_flops(const costmodel *cm, dtype_kind dt) { return peak_of(cm, dt); }
+
+static int tiled(const costmodel *cm, const cm_gemm_params *g) {
+    return cm->sm_count > 0 && g->n_tile_m > 0 && g->n_tile_n > 0;
+}
+
+/* Tile/wave form (costmodel.h) of one launch over `groups` GEMMs of m[g] x n x k (m[g] <= 0: an empty
+ * group, skipped); `bytes` is what the launch moves from HBM. Without the launch overhead. */
+static double tiled_body_s(const costmodel *cm, const cm_gemm_params *g, const double *m, int groups, double n,
+                           double k, double bytes, dtype_kind dt) {
+    const double sms = cm->sm_count, P_sm = peak_of(cm, dt) * g->eff_max / sms;
+    const double load_sm = g->tile_load_Bps / sms, in_B = dtype_bytes(dt);
+    const double t_hbm = bytes / g->operand_Bps, q = g->overlap_q;
+    double best = INFINITY;
+    for (int a = 0; a < g->n_tile_m; a++) {
+        double bm = g->tile_m[a], m_tiles = 0;
+        for (int e = 0; e < groups; e++)
+            if (m[e] > 0) m_tiles += ceil(m[e] / bm);
+        for (int b = 0; b < g->n_tile_n; b++) {
+            double bn = g->tile_n[b];
+            double waves = ceil(m_tiles * ceil(n / bn) / sms);
+            double t_mma = 2.0 * bm * bn * k / P_sm, t_load = (bm + bn) * k * in_B / load_sm;
+            double t_sm = waves * (g->tile_overhead_s + (t_mma > t_load ? t_mma : t_load));
+            double t = q > 0 ? pow(pow(t_sm, q) + pow(t_hbm, q), 1.0 / q) : t_sm + t_hbm;
+            if (t < best) best = t;
+        }
+    }
+    return best;
+}
+
+/* GEMM time without the launch. */
 static double gemm_body_s(const costmodel *cm, double m, double n, double k, dtype_kind dt) {
+    const cm_gemm_params *g = gemm_params(cm, dt);
+    if (tiled(cm, g)) return tiled_body_s(cm, g, &m, 1, n, k, gemm_bytes(m, n, k, dt), dt);
     double f = 2.0 * m * n * k;
-    return f / (peak_of(cm, dt) * cm->gemm.eff_max) + gemm_bytes(m, n, k, dt) / cm->gemm.operand_Bps;
+    return f / (peak_of(cm, dt) * g->eff_max) + gemm_bytes(m, n, k, dt) / g->operand_Bps;
 }
 
 double costmodel_gemm_s(const costmodel *cm, double m, double n, double k, dtype_kind dt) {
     if (m <= 0 || n <= 0 || k <= 0) return 0.0;
-    return cm->gemm.launch_s + gemm_body_s(cm, m, n, k, dt);
+    return gemm_params(cm, dt)->launch_s + gemm_body_s(cm, m, n, k, dt);
 }
 
 double costmodel_gemm_eff(const costmodel *cm, double m, double n, double k, dtype_kind dt) {
@@ -70,14 +123,19 @@ double costmodel_gemm_eff(const costmodel *cm, double m, double n, double k, dty
 
 double costmodel_grouped_gemm_s(const costmodel *cm, const double *tokens, int n_experts,
                                 double n, double k, dtype_kind dt) {
-    double body = 0.0;
+    const cm_gemm_params *g = gemm_params(cm, dt);
+    double body = 0.0, bytes = 0.0;
     int any = 0;
     for (int e = 0; e < n_experts; e++) {
         if (tokens[e] <= 0) continue;
-        body += gemm_body_s(cm, tokens[e], n, k, dt);
+        /* additive form: the groups one after another; tiled: their tiles share the waves */
+        if (!tiled(cm, g)) body += gemm_body_s(cm, tokens[e], n, k, dt);
+        bytes += gemm_bytes(tokens[e], n, k, dt);
         any = 1;
     }
-    return any ? cm->gemm.launch_s + body : 0.0;
+    if (!any) return 0.0;
+    if (tiled(cm, g)) body = tiled_body_s(cm, g, tokens, n_experts, n, k, bytes, dt);
+    return g->launch_s + body;
 }
 
 double costmodel_expert_ffn_fwd_s(const costmodel *cm, const double *tokens, int n_experts,
@@ -111,9 +169,34 @@ double costmodel_kernel_s(const costmodel *cm, const char *kernel, double bytes)
     return costmodel_memory_bound_s(cm, bytes);
 }
 
-double costmodel_attention_s(const costmodel *cm, double flops, dtype_kind dt) {
-    if (flops <= 0) return 0.0;
-    return cm->attention_launch_s + flops / (peak_of(cm, dt) * cm->attention_eff);
+/* (query, key) pairs an attention launch computes: 128 x 128 blocks, causal ones on and below the
+ * diagonal computed whole (FlashAttention's tiling) */
+#define ATTN_BLOCK 128.0
+double costmodel_attention_pairs(const cm_attn_shape *a) {
+    double nq = ceil(a->seq_q / ATTN_BLOCK), nk = ceil(a->seq_k / ATTN_BLOCK), blocks;
+    if (!a->causal) blocks = nq * nk;
+    else if (a->seq_k >= a->seq_q) blocks = nq * (nq + 1) / 2;          /* the lower triangle */
+    else blocks = nq * (nk + 1 < nq ? nk + 1 : nq);                     /* a band: window + diagonal */
+    return a->batch * a->heads * blocks * ATTN_BLOCK * ATTN_BLOCK;
+}
+
+double costmodel_attention_core_s(const costmodel *cm, const cm_attn_shape *a, int bwd) {
+    if (a->batch <= 0 || a->heads <= 0 || a->seq_q <= 0 || a->seq_k <= 0) return 0.0;
+    const double P = cm->peak_flops[DT_BF16];
+    if (!cm->attention_fitted) {
+        /* legacy: the causal average of keys per query (seq / 2; w - w^2 / (2 seq) under a window w,
+         * as model.h counts them), twice that backward */
+        double keys = !a->causal ? a->seq_k : a->seq_k >= a->seq_q ? 0.5 * a->seq_q
+                                 : a->seq_k - a->seq_k * a->seq_k / (2.0 * a->seq_q);
+        double flops = 2.0 * a->batch * a->heads * a->seq_q * keys * (a->d_qk + a->d_v) * (bwd ? 2.0 : 1.0);
+        return cm->attention_launch_s + flops / (P * cm->attention_eff);
+    }
+    const cm_attn_params *p = &cm->attn[bwd ? 1 : 0];
+    double mm = bwd ? 2.0 * (3.0 * a->d_qk + 2.0 * a->d_v) : 2.0 * (a->d_qk + a->d_v);
+    double pairs = costmodel_attention_pairs(a), rows = a->batch * a->heads * a->seq_q;
+    double t = cm->attention_launch_s + pairs * (mm / (P * p->eff) + p->pair_s) + rows * 0.5 * (a->d_qk + a->d_v) * p->row_s;
+    if (a->causal && isfinite(p->causal_eff)) t += pairs * mm / (P * p->causal_eff);
+    return t;
 }
 
 double costmodel_link_s(const costmodel *cm, cm_link_class link, double bytes) {
@@ -142,17 +225,32 @@ costmodel costmodel_from_gpu(const gpu_cfg *gpu) {
     cm.memory = (cm_mem_params){ .bw_Bps = 0.9 * hbm, .launch_s = 2e-6 };
     cm.attention_eff = 0.50;
     cm.attention_launch_s = 3e-6;
-    cm.link[CM_LINK_NVLINK] = (cm_link_params){ 1, 3e-6, 160e9 };
-    cm.link[CM_LINK_RDMA] = (cm_link_params){ 1, 10e-6, 45e9 };
-    cm.link[CM_LINK_PCIE] = (cm_link_params){ 1, 5e-6, 55e9 };
+    cm.link[CM_LINK_NVLINK] = (cm_link_params){ 1, 3e-6, 160e9, 0 };
+    cm.link[CM_LINK_RDMA] = (cm_link_params){ 1, 10e-6, 45e9, 0 };
+    cm.link[CM_LINK_PCIE] = (cm_link_params){ 1, 5e-6, 55e9, 0 };
+    snprintf(cm.basis, sizeof cm.basis, "spec");
     return cm;
+}
+
+/* Line rate of a link class of the cluster (bytes/s per GPU, one direction; 0 = none). */
+static double cluster_line_Bps(const cluster_cfg *c, cm_link_class l) {
+    switch (l) {
+    case CM_LINK_NVLINK: return c->nvlink_GBps * 1e9;
+    case CM_LINK_RDMA: return c->nic_gbps / 8.0 * 1e9;
+    case CM_LINK_PCIE: return c->pcie_GBps * 1e9;
+    default: return 0;
+    }
 }
 
 costmodel costmodel_from_cluster(const cluster_cfg *c) {
     costmodel cm = costmodel_from_gpu(&c->gpu);
-    if (c->nvlink_GBps > 0) cm.link[CM_LINK_NVLINK].beta_Bps = c->nvlink_GBps * 1e9;
-    if (c->nic_gbps > 0) cm.link[CM_LINK_RDMA].beta_Bps = c->nic_gbps / 8.0 * 0.9 * 1e9;
-    if (c->pcie_GBps > 0) cm.link[CM_LINK_PCIE].beta_Bps = c->pcie_GBps * 1e9;
+    /* NVLink and PCIe figures of a cluster are achievable rates; a NIC's is its line rate, of which
+     * ~90% is achievable (REFERENCE.md section 6) */
+    const double eff[CM_LINK_N] = {1.0, 0.9, 1.0};
+    for (int l = 0; l < CM_LINK_N; l++) {
+        double line = cluster_line_Bps(c, (cm_link_class)l);
+        if (line > 0) cm.link[l].beta_Bps = eff[l] * line, cm.link[l].line_Bps = line;
+    }
     if (c->latency_us.nvlink > 0) cm.link[CM_LINK_NVLINK].alpha_s = c->latency_us.nvlink * 1e-6;
     if (c->latency_us.same_leaf > 0) cm.link[CM_LINK_RDMA].alpha_s = c->latency_us.same_leaf * 1e-6;
     return cm;
@@ -161,14 +259,78 @@ costmodel costmodel_from_cluster(const cluster_cfg *c) {
 /* ---- JSON reading --------------------------------------------------------------------------------- */
 
 /* Keys a model file may hold besides the ones read: documentation and the fit's own record. */
-static const char *const top_keys[] = {"format", "source", "device", "measured", "notes", "provenance",
+static const char *const top_keys[] = {"format", "source", "device", "measured", "basis", "notes", "provenance", "residuals",
                                        "traces", "base", "collectives", "peak_tflops", "gemm", "memory",
                                        "attention", "kernels", "links", NULL};
 static const char *const peak_keys[] = {"bf16", "fp8", "fp16", "fp32", "fp4", NULL};
-static const char *const gemm_keys[] = {"eff_max", "operand_GBps", "launch_us", "fit", "stderr", "dropped", NULL};
-static const char *const attention_keys[] = {"eff", "launch_us", "fit", "stderr", "dropped", NULL};
+static const char *const gemm_keys[] = {"eff_max", "operand_GBps", "launch_us", "sm_count", "by_dtype", "fit",
+                                        "stderr", "dropped", NULL};
+static const char *const gemm_dt_keys[] = {"eff_max", "operand_GBps", "launch_us", "tile_load_GBps",
+                                           "tile_overhead_us", "overlap_q", "tile_m", "tile_n", "fit", "stderr",
+                                           "dropped", "tables", "from", NULL};
+static const char *const attention_keys[] = {"eff", "launch_us", "fwd", "bwd", "fit", "stderr", "dropped", NULL};
+static const char *const attention_dir_keys[] = {"eff", "pair_ps", "row_dim_ps", "causal_eff", "fit", "stderr",
+                                                 "dropped", "tables", NULL};
+static const char *const basis_names[] = {"spec", "published", "measured", NULL};
 static const char *const mem_keys[] = {"GBps", "launch_us", "fit", "stderr", "dropped", NULL};
-static const char *const link_keys[] = {"alpha_us", "GBps", "from", NULL};
+static const char *const link_keys[] = {"alpha_us", "GBps", "line_GBps", "from", NULL};
+
+/* An array of 1..cap positive integers (tile sizes). */
+static int parse_tiles(const json_reader *r, const cJSON *o, const char *path, const char *key, int cap, int *out,
+                       int *n) {
+    const cJSON *arr;
+    char p[160];
+    json_path_key(p, sizeof p, path, key);
+    if (json_get_array(r, o, path, key, JSON_REQUIRED, &arr)) return EXIT_BADINPUT;
+    int k = cJSON_GetArraySize(arr);
+    if (k < 1 || k > cap) return json_bad(r, p, arr, "1 to %d tile sizes", cap);
+    int i = 0;
+    for (const cJSON *v = arr->child; v; v = v->next, i++) {
+        char pi[176];
+        if (json_int_value(r, v, json_path_index(pi, sizeof pi, p, i), JSON_REQUIRED, 1, 4096, &out[i]))
+            return EXIT_BADINPUT;
+    }
+    *n = k;
+    return 0;
+}
+
+/* gemm.by_dtype.<precision>: the tile/wave form (costmodel.h) */
+static int parse_gemm_dt(const json_reader *r, const cJSON *o, const char *path, cm_gemm_params *g) {
+    double launch_us = 0, op = 0, load = 0, over_us = 0;
+    memset(g, 0, sizeof *g);
+    if (!cJSON_IsObject(o)) return json_bad(r, path, o, "an object (one precision's GEMM fit)");
+    if (json_check_keys(r, o, path, gemm_dt_keys) ||
+        json_get_number(r, o, path, "eff_max", JSON_REQUIRED | JSON_LO_OPEN, 0, 1.5, &g->eff_max) ||
+        json_get_number(r, o, path, "operand_GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &op) ||
+        json_get_number(r, o, path, "launch_us", JSON_REQUIRED, 0, 1e6, &launch_us) ||
+        json_get_number(r, o, path, "tile_load_GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e8, &load) ||
+        json_get_number(r, o, path, "tile_overhead_us", JSON_REQUIRED, 0, 1e6, &over_us) ||
+        json_get_number(r, o, path, "overlap_q", JSON_REQUIRED | JSON_LO_OPEN, 0, 100, &g->overlap_q) ||
+        parse_tiles(r, o, path, "tile_m", CM_MAX_TILE_M, g->tile_m, &g->n_tile_m) ||
+        parse_tiles(r, o, path, "tile_n", CM_MAX_TILE_N, g->tile_n, &g->n_tile_n))
+        return EXIT_BADINPUT;
+    g->operand_Bps = op * 1e9;
+    g->launch_s = launch_us * 1e-6;
+    g->tile_load_Bps = load * 1e9;
+    g->tile_overhead_s = over_us * 1e-6;
+    return 0;
+}
+
+/* attention.fwd / attention.bwd: a fitted attention kernel (costmodel.h); causal_eff null: none */
+static int parse_attn_dir(const json_reader *r, const cJSON *o, const char *path, cm_attn_params *a) {
+    double pair_ps = 0, row_ps = 0;
+    a->causal_eff = INFINITY;
+    if (!cJSON_IsObject(o)) return json_bad(r, path, o, "an object (a fitted attention kernel)");
+    if (json_check_keys(r, o, path, attention_dir_keys) ||
+        json_get_number(r, o, path, "eff", JSON_REQUIRED | JSON_LO_OPEN, 0, 1.5, &a->eff) ||
+        json_get_number(r, o, path, "pair_ps", JSON_REQUIRED, 0, 1e6, &pair_ps) ||
+        json_get_number(r, o, path, "row_dim_ps", JSON_REQUIRED, 0, 1e9, &row_ps) ||
+        json_get_number(r, o, path, "causal_eff", JSON_NULL_OK | JSON_LO_OPEN, 0, 1e6, &a->causal_eff))
+        return EXIT_BADINPUT;
+    a->pair_s = pair_ps * 1e-12;
+    a->row_s = row_ps * 1e-12;
+    return 0;
+}
 
 static int parse_mem(const json_reader *r, const cJSON *o, const char *path, cm_mem_params *p) {
     double gbps = 0, launch_us = 0;
@@ -191,6 +353,12 @@ static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
         json_get_string(r, root, "", "device", JSON_REQUIRED | JSON_NONEMPTY, cm->device, sizeof cm->device) ||
         json_get_bool(r, root, "", "measured", JSON_REQUIRED, &cm->measured))
         return EXIT_BADINPUT;
+    snprintf(cm->basis, sizeof cm->basis, "%s", cm->measured ? "measured" : "spec");
+    if (json_get_string(r, root, "", "basis", JSON_NONEMPTY, cm->basis, sizeof cm->basis)) return EXIT_BADINPUT;
+    int bi = 0;
+    while (basis_names[bi] && strcmp(basis_names[bi], cm->basis) != 0) bi++;
+    if (!basis_names[bi])
+        return json_bad(r, "basis", json_member(root, "basis"), "\"spec\", \"published\" or \"measured\"");
 
     /* peaks: bf16 required; the others default to the H100-class ratios */
     const cJSON *pk, *g, *m, *a, *ks, *ls;
@@ -215,10 +383,27 @@ static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
         json_get_number(r, g, "gemm", "eff_max", JSON_REQUIRED | JSON_LO_OPEN, 0, 1.0, &cm->gemm.eff_max) ||
         (!cJSON_IsNull(json_member(g, "operand_GBps")) &&
          json_get_number(r, g, "gemm", "operand_GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &op_gbps)) ||
-        json_get_number(r, g, "gemm", "launch_us", JSON_REQUIRED, 0, 1e6, &launch_us))
+        json_get_number(r, g, "gemm", "launch_us", JSON_REQUIRED, 0, 1e6, &launch_us) ||
+        json_get_int(r, g, "gemm", "sm_count", 0, 1, 100000, &cm->sm_count))
         return EXIT_BADINPUT;
     cm->gemm.operand_Bps = op_gbps * 1e9;
     cm->gemm.launch_s = launch_us * 1e-6;
+    const cJSON *bd;
+    if (json_get_object(r, g, "gemm", "by_dtype", 0, &bd)) return EXIT_BADINPUT;
+    for (const cJSON *d = bd ? bd->child : NULL; d; d = d->next) {
+        char path[160];
+        json_path_key(path, sizeof path, "gemm.by_dtype", d->string);
+        int dt = costmodel_dtype_parse(d->string);
+        if (dt < 0) return json_bad(r, path, NULL, "a precision name (fp8, bf16, fp16, fp32, fp8-cs, mxfp8, nvfp4)");
+        if (parse_gemm_dt(r, d, path, &cm->gemm_dt[dt])) return EXIT_BADINPUT;
+        if (!cm->sm_count) return json_bad(r, "gemm.sm_count", NULL, "the GPU's SM count (required with gemm.by_dtype)");
+        cm->gemm_fitted[dt] = 1;
+    }
+    /* FP16 GEMMs run at the BF16 rate: they take BF16's fit when they have none */
+    if (!cm->gemm_fitted[DT_FP16] && cm->gemm_fitted[DT_BF16]) {
+        cm->gemm_fitted[DT_FP16] = 1;
+        cm->gemm_dt[DT_FP16] = cm->gemm_dt[DT_BF16];
+    }
 
     if (json_get_object(r, root, "", "memory", JSON_REQUIRED, &m) || parse_mem(r, m, "memory", &cm->memory))
         return EXIT_BADINPUT;
@@ -230,6 +415,14 @@ static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
         json_get_number(r, a, "attention", "launch_us", 0, 0, 1e6, &a_launch_us))
         return EXIT_BADINPUT;
     cm->attention_launch_s = a_launch_us * 1e-6;
+    const cJSON *af = json_member(a, "fwd"), *ab = json_member(a, "bwd");
+    if (af || ab) {
+        if (!af || !ab) return json_bad(r, af ? "attention.bwd" : "attention.fwd", NULL,
+                                        "both attention.fwd and attention.bwd (a fitted kernel)");
+        if (parse_attn_dir(r, af, "attention.fwd", &cm->attn[0]) || parse_attn_dir(r, ab, "attention.bwd", &cm->attn[1]))
+            return EXIT_BADINPUT;
+        cm->attention_fitted = 1;
+    }
 
     if (json_get_object(r, root, "", "kernels", 0, &ks)) return EXIT_BADINPUT;
     for (const cJSON *k = ks ? ks->child : NULL; k; k = k->next) {
@@ -259,12 +452,18 @@ static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
             return moe_error_input(r->err, r->file, "links", q, "a link class: nvlink, rdma or pcie");
         }
         if (!cJSON_IsObject(l)) return json_bad(r, path, l, "an object");
-        double alpha_us = 0, gbps = 0;
+        double alpha_us = 0, gbps = 0, line = 0;
         if (json_check_keys(r, l, path, link_keys) ||
             json_get_number(r, l, path, "alpha_us", JSON_REQUIRED, 0, 1e7, &alpha_us) ||
-            json_get_number(r, l, path, "GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &gbps))
+            json_get_number(r, l, path, "GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e6, &gbps) ||
+            json_get_number(r, l, path, "line_GBps", JSON_LO_OPEN, 0, 1e6, &line))
             return EXIT_BADINPUT;
-        cm->link[cls] = (cm_link_params){ 1, alpha_us * 1e-6, gbps * 1e9 };
+        if (line > 0 && gbps > line) {
+            char lp[176];
+            json_path_key(lp, sizeof lp, path, "GBps");
+            return json_bad(r, lp, json_member(l, "GBps"), "at most the link's line rate line_GBps = %g", line);
+        }
+        cm->link[cls] = (cm_link_params){ 1, alpha_us * 1e-6, gbps * 1e9, line * 1e9 };
     }
     return 0;
 }
@@ -308,6 +507,25 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
     if (costmodel_load(path, out, err)) return moe_error_context(err, s->file, "calibration");
     /* a model fitted without FP4 GEMMs takes the FP4 peak of the scenario's GPU */
     if (out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
+    /* links: a measured efficiency applies to the scenario's own line rate (a sweep of nic_gbps is
+     * priced at the rate the NIC reaches); a class the model lacks (a single-node fit) comes from the
+     * cluster as the built-in roofline takes it */
+    costmodel roof = costmodel_from_cluster(&s->cluster);
+    for (int l = 0; l < CM_LINK_N; l++) {
+        cm_link_params *k = &out->link[l];
+        double line = cluster_line_Bps(&s->cluster, (cm_link_class)l);
+        if (!k->present) *k = roof.link[l];
+        else if (k->line_Bps > 0 && line > 0) k->beta_Bps *= line / k->line_Bps, k->line_Bps = line;
+    }
+    return 0;
+}
+
+int costmodel_fabric_cluster(const scenario *s, cluster_cfg *out, moe_error *err) {
+    costmodel cm;
+    *out = s->cluster;
+    if (costmodel_for_scenario(s, &cm, err)) return err->code;
+    out->nvlink_GBps = cm.link[CM_LINK_NVLINK].beta_Bps / 1e9;
+    out->nic_gbps = cm.link[CM_LINK_RDMA].beta_Bps * 8.0 / 1e9;
     return 0;
 }
 
@@ -316,6 +534,7 @@ cJSON *costmodel_provenance_json(const costmodel *cm) {
     cJSON_AddStringToObject(o, "source", cm->source);
     cJSON_AddStringToObject(o, "device", cm->device);
     cJSON_AddBoolToObject(o, "measured", cm->measured);
+    cJSON_AddStringToObject(o, "basis", cm->basis[0] ? cm->basis : (cm->measured ? "measured" : "spec"));
     if (cm->file[0]) cJSON_AddStringToObject(o, "file", cm->file);
     return o;
 }

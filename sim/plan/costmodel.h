@@ -10,32 +10,51 @@
  * times. All inputs and outputs are SI: seconds, bytes, FLOPs.
  *
  * ---- Models -------------------------------------------------------------------------------------
- * GEMM [m x k] x [k x n], f = 2 m n k FLOPs, B = bytes of A, B and C:
+ * GEMM [m x k] x [k x n] in one precision, f = 2 m n k FLOPs, B = bytes of A, B and C. Two forms:
  *
- *     t = launch_s + f / (peak[dtype] * eff_max) + B / operand_Bps
+ * Tile/wave form (a model fitted on GPU GEMM tables: gemm.by_dtype in the model JSON). A GEMM library
+ * (DeepGEMM, cuBLAS) runs a persistent kernel over output tiles of BM x BN on the GPU's SMs and picks,
+ * by its own heuristic, the tile that runs fastest; the model does the same over the model's tile
+ * sizes (tile_m x tile_n):
+ *     tiles  = ceil(m / BM) ceil(n / BN)          (a grouped GEMM: summed over its non-empty groups)
+ *     waves  = ceil(tiles / sm_count)             (wave quantisation: a partial wave costs a whole one)
+ *     t_tile = tile_overhead + max(2 BM BN k / (peak / sm_count x eff_max),            (tensor cores)
+ *                                  (BM + BN) k in_bytes / (tile_load_Bps / sm_count))  (operand loads)
+ *     t_sm   = waves x t_tile,   t_hbm = B / operand_Bps
+ *     t      = launch + min over tiles of (t_sm^q + t_hbm^q)^(1/q)        (q = overlap_q: a smooth max,
+ *                                                                           compute overlaps HBM traffic)
+ * Skinny GEMMs (m = a few tokens per expert) occupy few SMs and stream their weights from HBM; large
+ * ones are tensor-core bound at eff_max of peak; a shape just past a wave boundary pays a whole wave.
  *
- * Equivalently the achieved efficiency is a saturating curve of the arithmetic intensity I = f / B:
- *     eff(I) = eff_max * I / (I + I_half),   I_half = peak[dtype] * eff_max / operand_Bps.
- * Large square GEMMs (I ~ thousands of FLOP/byte) run near eff_max; skinny expert GEMMs (m = a few
- * tokens per expert, I ~ m) are dominated by streaming the expert's weights and run far below it.
- * That is why a rank holding a *cold* expert still pays the weight read, and a *hot* expert's rank
- * pays the FLOPs of every extra token: both are in this one formula.
- * (Why not eff as a function of f alone, eff = eff_max f/(f + f_half)? Then t = (f + f_half)/(peak
- * eff_max) + launch: f_half and launch are the same constant, so no fit can tell them apart, and a
- * 16 x 4096 x 7168 expert GEMM would be predicted as efficient as a 4096 x 16 x 7168 one. Intensity
- * separates them.)
+ * Additive form (legacy, and models fitted on CPU traces): t = launch + f / (peak eff_max) + B /
+ * operand_Bps, i.e. eff(I) = eff_max I / (I + I_half) with I = f / B, I_half = peak eff_max /
+ * operand_Bps. (Why not eff as a function of f alone? Then f_half and launch are the same constant
+ * and a 16 x 4096 x 7168 expert GEMM would be as efficient as a 4096 x 16 x 7168 one.)
+ *
+ * A precision without its own fit uses the model's default GEMM parameters (gemm) at its peak; a
+ * compute recipe without its own fit (recipes.h) runs at its base peak times its rate.
  *
  * Memory-bound kernel (gating/top-k, permute, unpermute/combine, SwiGLU): t = launch_s + bytes / bw.
  * One "memory" model for any such kernel, and optional per-kernel fits (costmodel_kernel_s).
  *
- * Attention: t = launch_s + flops / (peak[dtype] * attention_eff) (FlashAttention-style kernels
- * are compute-bound at training sequence lengths; the efficiency is a published or assumed figure).
+ * Attention core (FlashAttention-style, one launch), by shape (cm_attn_shape): batch x heads query
+ * rows of length seq_q against seq_k keys, head dims d_qk / d_v, causal or not. With a fitted model
+ * (attention.fwd / attention.bwd in the model JSON), in 128 x 128 blocks of (query, key) pairs
+ * (causal: the blocks on and below the diagonal, computed whole):
+ *     t = launch + pairs (mm / (peak_bf16 eff) + pair_s) + rows d_mean row_s
+ *                + [causal] pairs mm / (peak_bf16 causal_eff)
+ * mm = 2 (d_qk + d_v) FLOPs per pair forward, 2 (3 d_qk + 2 d_v) backward (score recomputation, dV,
+ * dP, dQ, dK); pair_s is the softmax work per pair (exp and rescale, independent of the head dim);
+ * rows d_mean row_s the per-row work (load Q, write O and the log-sum-exp; d_mean = (d_qk + d_v)/2).
+ * Without a fit (legacy): t = launch + flops / (peak_bf16 attention_eff), the flops of the causal
+ * average (seq_k / 2 keys per query) forward and twice that backward.
  *
  * Link (alpha-beta, per link class): t = alpha_s + bytes / beta_Bps, where `bytes` are the bytes one
- * rank moves over that link class in one direction. Fitted on nccl-tests points with nccl-tests'
- * bus-bandwidth semantics (bytes = size x busbw factor: alltoall (n-1)/n, allreduce 2(n-1)/n,
- * sendrecv 1), so beta is the large-message bus bandwidth. The step simulator normally takes
- * communication durations from SimGrid and uses these for link parameters and sanity checks.
+ * rank moves over that link class in one direction and beta the link's ACHIEVED rate (fitted on
+ * nccl-tests busbw or DeepEP measurements). A model that gives a link's line rate (links.X.line_GBps)
+ * is an efficiency: costmodel_for_scenario scales it to the scenario's own links (cluster.nic_gbps,
+ * cluster.nvlink_GBps, cluster.pcie_GBps), and the SimGrid fabric runs at those achieved rates
+ * (costmodel_fabric_cluster), so plan and step price a byte alike.
  */
 #ifndef MOESIM_COSTMODEL_H
 #define MOESIM_COSTMODEL_H
@@ -50,12 +69,36 @@ typedef enum { CM_LINK_NVLINK = 0, CM_LINK_RDMA, CM_LINK_PCIE, CM_LINK_N } cm_li
 #define CM_NAME_MAX 64
 #define CM_MAX_KERNELS 16
 
+#define CM_MAX_TILE_M 4
+#define CM_MAX_TILE_N 40
+
 typedef struct {
     double eff_max;          /* fraction of dense peak reached by large GEMMs (0, 1] */
     double operand_Bps;      /* effective bandwidth for streaming A, B, C (bytes/s); INFINITY when
                                 the fit could not resolve it (JSON null): no streaming term */
     double launch_s;         /* per launch (a grouped GEMM is one launch) */
+    /* tile/wave form (n_tile_m > 0 and the model's sm_count > 0), see above */
+    double tile_load_Bps;    /* on-chip operand stream rate of all SMs together */
+    double tile_overhead_s;  /* per tile: pipeline fill and epilogue */
+    double overlap_q;        /* exponent of the smooth max of SM time and HBM time */
+    int n_tile_m, n_tile_n;
+    int tile_m[CM_MAX_TILE_M], tile_n[CM_MAX_TILE_N];
 } cm_gemm_params;
+
+/* A fitted attention kernel, one direction (see above). */
+typedef struct {
+    double eff;              /* tensor-core efficiency of the matmul part */
+    double pair_s;           /* softmax work per (query, key) pair */
+    double row_s;            /* per query row and head-dim element */
+    double causal_eff;       /* extra matmul-rate cost of causal masking; INFINITY = none */
+} cm_attn_params;
+
+/* One attention core launch: batch x heads rows of seq_q queries against seq_k keys (seq_k < seq_q
+ * for a sliding window: the keys each query sees). */
+typedef struct {
+    double batch, heads, seq_q, seq_k, d_qk, d_v;
+    int causal;
+} cm_attn_shape;
 
 typedef struct {
     double bw_Bps;           /* achieved bandwidth (bytes read + written) / s */
@@ -70,21 +113,29 @@ typedef struct {
 typedef struct {
     int present;             /* 0: class unknown to this model (costmodel_link_s returns +inf) */
     double alpha_s;          /* latency per operation */
-    double beta_Bps;         /* bus bandwidth per rank, one direction */
+    double beta_Bps;         /* achieved bandwidth per rank, one direction */
+    double line_Bps;         /* the line rate beta was achieved on; 0 = not given (beta absolute) */
 } cm_link_params;
 
 typedef struct costmodel {
     char file[SCN_PATH_MAX];     /* where it was loaded from ("" when built in code) */
     char source[CM_NAME_MAX];    /* e.g. "h800-published", "cpu-measured", "built-in roofline" */
     char device[CM_NAME_MAX];    /* e.g. "NVIDIA H800 SXM5" */
-    int measured;                /* bool: fitted on measured traces (else published specifications) */
+    int measured;                /* bool: fitted on moesim's own measured traces */
+    char basis[16];              /* "spec" (datasheet figures), "published" (fitted on others'
+                                    cited measurements) or "measured" (moesim's simcal bench) */
     double peak_flops[4];        /* dense peak FLOP/s indexed by dtype_kind (DT_FP8 .. DT_FP32) */
     double peak_fp4_flops;       /* dense FP4 peak (Blackwell); 0 = none. The other compute recipes
                                     (fp8-cs, mxfp8, nvfp4) run at these peaks times their rates
                                     (sim/plan/recipes.h) */
-    cm_gemm_params gemm;
-    double attention_eff;        /* fraction of peak reached by attention FLOPs */
+    int sm_count;                /* SMs of the GPU (the tile/wave GEMM form); 0 = additive form only */
+    cm_gemm_params gemm;         /* every precision without its own fit */
+    int gemm_fitted[DT_NKINDS];  /* 1: gemm_dt[dt] is the precision's own fit */
+    cm_gemm_params gemm_dt[DT_NKINDS];
+    double attention_eff;        /* legacy: fraction of peak reached by attention FLOPs */
     double attention_launch_s;
+    int attention_fitted;        /* 1: attn[0] (forward) and attn[1] (backward) are fitted */
+    cm_attn_params attn[2];
     cm_mem_params memory;        /* any memory-bound kernel */
     int n_kernels;
     cm_kernel_params kernels[CM_MAX_KERNELS];
@@ -111,11 +162,19 @@ costmodel costmodel_from_cluster(const cluster_cfg *c);
 /* Load `path` when non-empty (relative paths: scenario_resolve_path: the current folder, the
  * scenario's, the installed share folder, the source tree), else build
  * costmodel_from_cluster(&s->cluster). A loaded model without an FP4 peak takes the cluster GPU's
- * (cluster.gpu.fp4_tflops). The one call the simulator makes. */
+ * (cluster.gpu.fp4_tflops); a loaded link with a line rate runs at its efficiency times the
+ * scenario's own line rate; a link class the model lacks comes from the cluster as the built-in
+ * roofline takes it. The one call the simulator makes. */
 int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err);
+/* The scenario's cluster with its NVLink and NIC at the achieved rates of the scenario's cost model
+ * (what the SimGrid fabric and the closed-form comm model run at). */
+int costmodel_fabric_cluster(const scenario *s, cluster_cfg *out, moe_error *err);
 
 /* ---- predictions (pure; seconds) --------------------------------------------------------------- */
 
+/* The dense peak a precision's GEMMs are priced against (FLOP/s): its storage type's peak, or a
+ * compute recipe's base peak (times its rate when the model has no fit of its own). */
+double costmodel_peak_flops(const costmodel *cm, dtype_kind dt);
 /* One GEMM C[m x n] = A[m x k] B[k x n] in `dt` (inputs dt, output BF16, FP32 for FP32). 0 if any
  * dimension is <= 0. A compute recipe (recipes.h) runs at its base peak times its rate; its casts
  * are priced apart (costmodel_cast_s). */
@@ -141,17 +200,23 @@ double costmodel_cast_s(const costmodel *cm, double elements, dtype_kind dt);
 double costmodel_memory_bound_s(const costmodel *cm, double bytes);
 /* Same with the per-kernel fit for `kernel` when the model has one, else the memory model. */
 double costmodel_kernel_s(const costmodel *cm, const char *kernel, double bytes);
-/* Attention: `flops` (score + value matmuls, fwd or bwd as the caller counts them). */
-double costmodel_attention_s(const costmodel *cm, double flops, dtype_kind dt);
+/* (query, key) pairs one attention launch computes (128 x 128 blocks, see above). */
+double costmodel_attention_pairs(const cm_attn_shape *a);
+/* Attention core of one launch, forward (bwd = 0) or backward (bwd = 1), in BF16 (see above). */
+double costmodel_attention_core_s(const costmodel *cm, const cm_attn_shape *a, int bwd);
 /* Alpha-beta transfer of `bytes` (per rank, one direction) over a link class; +inf when the model
  * has no such link; 0 for bytes <= 0. */
 double costmodel_link_s(const costmodel *cm, cm_link_class link, double bytes);
 
 /* ---- names and provenance --------------------------------------------------------------------- */
 const char *cm_link_class_name(cm_link_class link);       /* "nvlink", "rdma", "pcie" */
+/* A precision by its scenario name (precision.compute: "fp8", "bf16", "fp16", "fp32", "fp8-cs",
+ * "mxfp8", "nvfp4"), -1 if unknown; and back. */
+int costmodel_dtype_parse(const char *name);
+const char *costmodel_dtype_name(dtype_kind dt);
 int cm_link_class_parse(const char *name);                /* -1 if unknown; accepts "roce"/"ib" as rdma */
-/* {"source": ..., "device": ..., "measured": bool, "file": ...} for results (SCENARIO.md). Caller
- * frees (cJSON_Delete). */
+/* {"source": ..., "device": ..., "measured": bool, "basis": ..., "file": ...} for results
+ * (SCENARIO.md). Caller frees (cJSON_Delete). */
 struct cJSON *costmodel_provenance_json(const costmodel *cm);
 
 #endif

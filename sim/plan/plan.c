@@ -162,9 +162,8 @@ static double cp_exchange_s(const plan_ctx *x, group_span sp) {
     cm_link_class link = sp.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
     if (s->layout.cp_comm == CP_COMM_ALL_GATHER)
         return 3.0 * link_s(x, link, (cp - 1) * chunk);
-    double core = costmodel_attention_s(x->cm, x->tokens_mb * model_attn_core_flops(m, m->seq_len) / tp / cp, DT_BF16);
-    double core_b = costmodel_attention_s(x->cm, 2.0 * x->tokens_mb * model_attn_core_flops(m, m->seq_len) / tp / cp,
-                                          DT_BF16);
+    cm_attn_shape a = compute_attention_chunk(m, x->tokens_mb, tp, cp, 0, 0);
+    double core = costmodel_attention_core_s(x->cm, &a, 0), core_b = costmodel_attention_core_s(x->cm, &a, 1);
     return (cp - 1) * (dmax(0.0, link_s(x, link, chunk) - core) + dmax(0.0, link_s(x, link, 2.0 * chunk) - core_b));
 }
 

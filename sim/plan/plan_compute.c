@@ -130,18 +130,31 @@ static void attention(const shapes *x, double *row, rc_parts *pt, int window) {
         double kv = (m->attention == ATTN_MHA || m->kv_heads <= 0) ? H : m->kv_heads;
         gemm(x, row, R_ATTN, x->T, (H * m->head_dim + kv * m->head_dim + kv * v) / tp, h, x->dt);
     }
-    /* the rank's queries (its CP share) against the whole sequence: 1/cp of the causal FLOPs; under
-     * CP in cp chunks, the local one here and each received one in K_ATTN_CORE_* */
-    double core = x->T * (window ? model_attn_core_window_flops(m, m->seq_len, m->sliding_window)
-                                 : model_attn_core_flops(m, m->seq_len)) / tp / x->cp;
-    row[K_ATTN_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
-    row[K_ATTN_BWD_INPUT] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
-    pt->core += x->cp * costmodel_attention_s(x->cm, core, DT_BF16);
+    /* the core: this rank's queries (its CP share) of the micro-batch's sequences against the keys,
+     * this TP rank's heads; under CP in cp chunks, the local one here and each received one in
+     * K_ATTN_CORE_* (compute_attention_chunk) */
+    cm_attn_shape local = compute_attention_chunk(x->m, x->T, x->tp, x->cp, window, 1);
+    row[K_ATTN_FWD] += costmodel_attention_core_s(x->cm, &local, 0);
+    row[K_ATTN_BWD_INPUT] += costmodel_attention_core_s(x->cm, &local, 1);
+    pt->core += costmodel_attention_core_s(x->cm, &local, 0);   /* what core_attn recompute re-runs */
     if (x->cp > 1) {
-        row[K_ATTN_CORE_FWD] += costmodel_attention_s(x->cm, core, DT_BF16);
-        row[K_ATTN_CORE_BWD] += costmodel_attention_s(x->cm, 2.0 * core, DT_BF16);
+        cm_attn_shape recv = compute_attention_chunk(x->m, x->T, x->tp, x->cp, window, 0);
+        row[K_ATTN_CORE_FWD] += costmodel_attention_core_s(x->cm, &recv, 0);
+        row[K_ATTN_CORE_BWD] += costmodel_attention_core_s(x->cm, &recv, 1);
+        pt->core += (x->cp - 1) * costmodel_attention_core_s(x->cm, &recv, 0);
     }
     gemm(x, row, R_ATTN, x->T, h, H * v / tp, x->dt);                          /* o */
+}
+
+cm_attn_shape compute_attention_chunk(const model_cfg *m, double T, double tp, double cp, int window, int local) {
+    double S = m->seq_len, q = S / cp;
+    cm_attn_shape a = {.batch = T / q, .heads = m->heads / tp, .seq_q = q, .seq_k = q,
+                       .d_qk = m->attention == ATTN_MLA ? (double)m->head_dim + m->rope_head_dim : m->head_dim,
+                       .d_v = m->v_head_dim > 0 ? m->v_head_dim : m->head_dim, .causal = local};
+    if (local && window && m->sliding_window < q) a.seq_k = m->sliding_window;   /* a band of the window */
+    /* a received chunk of the load-balanced causal split: on average half of its keys are visible */
+    if (!local) a.seq_k = q / 2.0;
+    return a;
 }
 
 /* Routed experts of one MoE layer on one GPU at uniform routing: the rank receives T x top_k token

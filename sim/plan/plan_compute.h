@@ -21,10 +21,11 @@
  *     shared experts   as the dense FFN with f = shared_experts x expert_hidden
  *     router           (T/tp, experts, h) in BF16
  *     head             (T, vocab/tp, h) in BF16
- *   attention core     costmodel_attention_s(T x fwd_attn_core / tp) in BF16 (the rank's queries
- *                      against the whole sequence); backward 2x the FLOPs. Under context parallelism
- *                      in cp chunks: one in K_ATTN_FWD / K_ATTN_BWD_INPUT (the local keys), one per
- *                      received chunk in K_ATTN_CORE_FWD / _BWD (cp - 1 ops a block)
+ *   attention core     costmodel_attention_core_s by shape (compute_attention_chunk: the rank's
+ *                      queries, its TP share of the heads, causal) forward and backward, in BF16.
+ *                      Under context parallelism in cp chunks: one in K_ATTN_FWD / K_ATTN_BWD_INPUT
+ *                      (the local keys), one per received chunk in K_ATTN_CORE_FWD / _BWD (cp - 1
+ *                      ops a block)
  *   routed experts     costmodel_expert_ffn_fwd_s over the rank's local experts at uniform routing
  *                      (R x top_k x ep / experts tokens each, R = T x etp / tp the tokens the rank
  *                      routes, inner dim expert_hidden/etp); backward =
@@ -81,6 +82,13 @@ typedef struct {
     double s[LAYER_NKINDS][K_NKINDS];
     double recompute_s[LAYER_NKINDS];           /* recompute per layer (layout.recompute) */
 } kernel_price_table;
+
+/* One attention-core launch of a rank holding T tokens (its 1/cp share of mb sequences) with tp-way
+ * split heads: the local chunk (local = 1: its queries against its own keys, causal; a band of the
+ * window on windowed layers) or one received chunk of ring attention (local = 0: the load-balanced
+ * causal split shows each query half of a chunk's keys on average, so every chunk is the same work
+ * as the local one). cp = 1: the whole causal sequence. */
+cm_attn_shape compute_attention_chunk(const model_cfg *m, double T, double tp, double cp, int window, int local);
 
 /* Price every kernel of `s` (layout, precision, recompute) for a micro-batch of T tokens with `cm`.
  * Pure; no allocation. */

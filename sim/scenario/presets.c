@@ -103,7 +103,9 @@ static const model_cfg MODELS[] = {
     .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64
 
 static const cluster_cfg CLUSTERS[] = {
-    {.preset = "h800-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 160,
+    /* NVLink line rates per direction: H800 400 GB/s bidirectional (DeepSeek-V3 report section 3.1),
+     * H100/H200 900 GB/s (18 NVLink 4 links); the cost models give the achieved fraction */
+    {.preset = "h800-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 200,
      .gpu = {.name = "H800", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 450,
      .gpu = {.name = "H100", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},

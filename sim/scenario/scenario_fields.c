@@ -185,9 +185,10 @@ const scn_field scn_fields[] = {
     F_NONNEG("cluster.gpu.fp4_tflops", cluster.gpu.fp4_tflops, "TFLOP/s",
              "dense FP4 peak per GPU (Blackwell block-scaled tensor cores); 0 = no FP4"),
     F_POS("cluster.nvlink_GBps", cluster.nvlink_GBps, "GB/s",
-          "achievable NVLink bandwidth per GPU per direction",
-          "H800: 200 GB/s nominal, about 160 achievable (DeepEP's measured intranode figures); H100/H200: 450 GB/s per direction"),
-    F_POS("cluster.nic_gbps", cluster.nic_gbps, "Gbit/s", "line rate of each GPU's NIC (one NIC per GPU, on its rail)", "ConnectX-7 400 Gb/s"),
+          "NVLink line rate per GPU per direction; links run at the cost model's achieved fraction of it",
+          "H800: 400 GB/s bidirectional = 200 per direction; H100/H200: 900 bidirectional = 450 per direction"),
+    F_POS("cluster.nic_gbps", cluster.nic_gbps, "Gbit/s", "line rate of each GPU's NIC (one NIC per GPU, on its rail); "
+          "NICs run at the cost model's achieved fraction of it", "ConnectX-7 400 Gb/s"),
     F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE, "", "rails of the rail-optimized fabric (GPU k of every node on rail k)"),
     F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX, "", "nodes (NICs) under one leaf switch per rail"),
     F_POS("cluster.oversubscription", cluster.oversubscription, "ratio", "leaf downlink to uplink bandwidth ratio (1 = non-blocking)"),

@@ -1,6 +1,7 @@
 /* comm_simgrid.c — comm.h on SimGrid: flow-level runs of each distinct pattern, memoized. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime: wall time of the SimGrid runs (statistics only) */
 #include "sim/simgrid/comm_simgrid.h"
+#include "sim/plan/costmodel.h"
 #include "sim/base/alloc.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
@@ -226,8 +227,16 @@ static void sg_destroy(void *ctx) {
     free(x);
 }
 
-comm_model sg_comm_create(const scenario *s, moe_error *err) {
+int sg_fabric_scenario(const scenario *s, scenario *fab, moe_error *err) {
+    *fab = *s;
+    return costmodel_fabric_cluster(s, &fab->cluster, err);
+}
+
+comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
     comm_model m = {0};
+    scenario fab;
+    if (sg_fabric_scenario(s_in, &fab, err)) return m;
+    const scenario *s = &fab;
     if (rail_fabric_init(s, err)) return m;
     sg_ctx *x = moe_xcalloc(1, sizeof *x);
     if (!x) {

@@ -15,8 +15,12 @@
 
 #include "sim/exec/comm.h"
 
-/* On failure returns a model with ctx == NULL and fills err. */
+/* On failure returns a model with ctx == NULL and fills err. The fabric runs every link at the achieved
+ * rate of the scenario's cost model (sg_fabric_scenario). */
 comm_model sg_comm_create(const scenario *s, moe_error *err);
+/* `s` with its cluster's NVLink and NIC at the achieved rates of its cost model
+ * (costmodel_fabric_cluster): the platform every SimGrid run and its closed form are built from. */
+int sg_fabric_scenario(const scenario *s, scenario *fab, moe_error *err);
 
 /* A pattern with more flows than this (a leaf-crossing EP group with all its concurrent copies, e.g.
  * EP256 x TP2 on 4096 GPUs: ~250K flows, minutes of SimGrid; SimGrid's max-min solver costs ~0.1 ms

@@ -4,6 +4,7 @@
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
+#include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/rail_fabric.h"
 #include "sim/simgrid/rail_flows.h"
 
@@ -384,7 +385,8 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
                              "%s%sfaults.stalls: not supported by step.fidelity \"full\" (a stalled rank would leave "
                              "the other ranks' SimGrid actors blocked for good); use \"fast\", which runs the stall "
                              "and names the culprit", s->file, s->file[0] ? ": " : "");
-    if (rail_fabric_init(s, err)) return err->code;
+    scenario fab;
+    if (sg_fabric_scenario(s, &fab, err) || rail_fabric_init(&fab, err)) return err->code;
     full_ctx x;
     memset(&x, 0, sizeof x);
     x.p = p;
@@ -509,6 +511,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     free(x.g);
     free(x.member);
     free(x.a2a_last);
+    step_pricing_free(&x.own_pricing);
     free(args);
     return rc;
 }

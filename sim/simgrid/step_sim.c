@@ -219,6 +219,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     }
     step_exec_result_free(&xr);
     free(trace_ranks);
+    step_pricing_free(&pricing);
     if (comm.destroy) comm.destroy(comm.ctx);
     program_free(p);
     out->sim_wall_s = wall_now() - t_start;
