@@ -69,6 +69,8 @@ static const char RUN_OPTIONS[] =
     "      --max-points N   refuse more than N points (default 2000000), before anything is written\n"
     "      --json           write results.json at any size (default: up to 20000 points)\n"
     "      --progress-every S  a progress line every S seconds when stderr is not a terminal (default 30)\n"
+    "      --commit-every S  commit finished points to results.db every S seconds (default 1; 0: every\n"
+    "                       point): a killed run loses at most that much work\n"
     "      --reproducible   write wall-clock fields (step.sim_wall_s) as 0: reruns are byte-identical\n"
     "  -q, --quiet          no table, no progress\n";
 
@@ -170,13 +172,14 @@ typedef struct {
     const char *file, *out;
     int levels, fidelity, jobs, resume, quiet, reproducible, shard_i, shard_n, top;
     int force, strict, json;
-    double max_points, progress_every_s;
+    double max_points, progress_every_s, commit_every_s;
+    int commit_set;
 } run_args;
 
 /* Non-zero when the command must stop (help printed or a usage error): it returns p->rc. */
 static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_args *a) {
     enum { O_LEVELS = 256, O_FIDELITY, O_SHARD, O_RESUME, O_REPRO, O_TOP, O_SEARCH, O_FORCE, O_STRICT, O_JSON,
-           O_MAX_POINTS, O_PROGRESS };
+           O_MAX_POINTS, O_PROGRESS, O_COMMIT };
     static const struct option opts[] = {
         {"levels", required_argument, NULL, O_LEVELS}, {"fidelity", required_argument, NULL, O_FIDELITY},
         {"shard", required_argument, NULL, O_SHARD},   {"resume", no_argument, NULL, O_RESUME},
@@ -184,7 +187,8 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
         {"search", no_argument, NULL, O_SEARCH},       {"force", no_argument, NULL, O_FORCE},
         {"strict", no_argument, NULL, O_STRICT},       {"json", no_argument, NULL, O_JSON},
         {"max-points", required_argument, NULL, O_MAX_POINTS},
-        {"progress-every", required_argument, NULL, O_PROGRESS}, CLI_COMMON_OPTIONS};
+        {"progress-every", required_argument, NULL, O_PROGRESS},
+        {"commit-every", required_argument, NULL, O_COMMIT}, CLI_COMMON_OPTIONS};
     *a = (run_args){.fidelity = -1, .shard_n = 1, .top = 8};
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         switch (c) {
@@ -205,6 +209,10 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
         case O_JSON: a->json = 1; break;
         case O_MAX_POINTS: if (cli_double_opt(p, optarg, 1, 2e9, &a->max_points)) return 1; break;
         case O_PROGRESS: if (cli_double_opt(p, optarg, 0.1, 86400, &a->progress_every_s)) return 1; break;
+        case O_COMMIT:
+            if (cli_double_opt(p, optarg, 0, 3600, &a->commit_every_s)) return 1;
+            a->commit_set = 1;
+            break;
         case O_TOP:
             if (!search) return cli_error(p, "--top: only with `simrun search` (or --search)");
             if (cli_int_opt(p, optarg, 1, 1000, &a->top)) return 1;
@@ -232,7 +240,8 @@ static int run_or_search(cli_parser *p, int argc, char **argv, int search) {
                         .reproducible = a.reproducible, .jobs = a.jobs, .shard_i = a.shard_i, .shard_n = a.shard_n,
                         .resume = a.resume, .force = a.force, .strict = a.strict, .max_points = (long)a.max_points,
                         .search = search, .top = a.top, .json = a.json, .quiet = a.quiet,
-                        .progress_every_s = a.progress_every_s};
+                        .progress_every_s = a.progress_every_s, .commit_every_s = a.commit_every_s,
+                        .commit_set = a.commit_set};
     moe_error err = {0};
     int rc = sweep_run(&o, stdout, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);

@@ -356,6 +356,7 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
     results_db_mode mode = o->force ? DB_FORCE : o->resume ? DB_RESUME : DB_FRESH;
     if ((rc = results_db_open_run(out_dir, def, n, mode, &db, err))) goto done;
     c.db = db;
+    if (o->commit_set) results_db_set_commit_every(db, o->commit_every_s);
     if (!o->quiet) warn_disk(out_dir, hi - lo, eff_levels, stderr);
     done = moe_xcalloc((size_t)((hi - lo) / 8 + 1), 1);
     long n_done = results_db_done(db, lo, hi, done, err);

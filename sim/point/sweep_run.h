@@ -29,6 +29,8 @@ typedef struct {
     int json;                   /* results.json at any size */
     int quiet;
     double progress_every_s;    /* progress lines when stderr is not a terminal (0: 30 s) */
+    double commit_every_s;      /* results.db batch interval in seconds, used when commit_set (else 1 s) */
+    int commit_set;             /* commit_every_s was given (0 is a valid interval: every point) */
 } sweep_run_opts;
 
 /* Run it; the table and the summary go to `out` (unless quiet). Returns the exit code. */

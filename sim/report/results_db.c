@@ -167,6 +167,7 @@ static int read_run(results_db *db, moe_error *err) {
 static results_db *db_alloc(const char *path) {
     results_db *db = moe_xcalloc(1, sizeof *db);
     snprintf(db->path, sizeof db->path, "%s", path);
+    db->commit_every_s = DB_BATCH_S;
     hcreate_r(4 * DB_MAX_COLUMNS, &db->names);
     return db;
 }
@@ -434,6 +435,10 @@ int results_db_open_run(const char *dir, const cJSON *definition, long n_points,
 }
 
 /* ---- storing ---------------------------------------------------------------------------------- */
+
+void results_db_set_commit_every(results_db *db, double seconds) {
+    if (seconds >= 0) db->commit_every_s = seconds;
+}
 
 static int begin(results_db *db, moe_error *err) {
     if (db->in_txn) return 0;
@@ -739,7 +744,7 @@ int results_db_put(results_db *db, long id, const void *rec, size_t len, int mer
         if (d == 0) return 0;
     }
     if (insert_row(db, id, &r, err)) return err->code;
-    if (++db->pending >= DB_BATCH_POINTS || mono_s() - db->txn_t0 >= DB_BATCH_S) return results_db_commit(db, err);
+    if (++db->pending >= DB_BATCH_POINTS || mono_s() - db->txn_t0 >= db->commit_every_s) return results_db_commit(db, err);
     return 0;
 }
 

@@ -48,6 +48,9 @@ int results_db_open_run(const char *dir, const struct cJSON *definition, long n_
                         results_db **out, moe_error *err);
 /* Open an existing database (a folder holding results.db, or the file itself) to read or merge. */
 int results_db_open_existing(const char *path, int writable, results_db **out, moe_error *err);
+/* Commit the open batch after `seconds` (default 1 s; 0: after every point). A killed run loses at
+ * most that much work; a shorter interval costs an fsync per batch. Negative: unchanged. */
+void results_db_set_commit_every(results_db *db, double seconds);
 /* Commit and close. Returns the commit's error (a full disk shows here too). */
 int results_db_close(results_db *db, moe_error *err);
 /* Close without committing the open batch (after a failure). */

@@ -50,6 +50,7 @@ struct results_db {
     int in_txn;
     long pending;
     double txn_t0;
+    double commit_every_s;   /* a batch is committed after this long (DB_BATCH_S unless set) */
 };
 
 /* Open db->path on db->h with the store's pragmas. */
