@@ -544,10 +544,12 @@ static void optimizer_bytes_follow_master(void **state) {
 }
 
 /* Tensor parallelism is not free: GPT-3 on TP8 x PP4, 1F1B. The slowest stage is the last (24 layers
- * and the head); per micro-batch it sends one gradient message to stage 2 over RDMA (1024 GPUs per
- * stage: the boundary crosses nodes) of 2048/8 tokens x 12288 x 2 B, and runs, per layer, 8 ring
- * collectives over NVLink (all-gather + reduce-scatter around attention and FFN, forward and
- * backward) of 7/8 x 2048 x 12288 x 2 B each — all priced with the built-in roofline's links. */
+ * and the head); per micro-batch it sends one gradient message to stage 2 over RDMA (neighbouring
+ * stages are ep x tp = 8 GPUs apart in the rank numbering, sim/plan/rank_numbering.h: the boundary
+ * crosses nodes) of 2048/8 tokens x 12288 x 2 B, and runs, per layer, 8 ring collectives over NVLink
+ * (all-gather + reduce-scatter around attention and FFN, forward and backward) of 7/8 x 2048 x 12288
+ * x 2 B each — all priced with the built-in roofline's links. Without TP the 4 stages of a pipeline
+ * are GPUs 0-3 of one node, so the message goes over NVLink. */
 static void tp_collectives_are_priced(void **state) {
     (void)state;
     scenario s = gpt3_scenario(8, 4, 128, 8, SCHED_1F1B, 1);
@@ -559,7 +561,7 @@ static void tp_collectives_are_priced(void **state) {
     assert_within(p.comm_mb_s, want, 1e-12);
     assert_true(p.exposed_comm_s >= 8 * want);   /* 1F1B exposes it, m = 8 (plus the DP sync) */
     s.layout.tp = 1; s.layout.dp = 1024;   /* no TP: only the (now whole-sequence) P2P message */
-    assert_within(eval(&s).comm_mb_s, costmodel_link_s(&cm, CM_LINK_RDMA, 2048.0 * 12288 * 2), 1e-12);
+    assert_within(eval(&s).comm_mb_s, costmodel_link_s(&cm, CM_LINK_NVLINK, 2048.0 * 12288 * 2), 1e-12);
 }
 
 int main(void) {

@@ -395,7 +395,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
 
     /* which replicas to simulate */
-    int per_rep = p->pp * p->ep * p->tp;
+    int per_rep = rank_replica_ranks(&p->ranks);   /* replica d: ranks [d * per_rep, (d + 1) * per_rep) */
     int *rep_sim = moe_xmalloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
     int healthy_rep = -1;
     for (int d = 0; d < p->dp; d++) {

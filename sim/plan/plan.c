@@ -46,6 +46,7 @@
 #include "sim/plan/pipeline_forms.h"
 #include "sim/plan/plan_compute.h"
 #include "sim/plan/plan_costs.h"
+#include "sim/plan/rank_numbering.h"
 #include "sim/plan/reliability.h"
 
 #define GiB 1073741824.0
@@ -60,20 +61,6 @@ static void warn(plan_result *p, const char *fmt, ...) {
 }
 
 static double dmax(double a, double b) { return a > b ? a : b; }
-
-/* ---- where a communication group lands ---------------------------------------------------------- */
-
-/* A group of `members` ranks whose consecutive members are `stride` GPUs apart. */
-typedef struct { int per_node, nodes; } group_span;
-
-static group_span span_of(int members, int stride, int gpus_per_node) {
-    group_span g;
-    g.per_node = stride >= gpus_per_node ? 1 : gpus_per_node / stride;
-    if (g.per_node > members) g.per_node = members;
-    if (g.per_node < 1) g.per_node = 1;
-    g.nodes = (members + g.per_node - 1) / g.per_node;
-    return g;
-}
 
 /* ---- everything derived once per evaluation ------------------------------------------------------ */
 typedef struct {
@@ -91,7 +78,8 @@ typedef struct {
     double tp_layer_s;         /* the TP collectives of one layer, one micro-batch */
     double cp_layer_s;         /* context parallelism's exposed key/value exchange of one layer */
     double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
-    group_span ep_span, attn_dp_span, exp_dp_span;
+    rank_group_span ep_span, exp_dp_span;   /* where the groups land (rank_numbering.h) */
+    int attn_dp_one_node;                   /* the dense data-parallel group within one node */
     stage_census *cz;          /* what each pipeline position holds (pipeline_census) */
 } plan_ctx;
 
@@ -116,7 +104,7 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
     if (m->experts <= 0 || x->mc.moe_layers == 0 || s->layout.ep <= 1) return;
 
     int ep = s->layout.ep;
-    int q = x->ep_span.per_node, n = x->ep_span.nodes;
+    int q = x->ep_span.max_per_node, n = x->ep_span.nodes;
     double nvl_copies, rdma_copies = 0;
     if (n <= 1) {
         nvl_copies = K * (ep - 1) / ep;
@@ -154,12 +142,12 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
  * hand runs; a step exposes what its transfer takes beyond that compute. all_gather: one ring
  * all-gather of cp - 1 chunks before the attention (backward: all-gather again and a reduce-
  * scatter of the gradients), not overlapped. */
-static double cp_exchange_s(const plan_ctx *x, group_span sp) {
+static double cp_exchange_s(const plan_ctx *x, int ring_on_one_node) {
     const scenario *s = x->s;
     const model_cfg *m = &s->model;
     double tp = s->layout.tp, cp = scn_cp(s);
     double chunk = x->tokens_mb * model_kv_exchange_bytes(m, tp);
-    cm_link_class link = sp.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    cm_link_class link = ring_on_one_node ? CM_LINK_NVLINK : CM_LINK_RDMA;
     if (s->layout.cp_comm == CP_COMM_ALL_GATHER)
         return 3.0 * link_s(x, link, (cp - 1) * chunk);
     cm_attn_shape a = compute_attention_chunk(m, x->tokens_mb, tp, cp, 0, 0);
@@ -182,25 +170,29 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     x->m = scn_micro_batches(s);
     x->tokens_mb = scn_rank_tokens(s);
 
-    int gpn = cl->gpus_per_node, etp = scn_etp(s), cp = scn_cp(s);
-    int ep_inner = lay->placement == PLACE_EP_INNER;
-    /* rank order (program.h): etp fastest, then ep and dp (ep first for ep-inner), pp slowest; the
-     * attention side folds the same stage GPUs tp fastest, then cp, then attention DP */
-    x->ep_span = span_of(lay->ep, ep_inner ? etp : etp * lay->dp, gpn);
-    x->attn_dp_span = span_of(x->gpus / lay->pp / lay->tp, lay->tp, gpn);
-    x->exp_dp_span = span_of(lay->dp, ep_inner ? etp * lay->ep : etp, gpn);
-    x->cp_layer_s = cp > 1 ? cp_exchange_s(x, span_of(cp, lay->tp, gpn)) : 0.0;
+    int gpn = cl->gpus_per_node, cp = scn_cp(s);
+    /* where the groups land, placed as the step program places them (rank_numbering.h): the EP group,
+     * the expert data-parallel group (over replicas), one pipeline's stages; on the attention side
+     * the TP group, the CP ring and the dense data-parallel group (attention DP x CP) */
+    rank_grid grid = rank_grid_of(s);
+    int per_stage = rank_ranks_per_stage(&grid);
+    x->ep_span = rank_group_nodes(&grid, RANK_VARY_EP, gpn);
+    x->exp_dp_span = rank_group_nodes(&grid, RANK_VARY_REPLICA, gpn);
+    rank_group_span pipe = rank_group_nodes(&grid, RANK_VARY_STAGE, gpn);
+    int tp_one_node = rank_stage_group_on_one_node(&grid, 1, lay->tp, gpn);
+    x->attn_dp_one_node = rank_stage_group_on_one_node(&grid, lay->tp, per_stage / lay->tp, gpn);
+    x->cp_layer_s = cp > 1 ? cp_exchange_s(x, rank_stage_group_on_one_node(&grid, lay->tp, cp, gpn)) : 0.0;
 
     x->a2a_layer_s = 0;
     derive_a2a(x, out);
 
-    int stage_gpus = x->gpus / lay->pp;
-    cm_link_class pp_link = stage_gpus >= gpn ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    /* neighbouring stages share a node unless every stage of a pipeline has a node of its own */
+    cm_link_class pp_link = pipe.members > 1 && pipe.max_per_node == 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
     x->p2p_msg_s = link_s(x, pp_link, x->tokens_mb / lay->tp * s->model.hidden * 2.0);
 
     x->tp_layer_s = 0;
     if (lay->tp > 1) {
-        cm_link_class tp_link = lay->tp <= gpn ? CM_LINK_NVLINK : CM_LINK_RDMA;
+        cm_link_class tp_link = tp_one_node ? CM_LINK_NVLINK : CM_LINK_RDMA;
         double ring = (lay->tp - 1.0) / lay->tp * x->tokens_mb * s->model.hidden * 2.0;
         x->tp_layer_s = 8.0 * link_s(x, tp_link, ring);
     }
@@ -248,7 +240,7 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
 static void dp_sync_s(const plan_ctx *x, double ne, double ex, double g_ne, double g_ex,
                       double *t_rs, double *t_ag) {
     const scenario *s = x->s;
-    cm_link_class l_ne = x->attn_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
+    cm_link_class l_ne = x->attn_dp_one_node ? CM_LINK_NVLINK : CM_LINK_RDMA;
     cm_link_class l_ex = x->exp_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
     double f_ne = g_ne > 1 ? (g_ne - 1) / g_ne : 0, f_ex = g_ex > 1 ? (g_ex - 1) / g_ex : 0;
     double w_b = x->sb.weight, g_b = x->sb.grad;

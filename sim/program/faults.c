@@ -54,7 +54,7 @@ static int stall_point(const program *p, int k, int rank, int *at, moe_error *er
 
 int step_faults_resolve(const program *p, step_faults *f, moe_error *err) {
     const faults_cfg *fc = &p->scn->faults;
-    const int R = p->n_ranks, per_replica = p->pp * p->ep * p->tp;
+    const int R = p->n_ranks, per_replica = rank_replica_ranks(&p->ranks);
     memset(f, 0, sizeof *f);
     f->n_ranks = R;
     f->n_replicas = p->dp;
@@ -97,7 +97,7 @@ int step_faults_resolve(const program *p, step_faults *f, moe_error *err) {
         f->n_slow_ranks += slow;
         f->n_link_ranks += link;
         f->n_stalled_ranks += stalled;
-        if (slow || link || stalled) f->replica_faulty[r / per_replica] = 1;
+        if (slow || link || stalled) f->replica_faulty[r / per_replica] = 1;   /* rank_numbering.h: replica-major */
     }
     return 0;
 }

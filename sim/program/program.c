@@ -64,20 +64,13 @@ const char *stream_name(stream_kind s) {
 
 /* ---- ranks ---------------------------------------------------------------------------------------- */
 int program_rank(const program *p, int d, int s, int e, int t) {
-    return ((d * p->pp + s) * p->ep + e) * p->tp + t;
+    return rank_of(&p->ranks, (rank_coords){d, s, e, t});
 }
 void program_coords(const program *p, int rank, int *d, int *s, int *e, int *t) {
-    *t = rank % p->tp; rank /= p->tp;
-    *e = rank % p->ep; rank /= p->ep;
-    *s = rank % p->pp;
-    *d = rank / p->pp;
+    rank_coords c = rank_coords_of(&p->ranks, rank);
+    *d = c.replica; *s = c.stage; *e = c.ep; *t = c.tp;
 }
-int program_gpu_of_rank(const program *p, int rank) {
-    if (p->scn->layout.placement == PLACE_EP_INNER) return rank;
-    int d, s, e, t;
-    program_coords(p, rank, &d, &s, &e, &t);
-    return ((s * p->ep + e) * p->dp + d) * p->tp + t;
-}
+int program_gpu_of_rank(const program *p, int rank) { return rank_gpu(&p->ranks, rank); }
 int program_group_of(const program *p, int rank, group_kind kind) {
     return p->rank_group[rank * GROUP_NKINDS + kind];
 }
@@ -92,9 +85,9 @@ int program_draw_of(const program *p, int layer, int mb) {
  * listed in rank order, which for the EP group is ep-index order and for the CP group ring order.
  * The attention-side groups fold the stage's GPUs by q = (d ep + e) etp + t, the rank's index in its
  * stage (program.h): attention TP rank q mod tp, CP rank (q / tp) mod cp, attention DP rank the rest. */
-static int stage_index(const program *p, int d, int e, int t) { return (d * p->ep + e) * p->tp + t; }
 static int group_key(const program *p, group_kind k, int d, int s, int e, int t) {
-    int q = stage_index(p, d, e, t), per_stage = p->dp * p->ep * p->tp, atp = p->attn_tp, cp = p->cp;
+    int q = rank_stage_index(&p->ranks, (rank_coords){d, s, e, t});
+    int per_stage = rank_ranks_per_stage(&p->ranks), atp = p->attn_tp, cp = p->cp;
     switch (k) {
     case GROUP_EP: return (d * p->pp + s) * p->tp + t;
     case GROUP_TP: return s * (per_stage / atp) + q / atp;
@@ -802,15 +795,9 @@ int program_build(const scenario *s, program **out, moe_error *err) {
         return moe_error_input(err, s->file, "layout", v,
                                "the product to equal the GPU count %d and tp*cp to divide a stage's GPUs", gpus);
     }
-    /* The rank numbering's inner coordinate (program.h). A dense model has no expert side: its inner
-     * coordinate covers TP x CP, so that every attention group and CP ring lies inside one replica
-     * (the executors' replica shortcut). An MoE model's ring neighbours must lie in one replica too:
-     * tp x cp divides etp x ep. */
-    int inner = etp, replicas = L->dp;
-    if (s->model.experts == 0 && L->ep == 1) {
-        inner = L->tp * cp;
-        replicas = gpus / (L->pp * inner);
-    } else if (cp > 1 && (etp * L->ep) % (L->tp * cp) != 0) {
+    /* The rank numbering's inner coordinate (rank_numbering.h): a dense model's covers TP x CP; an MoE
+     * model's CP ring neighbours must lie in one replica too: tp x cp divides etp x ep. */
+    if (!(s->model.experts == 0 && L->ep == 1) && cp > 1 && (etp * L->ep) % (L->tp * cp) != 0) {
         char v[64];
         snprintf(v, sizeof v, "%d (tp*cp = %d, etp*ep = %d)", cp, L->tp * cp, etp * L->ep);
         return moe_error_input(err, s->file, "layout.cp", v,
@@ -838,7 +825,8 @@ int program_build(const scenario *s, program **out, moe_error *err) {
 
     program *p = moe_xcalloc(1, sizeof *p);
     p->scn = s;
-    p->pp = L->pp; p->ep = L->ep; p->dp = replicas; p->tp = inner;
+    p->ranks = rank_grid_of(s);
+    p->pp = L->pp; p->ep = L->ep; p->dp = p->ranks.dp; p->tp = p->ranks.tp;
     p->attn_tp = L->tp; p->cp = cp;
     p->vpp = sp.vpp; p->n_chunks = sp.n_chunks;
     p->micro_batches = sp.m;

@@ -23,21 +23,14 @@
  *     pattern (all-to-all: the slowest rank's completion; DESIGN.md level 2).
  *   - A rank's step ends when its last op ends; the step ends when every rank's step has ended.
  *
- * Ranks and GPUs. A rank is the tuple (replica d, stage s, ep index e, tp index t) numbered
- *     rank = ((d * pp + s) * ep + e) * tp + t
- * where "stage" is the pipeline position of the rank (its pipeline rank; with interleaving or
- * DualPipe a rank holds several model stages, its "chunks"). layout.placement maps ranks to GPUs:
- *   ep-inner : gpu = rank   — an EP group (ep*tp ranks) lies on consecutive GPUs, i.e. on
- *              ep*tp/gpus_per_node consecutive nodes (seed 003: "64 GPUs on 8 consecutive nodes");
- *   dp-inner : gpu = ((s * ep + e) * dp + d) * tp + t — the replicas of one expert shard are
- *              neighbours (EP groups spread over dp-strided nodes).
- * Node of a GPU = gpu / gpus_per_node; its rail = gpu % gpus_per_node.
- *
- * The rank's coordinates are the EXPERT side of Megatron's MoE parallel folding: t is its expert-
- * tensor-parallel index (program.tp = layout.etp, which defaults to layout.tp), e its EP index, d its
- * expert replica. The attention side folds the same stage GPUs by q = (d ep + e) etp + t (the rank's
- * index within its stage): attention TP index q mod attn_tp, CP index (q / attn_tp) mod cp,
- * attention DP index the rest (SCENARIO.md: tp x cp x attention DP = etp x ep x dp per stage).
+ * Ranks and GPUs: sim/plan/rank_numbering.h, the numbering the plan uses too. A rank is the tuple
+ * (replica d, stage s, ep index e, tp index t), rank = ((d * pp + s) * ep + e) * tp + t, "stage"
+ * being its pipeline position (with interleaving or DualPipe a rank holds several model stages, its
+ * "chunks"); layout.placement (ep-inner, dp-inner) maps ranks to GPUs. The coordinates are the
+ * EXPERT side of Megatron's MoE parallel folding (program.tp = layout.etp); the attention side folds a
+ * stage's ranks by their stage index q = (d ep + e) etp + t: attention TP index q mod attn_tp, CP index
+ * (q / attn_tp) mod cp, attention DP index the rest (SCENARIO.md: tp x cp x attention DP = etp x ep x
+ * dp per stage).
  *
  * Groups. Every collective names a group id into program.groups (members as global ranks,
  * ascending, so that member index == ep index inside an EP group and == CP index inside a CP group):
@@ -94,6 +87,7 @@
 #include "sim/scenario/scenario.h"
 #include "sim/base/errors.h"
 #include "sim/plan/kernels.h"
+#include "sim/plan/rank_numbering.h"
 #include "sim/program/faults.h"
 
 /* ---- op vocabulary ---------------------------------------------------------------------------- */
@@ -174,6 +168,7 @@ typedef struct program {
     int pp, ep, dp, tp, vpp, n_chunks;   /* tp: the EXPERT tensor parallelism of the rank numbering
                                             (layout.etp); n_chunks: model stages per rank (1, vpp, or 2) */
     int attn_tp, cp;          /* attention tensor and context parallelism (layout.tp, layout.cp) */
+    rank_grid ranks;          /* the rank numbering and placement (rank_numbering.h) */
     int micro_batches;        /* per pipeline per step */
     int n_ranks;
     int tokens_per_mb;        /* tokens of one micro-batch on one attention rank (its CP share) */

@@ -15,6 +15,8 @@
 #include "sim/report/diagnose.h"
 #include "sim/base/alloc.h"
 
+#include "sim/plan/rank_numbering.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,12 +29,20 @@ void diag_rules_default(diag_rules *r) {
     r->top_experts = 3;
 }
 
+/* The trace's rank numbering (sim/plan/rank_numbering.h). Its GPUs come from otherData.rank_gpu, not
+ * from a placement: a live trace may come from any mapping of ranks to GPUs. */
+static rank_grid trace_ranks(const diag_trace *t) {
+    return (rank_grid){.dp = t->dp, .pp = t->pp, .ep = t->ep, .tp = t->tp, .placement = PLACE_EP_INNER};
+}
+
 void diag_locate(const diag_trace *t, int rank, diag_place *out) {
+    rank_grid g = trace_ranks(t);
+    rank_coords c = rank_coords_of(&g, rank);
     out->rank = rank;
-    out->tp_index = rank % t->tp;
-    out->ep_index = (rank / t->tp) % t->ep;
-    out->stage = (rank / (t->tp * t->ep)) % t->pp;
-    out->replica = rank / (t->tp * t->ep * t->pp);
+    out->tp_index = c.tp;
+    out->ep_index = c.ep;
+    out->stage = c.stage;
+    out->replica = c.replica;
     out->gpu = t->rank_gpu ? t->rank_gpu[rank] : rank;
     out->node = out->gpu / t->gpus_per_node;
     out->local_gpu = out->gpu % t->gpus_per_node;
@@ -236,11 +246,12 @@ int diag_slow_links(const diag_trace *t, diag_link_report *out) {
         free(others);
         return -1;
     }
+    rank_grid rg = trace_ranks(t);
     for (int s = 0; s < t->pp; s++) {
         for (int g = 0; g < per_stage; g++) {   /* g = d * tp + tidx */
             int d = g / t->tp, tidx = g % t->tp;
             double sum = 0;
-            for (int e = 0; e < t->ep; e++) sum += t->rank_a2a_s[((d * t->pp + s) * t->ep + e) * t->tp + tidx];
+            for (int e = 0; e < t->ep; e++) sum += t->rank_a2a_s[rank_of(&rg, (rank_coords){d, s, e, tidx})];
             mean[g] = sum / t->ep;
         }
         for (int g = 0; g < per_stage; g++) {
@@ -252,13 +263,15 @@ int diag_slow_links(const diag_trace *t, diag_link_report *out) {
             /* > 1.25 x the median of the others, and by more than a microsecond (exact ties when the
              * replicas are identical: the simulator mirrors healthy replicas) */
             if (!(mean[g] > DIAG_SLOW_GROUP_RATIO * med && mean[g] - med > 1e-6)) continue;
-            int d = g / t->tp, tidx = g % t->tp, first = ((d * t->pp + s) * t->ep) * t->tp + tidx;
+            int d = g / t->tp, tidx = g % t->tp;
             diag_slow_group *x = &out->groups[out->n++];
-            *x = (diag_slow_group){.replica = d, .stage = s, .tp_index = tidx, .first_rank = first,
+            *x = (diag_slow_group){.replica = d, .stage = s, .tp_index = tidx,
+                                   .first_rank = rank_of(&rg, (rank_coords){d, s, 0, tidx}),
+                                   .last_rank = rank_of(&rg, (rank_coords){d, s, t->ep - 1, tidx}),
                                    .n_ranks = t->ep, .comm_s = mean[g], .others_s = med,
                                    .node_lo = INT32_MAX, .node_hi = -1};
             for (int e = 0; e < t->ep; e++) {
-                int node = t->rank_gpu[first + e * t->tp] / t->gpus_per_node;
+                int node = t->rank_gpu[rank_of(&rg, (rank_coords){d, s, e, tidx})] / t->gpus_per_node;
                 if (node < x->node_lo) x->node_lo = node;
                 if (node > x->node_hi) x->node_hi = node;
             }

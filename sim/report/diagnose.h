@@ -187,7 +187,7 @@ void diag_expert_report_free(diag_expert_report *r);
 
 typedef struct {
     int replica, stage, tp_index;   /* the EP group */
-    int first_rank, n_ranks;        /* its ranks: first_rank + e * tp, e < ep */
+    int first_rank, last_rank, n_ranks;   /* its ranks: ep index 0 .. ep-1 (first_rank + e * tp) */
     int node_lo, node_hi;           /* nodes its GPUs sit on */
     double comm_s, others_s;        /* its mean time in all-to-alls; median of the stage's others */
 } diag_slow_group;

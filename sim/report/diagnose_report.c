@@ -106,7 +106,7 @@ static void print_holders(FILE *f, const diag_hot_expert *h) {
     fprintf(f, "\n");
 }
 
-static void print_links(FILE *f, const diag_trace *t, const diag_link_report *l) {
+static void print_links(FILE *f, const diag_link_report *l) {
     fprintf(f, "Slow links (time in all-to-alls of each EP group vs the other groups of its stage)\n");
     if (!l->present) {
         fprintf(f, "  skipped (no rank_a2a_s in the trace, or one EP group per stage)\n");
@@ -120,7 +120,7 @@ static void print_links(FILE *f, const diag_trace *t, const diag_link_report *l)
         const diag_slow_group *g = &l->groups[i];
         fprintf(f, "  [FAIL] stage %d, replica %d, tp %d: EP group of ranks %d..%d (nodes %d-%d) spends %.4f s\n"
                    "         in all-to-alls vs %.4f s in the stage's other groups (%+.1f%%)\n",
-                g->stage, g->replica, g->tp_index, g->first_rank, g->first_rank + (g->n_ranks - 1) * t->tp,
+                g->stage, g->replica, g->tp_index, g->first_rank, g->last_rank,
                 g->node_lo, g->node_hi, g->comm_s, g->others_s,
                 100.0 * (g->comm_s - g->others_s) / (g->others_s > 0 ? g->others_s : 1e-12));
     }
@@ -264,7 +264,7 @@ void diag_report_print(FILE *f, const diag_trace *t, const diag_report *r, const
     print_load(f, &r->load);
     if (!r->hang && !(r->load.present && r->load.experts.severe)) {
         fprintf(f, "\n");
-        print_links(f, t, &r->links);
+        print_links(f, &r->links);
     }
     fprintf(f, "\n");
     if (r->problems) fprintf(f, "verdict: %d problem%s found\n", r->problems, r->problems == 1 ? "" : "s");
