@@ -199,10 +199,38 @@ static void sliding_window_by_hand(void **state) {
     assert_int_equal(g.window_layers, 18);
 }
 
+/* Which blocks are MoE (model_layer_is_moe, the rule the program and live mode use): DeepSeek-V3's
+ * first 3 of 61 blocks are dense, blocks 3..60 and its MTP block (61) MoE: 58 MoE layers. A model
+ * without experts, or whose dense_layers covers every block, has none, MTP included. */
+static void moe_layers_by_hand(void **state) {
+    (void)state;
+    model_cfg m;
+    assert_int_equal(preset_model("deepseek-v3", &m), 0);
+    assert_int_equal(m.layers, 61);
+    assert_int_equal(m.dense_layers, 3);
+    assert_false(model_layer_is_moe(&m, 2));
+    assert_true(model_layer_is_moe(&m, 3) && model_layer_is_moe(&m, 60) && model_layer_is_moe(&m, 61));
+    assert_int_equal(model_first_moe_layer(&m), 3);
+    assert_int_equal(model_moe_layers(&m), 58);
+    assert_int_equal(model_layer_kind(&m, 61), LAYER_MOE);
+    model_counts mc;
+    model_count(&m, &mc);
+    assert_int_equal(mc.moe_layers, 58);
+    assert_int_equal(mc.dense_layers, 3);
+    m.dense_layers = m.layers;   /* experts, but every block dense */
+    assert_false(model_layer_is_moe(&m, 60) || model_layer_is_moe(&m, 61));
+    assert_int_equal(model_moe_layers(&m), 0);
+    m.dense_layers = 0;
+    m.experts = 0;               /* a dense model whatever dense_layers says */
+    assert_false(model_layer_is_moe(&m, 0) || model_layer_is_moe(&m, 61));
+    assert_int_equal(model_layer_kind(&m, 61), LAYER_DENSE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(new_presets_published_totals),
         cmocka_unit_test(sliding_window_by_hand),
+        cmocka_unit_test(moe_layers_by_hand),
         cmocka_unit_test(deepseek_v3_671b_37b),
         cmocka_unit_test(mixtral_8x7b),
         cmocka_unit_test(gpt3_175b),

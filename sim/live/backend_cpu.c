@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/moe_kernels.h"
+#include "sim/plan/model.h"
 
 /* One MoE layer instance (layer, micro-batch) on this rank. */
 typedef struct {
@@ -34,7 +35,7 @@ struct live_cpu {
     const program *p;
     const scenario *s;
     int rank, d, stage, e, t;
-    int R, E, El, K, H, F, T, L, mbs, n_chunks, dense_layers;
+    int R, E, El, K, H, F, T, L, mbs, n_chunks;
     moe_gate_cfg gate;
     int capacity;
     moe_bf16 **w_gate, **w1, **w3, **w2;        /* [L] (MoE layers only), every expert */
@@ -94,7 +95,7 @@ static void burn(live_cpu *c, double flops) {
 }
 
 /* ---- setup ---------------------------------------------------------------------------------------------- */
-static int is_moe_layer(const live_cpu *c, int l) { return c->E > 0 && l >= c->dense_layers; }
+static int is_moe_layer(const live_cpu *c, int l) { return model_layer_is_moe(&c->s->model, l); }
 
 static void *xcalloc(size_t n, size_t sz, int *fail) {
     void *v = moe_xcalloc(n ? n : 1, sz);
@@ -127,7 +128,7 @@ int live_cpu_create(const program *p, int rank, live_cpu **out, moe_error *err) 
     program_coords(p, rank, &c->d, &c->stage, &c->e, &c->t);
     c->R = p->ep; c->E = s->model.experts; c->El = c->E > 0 ? c->E / c->R : 0; c->K = s->model.top_k;
     c->H = s->model.hidden; c->F = s->model.expert_hidden; c->T = p->tokens_per_mb; c->L = s->model.layers;
-    c->mbs = p->micro_batches; c->n_chunks = p->n_chunks; c->dense_layers = s->model.dense_layers;
+    c->mbs = p->micro_batches; c->n_chunks = p->n_chunks;
     if (c->E > 0) {
         c->gate = moe_gate_cfg_default(c->E, c->K);
         if (s->model.expert_groups > 1 && s->model.topk_groups > 0 && s->model.topk_groups < s->model.expert_groups) {

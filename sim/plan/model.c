@@ -80,9 +80,8 @@ int model_layer_windowed(const model_cfg *m, int layer) {
 }
 
 layer_kind model_layer_kind(const model_cfg *m, int layer) {
-    int moe = m->experts > 0 && m->dense_layers < m->layers;
-    if (layer >= m->layers) return moe ? LAYER_MOE : LAYER_DENSE;
-    int k = (m->experts > 0 && layer >= m->dense_layers) ? LAYER_MOE : LAYER_DENSE;
+    int k = model_layer_is_moe(m, layer) ? LAYER_MOE : LAYER_DENSE;
+    if (layer >= m->layers) return (layer_kind)k;
     return (layer_kind)(model_layer_windowed(m, layer) ? k + LAYER_DENSE_WINDOW : k);
 }
 
@@ -96,8 +95,8 @@ void model_count(const model_cfg *m, model_counts *out) {
     double h = m->hidden;
     int moe = m->experts > 0;
     out->layers = m->layers;
-    out->dense_layers = moe ? (m->dense_layers < m->layers ? m->dense_layers : m->layers) : m->layers;
-    out->moe_layers = m->layers - out->dense_layers;
+    out->dense_layers = model_first_moe_layer(m);
+    out->moe_layers = model_moe_layers(m);
 
     double attn_norms = 0;   /* MLA low-rank RMSNorms: parameters, but no matmul FLOPs */
     if (m->attention == ATTN_MLA) count_mla(m, &out->attn_split, &out->attn_replicated, &attn_norms,
@@ -150,7 +149,7 @@ void model_count(const model_cfg *m, model_counts *out) {
     /* ---- multi-token prediction (model.h): a block of the last block's kind, 2 norms on the
      * inputs, the projection M (2h -> h), a final norm; the embedding and head are shared ---- */
     out->mtp_layers = m->mtp_layers;
-    out->mtp_moe = moe && out->moe_layers > 0;
+    out->mtp_moe = model_layer_is_moe(m, m->layers);   /* the last block's kind */
     out->mtp_proj = 2.0 * h * h;
     out->mtp_norms = 3.0 * h;
     double block = attn + out->layer_norms + (out->mtp_moe ? out->router + out->shared : out->dense_ffn);

@@ -40,6 +40,18 @@ typedef enum { LAYER_DENSE = 0, LAYER_MOE, LAYER_DENSE_WINDOW, LAYER_MOE_WINDOW,
 static inline int layer_kind_is_moe(layer_kind k) { return k == LAYER_MOE || k == LAYER_MOE_WINDOW; }
 static inline int layer_kind_is_window(layer_kind k) { return k >= LAYER_DENSE_WINDOW; }
 
+/* Which blocks are MoE — the one rule, used by the model counts, the plan, the step program, its
+ * routing and live mode: with experts, every block from model.dense_layers on (dense_layers <= layers,
+ * scenario.c checks); without experts none. An MTP block (layer >= layers) is of the last block's
+ * kind. */
+static inline int model_first_moe_layer(const model_cfg *m) {
+    return m->experts > 0 && m->dense_layers < m->layers ? m->dense_layers : m->layers;
+}
+static inline int model_moe_layers(const model_cfg *m) { return m->layers - model_first_moe_layer(m); }
+static inline int model_layer_is_moe(const model_cfg *m, int layer) {
+    return model_moe_layers(m) > 0 && layer >= model_first_moe_layer(m);
+}
+
 typedef struct {
     int layers, dense_layers, moe_layers;
 
@@ -107,9 +119,8 @@ double model_attn_core_window_flops(const model_cfg *m, double seq_len, double w
 double model_kv_exchange_bytes(const model_cfg *m, double tp);
 /* Does block `layer` (0-based) use the sliding window? */
 int model_layer_windowed(const model_cfg *m, int layer);
-/* The kind of block `layer`: MoE when the model has experts and layer >= dense_layers; windowed as
- * model_layer_windowed says. An MTP block (layer >= layers) has the kind of the last block, with
- * full attention. */
+/* The kind of block `layer`: MoE as model_layer_is_moe says; windowed as model_layer_windowed says.
+ * An MTP block (layer >= layers) has the kind of the last block, with full attention. */
 layer_kind model_layer_kind(const model_cfg *m, int layer);
 
 #endif

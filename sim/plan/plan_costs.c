@@ -10,7 +10,7 @@ void plan_costs_default(plan_costs *c) {
 
 double overlap_compute_slowdown(const scenario *s, const plan_costs *c) {
     const layout_cfg *lay = &s->layout;
-    int moe = s->model.experts > 0 && s->model.layers > s->model.dense_layers;
+    int moe = model_moe_layers(&s->model) > 0;
     int overlapped = (lay->schedule == SCHED_DUALPIPE || lay->moe_a2a_overlap) && moe && lay->ep > 1;
     return overlapped ? 1.0 / (1.0 - c->comm_sm_fraction) : 1.0;
 }

@@ -191,8 +191,8 @@ static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
 static int build_routing(program *p, moe_error *err) {
     const scenario *s = p->scn;
     int n = p->ep, E = s->model.experts, m = p->micro_batches;
-    p->moe_first_layer = E > 0 ? s->model.dense_layers : s->model.layers;
-    p->n_moe_layers = E > 0 ? s->model.layers - s->model.dense_layers : 0;
+    p->moe_first_layer = model_first_moe_layer(&s->model);
+    p->n_moe_layers = model_moe_layers(&s->model);
     /* MoE MTP blocks (layer model.layers + j) route like the blocks before them */
     if (p->n_moe_layers > 0) p->n_moe_layers += s->model.mtp_layers;
     p->draw_of = moe_xcalloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
@@ -288,11 +288,11 @@ typedef struct {
     double T;              /* tokens per micro-batch per rank */
     double act_bytes;      /* one token's hidden state in BF16 */
     double wbytes;         /* bytes per weight element in compute precision */
-    int moe_first;         /* first MoE layer index */
+    const model_cfg *model;
     double tp;
 } layer_info;
 
-static int is_moe(const layer_info *li, int layer) { return li->mc.moe_layers > 0 && layer >= li->moe_first; }
+static int is_moe(const layer_info *li, int layer) { return model_layer_is_moe(li->model, layer); }
 /* attention score + value FLOPs per token of block `layer` (sliding window or full) */
 static double attn_core(const program *p, const layer_info *li, int layer) {
     return model_layer_windowed(&p->scn->model, layer) ? li->mc.fwd_attn_core_window : li->mc.fwd_attn_core;
@@ -863,7 +863,7 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     li.T = p->tokens_per_mb;
     li.act_bytes = 2.0 * s->model.hidden;
     li.wbytes = dtype_bytes(s->precision.compute);
-    li.moe_first = s->model.experts > 0 ? s->model.dense_layers : s->model.layers;
+    li.model = &s->model;
     li.tp = p->attn_tp;
     p->stage_ops = moe_xcalloc((size_t)p->pp, sizeof *p->stage_ops);
     p->stage_n_ops = moe_xcalloc((size_t)p->pp, sizeof(int));

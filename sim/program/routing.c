@@ -12,6 +12,7 @@
 #include "sim/base/alloc.h"
 #include "sim/base/json_read.h"
 #include "sim/base/rng_seed.h"
+#include "sim/plan/model.h"
 #include "sim/scenario/scenario_paths.h"
 
 #include <errno.h>
@@ -229,7 +230,7 @@ static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
         if (load_trace(s, E, c->K, &c->weights, &c->n_laws, err)) return -1;
         break;
     case ROUTE_ZIPF: {
-        int moe = scn_moe_layers(s);
+        int moe = model_moe_layers(&s->model);
         c->n_laws = moe > 0 ? moe : 1;
         c->weights = moe_xmalloc((size_t)c->n_laws * E * sizeof *c->weights);
         int *perm = moe_xmalloc((size_t)E * sizeof *perm);

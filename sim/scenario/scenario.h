@@ -385,9 +385,6 @@ static inline double scn_rank_tokens(const scenario *s) {
 static inline double scn_routed_tokens(const scenario *s) {
     return scn_rank_tokens(s) * scn_etp(s) / s->layout.tp;
 }
-static inline int scn_moe_layers(const scenario *s) {
-    return s->model.experts > 0 ? s->model.layers - s->model.dense_layers : 0;
-}
 /* micro-batches per pipeline per step: global batch spread over attention-DP ranks */
 static inline int scn_micro_batches(const scenario *s) {
     return s->layout.global_batch / (s->layout.micro_batch * scn_attn_dp(s));
