@@ -60,7 +60,7 @@ static void test_band(void **state) {
                       "{\"name\":\"x\",\"kind\":\"deepep\",\"metric\":\"dispatch_rdma_GBps\",\"status\":\"ok\",\"error_pct\":90},"
                       "{\"name\":\"y\",\"kind\":\"step\",\"metric\":\"step_time_s\",\"status\":\"not expressible\"}]}");
     validate_band b;
-    assert_int_equal(validate_band_of(d, &b), 0);
+    assert_int_equal(validate_band_of(d, -1, &b), 0);
     assert_int_equal(b.cases, 3);
     assert_float_equal(b.max_rel_err, 0.10, 1e-12);
     assert_float_equal(b.min_rel_err, -0.20, 1e-12);
@@ -69,8 +69,22 @@ static void test_band(void **state) {
     assert_float_equal(lo, 1000.0, 1e-9);
     assert_float_equal(hi, 1375.0, 1e-9);
     cJSON_Delete(d);
+    /* MoE and dense cases give their own bands */
+    cJSON *k = doc_of("{\"cases\":[{\"name\":\"a\",\"kind\":\"step\",\"metric\":\"tokens_per_s_per_gpu\",\"status\":\"ok\",\"error_pct\":4,\"moe\":false},"
+                      "{\"name\":\"b\",\"kind\":\"step\",\"metric\":\"tokens_per_s_per_gpu\",\"status\":\"ok\",\"error_pct\":60,\"moe\":true},"
+                      "{\"name\":\"c\",\"kind\":\"step\",\"metric\":\"tokens_per_s_per_gpu\",\"status\":\"ok\",\"error_pct\":-2,\"moe\":false}]}");
+    assert_int_equal(validate_band_of(k, 0, &b), 0);
+    assert_float_equal(b.min_rel_err, -0.02, 1e-12);
+    assert_float_equal(b.max_rel_err, 0.04, 1e-12);
+    assert_int_equal(validate_band_of(k, 1, &b), 0);
+    assert_float_equal(b.min_rel_err, 0.0, 1e-12);   /* the band holds the prediction itself */
+    assert_float_equal(b.max_rel_err, 0.60, 1e-12);
+    validate_band_apply_time(&b, 10.0, &lo, &hi);   /* rates up to 60% fast: times up to 1.6 x longer */
+    assert_float_equal(lo, 10.0, 1e-12);
+    assert_float_equal(hi, 16.0, 1e-12);
+    cJSON_Delete(k);
     cJSON *none = doc_of("{\"cases\":[]}");
-    assert_int_equal(validate_band_of(none, &b), -1);
+    assert_int_equal(validate_band_of(none, -1, &b), -1);
     cJSON_Delete(none);
 }
 

@@ -1,5 +1,6 @@
 /* point_eval.c — one sweep point through the three levels. */
 #include "sim/point/point_eval.h"
+#include "sim/point/validate.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -45,6 +46,14 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         point_warn_plan(s, &plan, cJSON_GetObjectItemCaseSensitive(po, "warnings"));
     }
 
+    /* every step and run result carries the error band of the validation table's step cases */
+    validate_band band;
+    int have_band = validate_band_for(s, &band) == 0;
+    if (have_band && (opt->levels & LEVEL_PLAN)) {
+        cJSON *po = cJSON_GetObjectItemCaseSensitive(pt, "plan");
+        validate_band_add(po, "tokens_per_s_per_gpu", 0, &band);
+        validate_band_add(po, "step_time_s", 1, &band);
+    }
     double step_time_s = plan.step_time_s;
     if (opt->levels & LEVEL_STEP) {
         step_result st;
@@ -54,6 +63,11 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         cJSON *step = cJSON_AddObjectToObject(pt, "step");
         step_result_to_json(&st, step);
         point_warn_step(s, &plan, &st, cJSON_AddArrayToObject(step, "warnings"));
+        if (have_band) {
+            validate_band_add(step, "tokens_per_s_per_gpu", 0, &band);
+            validate_band_add(step, "tflops_per_gpu", 0, &band);
+            validate_band_add(step, "step_time_s", 1, &band);
+        }
         step_time_s = st.step_time_s;
         step_result_free(&st);
     }
@@ -63,6 +77,11 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         cJSON *run = cJSON_AddObjectToObject(pt, "run");
         trainrun_result_to_json(&tr, run);
         point_warn_run(s, &plan, &tr, cJSON_AddArrayToObject(run, "warnings"));
+        /* the days scale with the step time the run replays */
+        if (have_band) {
+            validate_band_add(run, "days_p50", 1, &band);
+            validate_band_add(run, "days_p95", 1, &band);
+        }
     }
     if (opt->reproducible) zero_wall_clock(pt);
     return pt;

@@ -15,6 +15,7 @@
 #include "sim/point/point_eval.h"
 #include "sim/report/point_pool.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_paths.h"
 #include "sim/simgrid/deepep_bench.h"
 
 #define NAME_MAX_LEN 64
@@ -291,6 +292,7 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
         set_status(o, "ok", NULL);
         return o;
     }
+    cJSON_AddBoolToObject(o, "moe", s.model.experts > 0);
     point_opts po = {.levels = LEVEL_PLAN | LEVEL_STEP, .reproducible = 1};
     cJSON *pt = point_evaluate(&s, 0, NULL, &po, &e);
     if (!pt) {
@@ -412,6 +414,14 @@ void validate_print(FILE *out, const cJSON *doc) {
                     number_at(s, "max_abs_error_pct"));
         fputc('\n', out);
     }
+    /* the error bands every result carries (validate_band_for): the residuals of each kind */
+    const char *kinds[2] = {"dense", "MoE"};
+    for (int k = 0; k < 2; k++) {
+        validate_band b;
+        if (validate_band_of(doc, k, &b) == 0)
+            fprintf(out, "error band, %s models (%d step case%s): predicted / published - 1 in [%+.1f%%, %+.1f%%]\n",
+                    kinds[k], b.cases, b.cases == 1 ? "" : "s", 100.0 * b.min_rel_err, 100.0 * b.max_rel_err);
+    }
 }
 
 static char *csv_of(const cJSON *doc) {
@@ -495,17 +505,23 @@ int validate_compare(const cJSON *doc, const cJSON *baseline, double tol_pp, FIL
     return moved;
 }
 
-int validate_band_of(const cJSON *doc, validate_band *out) {
+static cJSON *load_doc(const char *path, moe_error *err);
+
+int validate_band_of(const cJSON *doc, int moe, validate_band *out) {
     memset(out, 0, sizeof *out);
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
         double e = number_at(c, "error_pct");
         if (!status_ok(c) || strcmp(str_at(c, "kind"), "step") != 0 || !isfinite(e)) continue;
+        const cJSON *cm = cJSON_GetObjectItemCaseSensitive(c, "moe");
+        if (moe >= 0 && cJSON_IsBool(cm) && cJSON_IsTrue(cm) != moe) continue;
         /* relative error of a rate (tokens/s, TFLOP/s); a time's error enters inverted */
         double rel = e / 100.0;
         if (strcmp(str_at(c, "metric"), "step_time_s") == 0) rel = 1.0 / (1.0 + rel) - 1.0;
-        if (out->cases == 0 || rel < out->min_rel_err) out->min_rel_err = rel;
-        if (out->cases == 0 || rel > out->max_rel_err) out->max_rel_err = rel;
+        /* the band always holds the prediction itself (0): a few cases bound the error, they do not
+         * prove it has one sign */
+        if (rel < out->min_rel_err) out->min_rel_err = rel;
+        if (rel > out->max_rel_err) out->max_rel_err = rel;
         out->cases++;
     }
     return out->cases > 0 ? 0 : -1;
@@ -514,6 +530,45 @@ int validate_band_of(const cJSON *doc, validate_band *out) {
 void validate_band_apply(const validate_band *b, double x, double *lo, double *hi) {
     *lo = x / (1.0 + b->max_rel_err);
     *hi = x / (1.0 + b->min_rel_err);
+}
+
+void validate_band_apply_time(const validate_band *b, double x, double *lo, double *hi) {
+    /* a rate predicted (1 + e) x too high is a time (1 + e) x too short */
+    *lo = x * (1.0 + b->min_rel_err);
+    *hi = x * (1.0 + b->max_rel_err);
+}
+
+int validate_band_for(const scenario *s, validate_band *out) {
+    static int loaded;           /* 0: not tried, 1: read, -1: none */
+    static validate_band band[2], all;
+    static int have[2];
+    if (!loaded) {
+        char path[SCN_PATH_MAX * 2];
+        moe_error err = {0};
+        cJSON *doc = NULL;
+        if (scenario_resolve_path(s, VALIDATE_BASELINE, path, sizeof path) == 0) doc = load_doc(path, &err);
+        loaded = doc && validate_band_of(doc, -1, &all) == 0 ? 1 : -1;
+        for (int k = 0; k < 2 && doc; k++) have[k] = validate_band_of(doc, k, &band[k]) == 0;
+        cJSON_Delete(doc);
+    }
+    if (loaded < 0) return -1;
+    /* the cases of the same kind (MoE or dense: their residuals differ), else all of them */
+    int k = s->model.experts > 0;
+    *out = have[k] ? band[k] : all;
+    return 0;
+}
+
+void validate_band_add(cJSON *obj, const char *key, int time, const validate_band *b) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!b || !cJSON_IsNumber(v)) return;
+    double lo, hi;
+    if (time) validate_band_apply_time(b, v->valuedouble, &lo, &hi);
+    else validate_band_apply(b, v->valuedouble, &lo, &hi);
+    char name[96];
+    snprintf(name, sizeof name, "%s_band", key);
+    cJSON *arr = cJSON_AddArrayToObject(obj, name);
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(lo));
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(hi));
 }
 
 static cJSON *load_doc(const char *path, moe_error *err) {

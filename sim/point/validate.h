@@ -20,7 +20,8 @@
  *
  * Error bands: the residuals of the step cases of a validation document bound how far a prediction
  * may be from a measurement: with e_i = predicted_i / published_i - 1 over the cases that ran, a
- * prediction x has the band [x / (1 + max e), x / (1 + min e)] (validate_band_*). */
+ * prediction x has the band [x / (1 + max(0, max e)), x / (1 + min(0, min e))] (validate_band_*),
+ * the band of the cases of its own kind (MoE or dense). */
 #ifndef MOESIM_VALIDATE_H
 #define MOESIM_VALIDATE_H
 
@@ -29,6 +30,7 @@
 #include "sim/base/errors.h"
 
 struct cJSON;
+struct scenario;
 
 #define VALIDATE_FORMAT "moesim-validation/1"
 #define VALIDATE_BASELINE_TOL_PP 1.0
@@ -54,13 +56,23 @@ void validate_print(FILE *out, const struct cJSON *doc);
 int validate_compare(const struct cJSON *doc, const struct cJSON *baseline, double tol_pp, FILE *out);
 
 /* Error band of the step cases of a validation document: min and max of predicted/published - 1
- * over the cases that ran. 0 on success, -1 when the document has no such case. */
+ * over the cases that ran (moe 1: MoE models only, 0: dense only, -1: all). 0 on success, -1 when
+ * the document has no such case. A prediction takes the band of the cases of its own kind (MoE or
+ * dense), or of all cases when that kind has none. */
 typedef struct {
     double min_rel_err, max_rel_err;   /* predicted / published - 1 */
     int cases;
 } validate_band;
-int validate_band_of(const struct cJSON *doc, validate_band *out);
-/* [lo, hi] of the true value for a prediction `x` under the band. */
+int validate_band_of(const struct cJSON *doc, int moe, validate_band *out);
+/* [lo, hi] of the true value for a prediction `x` under the band: a rate (tokens/s, TFLOP/s), or a
+ * time (time = 1: step time, days). */
 void validate_band_apply(const validate_band *b, double x, double *lo, double *hi);
+void validate_band_apply_time(const validate_band *b, double x, double *lo, double *hi);
+/* The band of the committed validation table (VALIDATE_BASELINE, found as a scenario's relative
+ * paths are: scenario_paths.h), read once per process. -1 when there is none. */
+#define VALIDATE_BASELINE "scenarios/validation/baseline.json"
+int validate_band_for(const struct scenario *s, validate_band *out);
+/* Adds "<key>_band": [lo, hi] beside a rate or time `key` of obj (nothing without a band). */
+void validate_band_add(struct cJSON *obj, const char *key, int time, const validate_band *b);
 
 #endif

@@ -72,8 +72,8 @@ void print_results_table(FILE *out, const cJSON *doc) {
     }
     if (ranked) qsort(rows, (size_t)n, sizeof *rows, by_key);
 
-    fprintf(out, "%4s %5s  %-*s %4s %9s %9s %6s %10s %6s %8s %8s %6s %4s\n", ranked ? "rank" : "", "point", width,
-            "sweep / layout tp.pp.ep.dp", "fits", "plan_s", "step_s", "mfu", "tok/s/gpu", "drop%", "mem_GiB",
+    fprintf(out, "%4s %5s  %-*s %4s %9s %9s %6s %10s %6s %13s %8s %8s %6s %4s\n", ranked ? "rank" : "", "point", width,
+            "sweep / layout tp.pp.ep.dp", "fits", "plan_s", "step_s", "mfu", "tok/s/gpu", "drop%", "tok/s band", "mem_GiB",
             "days_p50", "ettr", "warn");
     for (i = 0; i < n; i++) {
         const cJSON *p = rows[i].pt;
@@ -86,6 +86,15 @@ void print_results_table(FILE *out, const cJSON *doc) {
         fmt(c[1], 24, "%.3f", num(p, "step.step_time_s"));
         fmt(c[2], 24, "%.3f", mfu);
         fmt(c[3], 24, "%.0f", tps);
+        /* the error band of tok/s/gpu (validation residuals, sim/point/validate.h) */
+        const cJSON *band = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "step"),
+                                                             "tokens_per_s_per_gpu_band");
+        if (!band) band = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "plan"),
+                                                          "tokens_per_s_per_gpu_band");
+        char bandtxt[32] = "-";
+        if (cJSON_GetArraySize(band) == 2)
+            snprintf(bandtxt, sizeof bandtxt, "%.0f-%.0f", cJSON_GetArrayItem(band, 0)->valuedouble,
+                     cJSON_GetArrayItem(band, 1)->valuedouble);
         fmt(c[7], 24, "%.1f", 100.0 * num(p, "step.dropped_token_fraction"));
         fmt(c[4], 24, "%.1f", num(p, "plan.memory_GiB.total"));
         fmt(c[5], 24, "%.2f", num(p, "run.days_p50"));
@@ -93,8 +102,8 @@ void print_results_table(FILE *out, const cJSON *doc) {
         double fits = num(p, "plan.fits_memory");
         char rank[16] = "";
         if (ranked) snprintf(rank, sizeof rank, "%d", i + 1);
-        fprintf(out, "%4s %5.0f  %-*s %4s %9s %9s %6s %10s %6s %8s %8s %6s %4d\n", rank, num(p, "id"), width, label,
-                isnan(fits) ? "-" : fits ? "yes" : "NO", c[0], c[1], c[2], c[3], c[7], c[4], c[5], c[6],
+        fprintf(out, "%4s %5.0f  %-*s %4s %9s %9s %6s %10s %6s %13s %8s %8s %6s %4d\n", rank, num(p, "id"), width, label,
+                isnan(fits) ? "-" : fits ? "yes" : "NO", c[0], c[1], c[2], c[3], c[7], bandtxt, c[4], c[5], c[6],
                 point_warning_count(p));
     }
     free(rows);
