@@ -1,19 +1,25 @@
-/* bench_step.c — wall time and peak RSS of step_simulate() on scenarios/seed-4096.json (seed 003:
- * deepseek-v3, 4096 H800, PP16 x EP64 x DP4, DualPipe, global batch 15360 x 4096 tokens -> 60
- * micro-batches per pipeline), with everything step_simulate does in fast mode: the program with
- * sampled routing (sim/program/routing.h), the SimGrid pattern model (sg_comm_create: one flow-level run per
- * distinct pattern, memoized), the cost model, the op-level executor with the replica shortcut.
- * Goal: <= 2 s and <= 2 GB on one core of this machine.
+/* bench_step.c — wall time and peak RSS of step_simulate() (everything it does in fast mode: the
+ * program with sampled routing, sim/program/routing.h; the SimGrid pattern model, sg_comm_create: one
+ * flow-level run per distinct pattern, memoized; the cost model; the op-level executor with the replica
+ * shortcut) on three cases of 4096 GPUs, each run MOESIM_BENCH_REPS times (default 3), min and median:
+ *   seed        scenarios/seed-4096.json (seed 003: deepseek-v3, 4096 H800, PP16 x EP64 x DP4,
+ *               DualPipe, 60 micro-batches per pipeline), no trace
+ *   seed+trace  the same step writing its trace.json (the default trace ranks) to a temporary file
+ *   EP256       the same scenario as PP16 x EP256 x DP1: every GPU of the cluster is simulated (no
+ *               healthy replica to mirror), 60 micro-batches per pipeline too
+ * Goals (issue 13): seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
  *
  * Prints wall and CPU time (the CPU time is what one core spends; the wall time includes whatever
  * else runs on the machine), peak RSS, the step breakdown, how many distinct communication patterns
- * SimGrid simulated and the memo hit rate, and the hot-expert what-if of scenarios/hot-expert.json
- * when it loads. Run from the repository root (make bench does). */
+ * SimGrid simulated and the memo hit rate, and the hot-expert what-if of scenarios/hot-expert.json.
+ * Run from the repository root (make bench does). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -48,28 +54,75 @@ static void print_result(const scenario *s, const step_result *r) {
            q > 0 ? 100 * h / q : 0);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define MAX_REPS 16
+
+/* Run step_simulate `reps` times; print min/median wall and CPU; keep the last result in *r. */
+static int timed(const char *label, const scenario *s, const step_options *opt, int reps, double goal_s,
+                 step_result *r) {
+    double wall[MAX_REPS], cpu[MAX_REPS];
+    moe_error err = {0};
+    for (int k = 0; k < reps; k++) {
+        if (k) step_result_free(r);
+        double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (step_simulate(s, opt, r, &err)) { fprintf(stderr, "bench_step (%s): %s\n", label, err.msg); return 1; }
+        wall[k] = clock_s(CLOCK_MONOTONIC) - w0;
+        cpu[k] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    }
+    qsort(wall, (size_t)reps, sizeof *wall, cmp_double);
+    qsort(cpu, (size_t)reps, sizeof *cpu, cmp_double);
+    printf("%-11s PP%d x EP%d x DP%d: CPU min %.3f s median %.3f s, wall min %.3f s median %.3f s (%d runs)   "
+           "goal %.1f s   ratio (CPU min) %.2f   ops executed %.0f\n",
+           label, s->layout.pp, s->layout.ep, s->layout.dp, cpu[0], cpu[reps / 2], wall[0], wall[reps / 2], reps,
+           goal_s, cpu[0] / goal_s, num(r->breakdown, "ops_executed"));
+    return 0;
+}
+
 int main(void) {
     const char *path = "scenarios/seed-4096.json";
     scenario s;
     moe_error err = {0};
     if (scenario_load(path, &s, NULL, &err)) { fprintf(stderr, "bench_step: %s\n", err.msg); return 1; }
-    double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    step_result r;
-    if (step_simulate(&s, NULL, &r, &err)) { fprintf(stderr, "bench_step: %s\n", err.msg); return 1; }
-    double wall = clock_s(CLOCK_MONOTONIC) - w0, cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double rss_gb = ru.ru_maxrss / 1048576.0;
-    printf("bench_step: %s (%s, %d GPUs, PP%d x EP%d x DP%d, %s routing, capacity %.2f %s)\n", path,
-           s.model.preset, scn_gpus(&s), s.layout.pp, s.layout.ep, s.layout.dp,
+    const char *env = getenv("MOESIM_BENCH_REPS");
+    int reps = env ? atoi(env) : 3;
+    if (reps < 1) reps = 1;
+    if (reps > MAX_REPS) reps = MAX_REPS;
+    printf("bench_step: %s (%s, %d GPUs, %s routing, capacity %.2f %s)\n", path, s.model.preset, scn_gpus(&s),
            s.routing.distribution == ROUTE_UNIFORM ? "uniform" : "non-uniform", s.routing.capacity_factor,
            s.routing.drop ? "drop" : "dropless");
-    printf("  step_simulate: wall %.3f s, CPU %.3f s   goal 2 s   ratio (CPU) %.2f   ops executed %.0f\n", wall, cpu,
-           cpu / 2.0, num(r.breakdown, "ops_executed"));
-    printf("  peak RSS: %.3f GB   goal 2 GB   ratio %.3f\n", rss_gb, rss_gb / 2.0);
+
+    step_result r;
+    if (timed("seed", &s, NULL, reps, 2.0, &r)) return 1;
     print_result(&s, &r);
     double base_step = r.step_time_s;
     step_result_free(&r);
+
+    char trace_path[] = "/tmp/bench_step_trace_XXXXXX";
+    int fd = mkstemp(trace_path);
+    if (fd < 0) { perror("bench_step: mkstemp"); return 1; }
+    close(fd);
+    step_options topt = {.trace_path = trace_path};
+    int rc = timed("seed+trace", &s, &topt, reps, 0.3, &r);
+    unlink(trace_path);
+    if (rc) return 1;
+    printf("  step %.17g s (without the trace: %.17g s)\n", r.step_time_s, base_step);
+    step_result_free(&r);
+
+    scenario wide = s;
+    wide.layout.ep = 256;
+    wide.layout.dp = 1;
+    if (timed("EP256", &wide, NULL, reps, 2.0, &r)) return 1;
+    print_result(&wide, &r);
+    step_result_free(&r);
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_gb = ru.ru_maxrss / 1048576.0;
+    printf("peak RSS (all cases): %.3f GB   goal 2 GB   ratio %.3f\n", rss_gb, rss_gb / 2.0);
 
     /* the what-if: seed 000's incident, one expert in 60% of the tokens (same process, same SimGrid
      * engine: sg_comm_create allows a second model of the same cluster) */
@@ -77,10 +130,8 @@ int main(void) {
     hot.routing.distribution = ROUTE_HOT;
     hot.routing.hot_expert = 3;
     hot.routing.hot_share = 0.6;
-    w0 = clock_s(CLOCK_MONOTONIC); c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    if (step_simulate(&hot, NULL, &r, &err)) { fprintf(stderr, "bench_step (hot): %s\n", err.msg); return 1; }
-    wall = clock_s(CLOCK_MONOTONIC) - w0; cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-    printf("hot expert 3 in 60%% of tokens (same scenario): wall %.3f s, CPU %.3f s\n", wall, cpu);
+    if (timed("hot expert", &hot, NULL, 1, 2.0, &r)) return 1;
+    printf("hot expert 3 in 60%% of tokens (same scenario):\n");
     print_result(&hot, &r);
     printf("  step time x%.3f vs uniform; slowest rank %d holds expert 3: %s\n", r.step_time_s / base_step,
            r.slowest_rank, (r.slowest_rank % (s.layout.ep * s.layout.tp)) / s.layout.tp == 3 / (s.model.experts / s.layout.ep)
