@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/base/fileio.h"
@@ -107,6 +108,34 @@ static void test_record_round_trip(void **state) {
     assert_int_equal(record_open(&r, b.data, 3), -1);
     record_buf_free(&b);
     cJSON_Delete(pt);
+}
+
+/* A database appears whole: the leftovers of a creation that was killed (results.db.new and its log)
+ * are replaced, nothing but results.db stays, and the new database resumes. */
+static void test_created_whole(void **state) {
+    (void)state;
+    char dir[300], p[400];
+    snprintf(dir, sizeof dir, "%s/whole", tmpdir);
+    mkdir(dir, 0755);
+    snprintf(p, sizeof p, "%s/results.db.new", dir);
+    FILE *f = fopen(p, "w");
+    fputs("half a database", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/results.db.new-wal", dir);
+    f = fopen(p, "w");
+    fputs("a stale log", f);
+    fclose(f);
+    results_db *db = open_run("whole", 1, 4, DB_FRESH, 0, NULL);
+    moe_error err = {0};
+    assert_int_equal(results_db_close(db, &err), 0);
+    const char *gone[] = {"results.db.new", "results.db.new-wal", "results.db.new-shm", "results.db-wal"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, gone[i]);
+        if (access(p, F_OK) == 0) fail_msg("%s is left beside results.db", gone[i]);
+    }
+    db = open_run("whole", 1, 4, DB_RESUME, 0, NULL);
+    assert_int_equal(results_db_n_points(db), 4);
+    assert_int_equal(results_db_close(db, &err), 0);
 }
 
 /* results.json is what cJSON_Print writes of the document; results.csv is the hand-written text. */
@@ -334,7 +363,7 @@ int main(void) {
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_exports),
         cmocka_unit_test(test_order_and_kinds),   cmocka_unit_test(test_never_mixed),
         cmocka_unit_test(test_merge),             cmocka_unit_test(test_merge_error_points),
-        cmocka_unit_test(test_parallel_csv),
+        cmocka_unit_test(test_parallel_csv),      cmocka_unit_test(test_created_whole),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -352,7 +352,38 @@ int db_create_file(const char *path, const cJSON *definition, long n_points, res
     return 0;
 }
 
+static int fill_new_db(results_db *db, const cJSON *definition, long n_points, moe_error *err);
+
+/* A new database appears whole or not at all: the schema and the run row are written to PATH.new,
+ * which is closed (checkpointing its log into the file) and renamed over PATH. A run killed while
+ * creating it leaves no results.db that neither --resume nor a new run could open. */
 static int create_db(results_db *db, const cJSON *definition, long n_points, moe_error *err) {
+    char final[sizeof db->path], side[sizeof db->path + 8];
+    snprintf(final, sizeof final, "%s", db->path);
+    const char *ext[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(side, sizeof side, "%s.new%s", final, ext[i]);
+        unlink(side);
+    }
+    snprintf(db->path, sizeof db->path, "%.*s.new", (int)sizeof db->path - 5, final);
+    int rc = fill_new_db(db, definition, n_points, err);
+    if (db->h) sqlite3_close(db->h);
+    db->h = NULL;
+    snprintf(side, sizeof side, "%s", db->path);
+    snprintf(db->path, sizeof db->path, "%s", final);
+    if (rc) {
+        unlink(side);
+        return rc;
+    }
+    if (rename(side, final) != 0) {
+        int e = errno;
+        unlink(side);
+        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot create the results database: %s", final, strerror(e));
+    }
+    return db_connect(db, SQLITE_OPEN_READWRITE, err);
+}
+
+static int fill_new_db(results_db *db, const cJSON *definition, long n_points, moe_error *err) {
     if (db_connect(db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err) || db_exec(db, SCHEMA, err)) return err->code;
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(db->h, "INSERT INTO run VALUES(?,?,?,?,?,?,strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
