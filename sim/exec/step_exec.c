@@ -78,8 +78,12 @@ double step_price_costmodel(void *ctx, const program *p, int rank, const program
 typedef struct {
     int rank;
     int n_ops;
-    const program_op *tmpl;        /* stage list (shortcut / template mode) */
-    const program_op *mat;         /* resolved list (materialised mode) */
+    int stage;
+    const program_op *mat;         /* resolved list (materialised mode), else NULL: the stage list */
+    const program_op *list;        /* mat or the stage list: kind, stream, deps and tag of every op,
+                                      which resolution leaves as they are */
+    program_op head[STREAM_N];     /* per stream: its next op, resolved once (head_at: its index) */
+    int head_at[STREAM_N];
     op_time *t;                    /* per op: the timeline (end < 0: not done); a collective's start is
                                       this rank's arrival, a RECV's the start of its matching SEND */
     double *busy;                  /* per COMPUTE op: its priced duration (step_accounting.h) */
@@ -137,6 +141,16 @@ static void wake(exec_ctx *x, int si) {
 static void get_op(const exec_ctx *x, const rank_state *r, int i, program_op *out) {
     if (r->mat) *out = r->mat[i];
     else program_rank_op(x->p, r->rank, i, out);
+}
+
+/* Op i of stream st, the next one of that stream: resolved on its first visit only (a blocked op is
+ * visited again each time its rank wakes). */
+static const program_op *head_op(const exec_ctx *x, rank_state *r, int st, int i) {
+    if (r->head_at[st] != i) {
+        get_op(x, r, i, &r->head[st]);
+        r->head_at[st] = i;
+    }
+    return &r->head[st];
 }
 
 static int ep_group_gpus(const exec_ctx *x, int g, int *gpus) {
@@ -199,13 +213,12 @@ static double p2p_time(exec_ctx *x, int src, int dst, double bytes) {
 }
 
 /* End time of dep op j of rank r, or -1 when not done. A RECV ends when its SEND has arrived. */
-static double dep_end(exec_ctx *x, rank_state *r, int j) {
+static double dep_end(rank_state *r, int j) {
     if (r->t[j].end_s >= 0) return r->t[j].end_s;
-    program_op d;
-    get_op(x, r, j, &d);
-    if (d.kind != OP_RECV) return -1;
-    if (r->recv_at[d.tag] < 0) return -1;
-    r->t[j] = (op_time){r->recv_from[d.tag], r->recv_at[d.tag]};
+    const program_op *d = &r->list[j];
+    if (d->kind != OP_RECV) return -1;
+    if (r->recv_at[d->tag] < 0) return -1;
+    r->t[j] = (op_time){r->recv_from[d->tag], r->recv_at[d->tag]};
     return r->t[j].end_s;
 }
 
@@ -213,8 +226,7 @@ static double dep_end(exec_ctx *x, rank_state *r, int j) {
 static void advance(exec_ctx *x, int si) {
     rank_state *r = &x->rs[si];
     const program *p = x->p;
-    int d, s, e, t;
-    program_coords(p, r->rank, &d, &s, &e, &t);
+    int s = r->stage;
     int progress = 1;
     while (progress) {
         progress = 0;
@@ -224,56 +236,55 @@ static void advance(exec_ctx *x, int si) {
             while (r->cur[st] < len) {
                 int i = list[r->cur[st]];
                 if (i >= r->stop_at) break;          /* stalled: never issued */
-                program_op o;
-                get_op(x, r, i, &o);
+                const program_op *op = head_op(x, r, st, i);
                 double tdep = 0;
                 int ok = 1;
-                for (int k = 0; k < o.n_deps; k++) {
-                    double te = dep_end(x, r, o.deps[k]);
+                for (int k = 0; k < op->n_deps; k++) {
+                    double te = dep_end(r, op->deps[k]);
                     if (te < 0) { ok = 0; break; }
                     if (te > tdep) tdep = te;
                 }
                 if (!ok) break;
                 double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
                 double t_end;
-                if (o.kind == OP_COMPUTE) {
-                    double dur = x->price(x->price_ctx, p, r->rank, &o) * r->slow;
+                if (op->kind == OP_COMPUTE) {
+                    double dur = x->price(x->price_ctx, p, r->rank, op) * r->slow;
                     t_end = t0 + dur;
                     r->busy[i] = dur;
                     r->t[i].start_s = t0;
-                } else if (o.kind == OP_SEND) {
-                    t_end = t0 + p2p_time(x, r->rank, o.peer, o.bytes);
-                    int ri = x->sim_index[o.peer];
+                } else if (op->kind == OP_SEND) {
+                    t_end = t0 + p2p_time(x, r->rank, op->peer, op->bytes);
+                    int ri = x->sim_index[op->peer];
                     if (ri >= 0) {
-                        x->rs[ri].recv_at[o.tag] = t_end;
-                        x->rs[ri].recv_from[o.tag] = t0;
+                        x->rs[ri].recv_at[op->tag] = t_end;
+                        x->rs[ri].recv_from[op->tag] = t0;
                         wake(x, ri);
                     }
                     r->t[i].start_s = t0;
                 } else {
-                    group_state *G = &x->gs[o.group];
+                    group_state *G = &x->gs[op->group];
                     if (!r->arrived) {
                         r->arrived = 1; r->arr_seq = G->seq_done; r->arr_t = t0;
                         if (G->n_arrived == 0 || t0 > G->max_arr) { G->last_rank = r->rank; G->max_arr = t0; }
                         if (G->n_arrived == 0 || t0 < G->min_arr) G->min_arr = t0;
                         if (++G->n_arrived == G->expected) {
-                            double dur = (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE)
-                                       ? a2a_time(x, o.pattern, o.group) : coll_time(x, o.kind, o.group, o.bytes);
+                            double dur = (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE)
+                                       ? a2a_time(x, op->pattern, op->group) : coll_time(x, op->kind, op->group, op->bytes);
                             G->start = G->max_arr;
                             G->end = G->max_arr + dur;
                             G->seq_done++;
                             G->n_arrived = 0;
-                            if (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE) {
+                            if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) {
                                 x->a2a_last[G->last_rank]++;
                                 double spread = G->max_arr - G->min_arr;
                                 if (spread > x->res->worst_a2a.spread_s) {
                                     x->res->worst_a2a.spread_s = spread;
-                                    x->res->worst_a2a.group = o.group; x->res->worst_a2a.layer = o.layer;
-                                    x->res->worst_a2a.mb = o.mb; x->res->worst_a2a.last_rank = G->last_rank;
+                                    x->res->worst_a2a.group = op->group; x->res->worst_a2a.layer = op->layer;
+                                    x->res->worst_a2a.mb = op->mb; x->res->worst_a2a.last_rank = G->last_rank;
                                     x->res->worst_a2a.start_s = G->start;
                                 }
                             }
-                            const program_group *PG = &p->groups[o.group];
+                            const program_group *PG = &p->groups[op->group];
                             for (int m = 0; m < PG->n; m++) {
                                 int mi = x->sim_index[PG->ranks[m]];
                                 if (mi >= 0 && mi != si) wake(x, mi);
@@ -282,7 +293,7 @@ static void advance(exec_ctx *x, int si) {
                     }
                     if (G->seq_done <= r->arr_seq) break;   /* still waiting for members */
                     t_end = G->end;
-                    if (o.kind == OP_A2A_DISPATCH || o.kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
+                    if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
                     r->arrived = 0;
                     r->t[i].start_s = r->arr_t;
                 }
@@ -434,8 +445,11 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         int d, s, e, t;
         program_coords(p, r, &d, &s, &e, &t);
         rs->rank = r;
+        rs->stage = s;
         rs->n_ops = p->stage_n_ops[s];
         rs->mat = o->materialized ? o->materialized[r] : NULL;
+        rs->list = rs->mat ? rs->mat : p->stage_ops[s];
+        for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = -1;
         rs->t = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
         rs->busy = moe_xcalloc((size_t)(rs->n_ops + 1), sizeof(double));
         for (int i = 0; i < rs->n_ops; i++) rs->t[i] = (op_time){-1, -1};
@@ -445,11 +459,6 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->slow = p->faults.compute_factor[r];
         rs->stop_at = p->faults.stop_at[r];
     }
-    /* traces */
-    res->n_trace_ranks = o->n_trace_ranks;
-    res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
-    res->trace_times = moe_xcalloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
-    for (int k = 0; k < o->n_trace_ranks; k++) res->trace_ranks[k] = o->trace_ranks[k];
     /* groups: members that are simulated */
     x.gs = moe_xcalloc((size_t)p->n_groups, sizeof *x.gs);
     for (int g = 0; g < p->n_groups; g++)
@@ -523,17 +532,20 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         }
         free(sim_split);
         res->slowest_rank = step_split_slowest_rank(res->split, p->n_ranks);
-        for (int k = 0; k < o->n_trace_ranks; k++) {
-            int r = o->trace_ranks[k];
-            if (r < 0 || r >= p->n_ranks) continue;
-            rank_state *rs = &x.rs[x.sim_index[rep_of[r]]];
-            res->trace_times[k] = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
-            memcpy(res->trace_times[k], rs->t, (size_t)rs->n_ops * sizeof(op_time));
+        /* the timelines move into the result, with the trace's mark of a collective a rank waits in */
+        res->timelines = moe_xcalloc((size_t)p->n_ranks, sizeof(op_time *));
+        for (int si = 0; si < x.n_sim; si++) {
+            rank_state *rs = &x.rs[si];
             int pend = current_comm_op(&x, rs);
-            if (hung && rs->arrived && pend >= 0) {   /* blocked inside a collective */
-                res->trace_times[k][pend].start_s = rs->arr_t;
-                res->trace_times[k][pend].end_s = -1;
-            }
+            if (hung && rs->arrived && pend >= 0) rs->t[pend] = (op_time){rs->arr_t, -1};
+            res->timelines[rs->rank] = rs->t;
+            rs->t = NULL;
+        }
+        step_exec_trace(p, res, o->n_trace_ranks, o->trace_ranks);
+        if (!o->keep_timelines) {
+            for (int r = 0; r < p->n_ranks; r++) free(res->timelines[r]);
+            free(res->timelines);
+            res->timelines = NULL;
         }
         res->n_ops_executed = x.executed;
     }
@@ -550,11 +562,34 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     return rc;
 }
 
-void step_exec_result_free(step_exec_result *r) {
-    free(r->split); free(r->a2a_s);
-    free(r->sim_rank); free(r->a2a_last_count);
+static void trace_free(step_exec_result *r) {
     for (int k = 0; k < r->n_trace_ranks; k++) free(r->trace_times ? r->trace_times[k] : NULL);
     free(r->trace_times); free(r->trace_ranks);
+    r->trace_times = NULL; r->trace_ranks = NULL; r->n_trace_ranks = 0;
+}
+
+void step_exec_trace(const program *p, step_exec_result *r, int n, const int *ranks) {
+    trace_free(r);
+    r->n_trace_ranks = n;
+    r->trace_ranks = moe_xmalloc((size_t)(n + 1) * sizeof(int));
+    r->trace_times = moe_xcalloc((size_t)(n + 1), sizeof(op_time *));
+    for (int k = 0; k < n; k++) {
+        int rk = ranks[k];
+        r->trace_ranks[k] = rk;
+        if (rk < 0 || rk >= p->n_ranks || !r->timelines || !r->timelines[r->sim_rank[rk]]) continue;
+        size_t n_ops = (size_t)program_n_ops(p, rk);
+        r->trace_times[k] = moe_xmalloc((n_ops + 1) * sizeof(op_time));
+        memcpy(r->trace_times[k], r->timelines[r->sim_rank[rk]], n_ops * sizeof(op_time));
+    }
+}
+
+void step_exec_result_free(step_exec_result *r) {
+    free(r->split); free(r->a2a_s);
+    if (r->timelines)
+        for (int k = 0; k < r->n_ranks; k++) free(r->timelines[k]);
+    free(r->timelines);
+    free(r->sim_rank); free(r->a2a_last_count);
+    trace_free(r);
     free(r->hang.waiting); free(r->hang.missing); free(r->hang.missing_last_op);
     memset(r, 0, sizeof *r);
 }

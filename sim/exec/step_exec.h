@@ -84,6 +84,10 @@ typedef struct {
     /* ranks whose per-op timings are recorded (for trace.json); may be mirrored ranks */
     int n_trace_ranks;
     const int *trace_ranks;
+    /* keep every simulated rank's timeline in the result (step_exec_result.timelines), so that trace
+     * ranks can be picked after the run (step_exec_trace) from what the run found: the slowest rank,
+     * the hang's culprit; the step is run once whether or not it is traced */
+    int keep_timelines;
 } step_exec_opts;
 
 /* A hang: the collective instance the (first) culprit never arrived at. Ranks are global; mirrored
@@ -121,6 +125,9 @@ typedef struct {
     int n_trace_ranks;
     int *trace_ranks;
     op_time **trace_times;
+    /* opts.keep_timelines: per rank, NULL unless simulated, its per-op timeline with the trace's
+     * conventions above (rank r's is timelines[sim_rank[r]]); else NULL */
+    op_time **timelines;
     step_hang hang;
 } step_exec_result;
 
@@ -133,5 +140,10 @@ step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, st
  * Other errors leave r empty. Free r with step_exec_result_free in every case. */
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r, moe_error *err);
 void step_exec_result_free(step_exec_result *r);
+
+/* Set r's trace ranks to `ranks` (replacing any) with copies of their kept timelines (r->timelines,
+ * filled by an executor run with keep_timelines, or being filled by one); a rank out of range gets
+ * no timings. For executors and for callers that pick trace ranks after the run. */
+void step_exec_trace(const program *p, step_exec_result *r, int n, const int *ranks);
 
 #endif

@@ -179,8 +179,12 @@ static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
             m->node_bytes = dup_scaled(rs->node_tokens, (size_t)n * nn, h * grad);
             break;
         }
+        /* off-diagonal bytes per sender (a resolved op's `bytes`) and in all, summed once here
+         * rather than in every op resolution */
+        m->sent_bytes = moe_xcalloc((size_t)n, sizeof(double));
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) if (i != j) m->total_bytes += m->bytes[i * n + j];
+            for (int j = 0; j < n; j++)
+                if (i != j) { m->sent_bytes[i] += m->bytes[i * n + j]; m->total_bytes += m->bytes[i * n + j]; }
     }
     for (int j = 0; j < n; j++) p->recv_tokens[(size_t)draw * n + j] = rs->rank_tokens[j];
     memcpy(p->expert_tokens + (size_t)draw * rs->n_experts, rs->expert_tokens, (size_t)rs->n_experts * sizeof(double));
@@ -762,10 +766,7 @@ static void resolve(const program *p, int rank, program_op *o) {
         o->mem_bytes = (float)(wbytes + pairs * sc->model.hidden * 2.0 * 4);
     }
     if (o->kind == OP_A2A_DISPATCH || o->kind == OP_A2A_COMBINE) {
-        const a2a_matrix *m = &p->patterns[o->pattern];
-        double sent = 0;
-        for (int j = 0; j < p->ep; j++) if (j != e) sent += m->bytes[e * p->ep + j];
-        o->bytes = (float)sent;
+        o->bytes = (float)p->patterns[o->pattern].sent_bytes[e];
     }
 }
 
@@ -896,7 +897,7 @@ void program_free(program *p) {
     free(p->stage_layer_begin); free(p->stage_layer_end);
     free(p->stage_mtp_begin); free(p->stage_mtp_end);
     free(p->groups); free(p->group_members); free(p->rank_group);
-    for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); }
+    for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); free(p->patterns[i].sent_bytes); }
     free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
     free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
     step_faults_free(&p->faults);

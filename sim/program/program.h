@@ -153,6 +153,7 @@ typedef struct {
     double *bytes;            /* ep*ep row-major, rank i -> rank j (real direction of the bytes) */
     double *node_bytes;       /* ep * n_nodes (DeepEP per-destination-node RDMA payload), or NULL;
                                  dispatch kinds: rank i -> node k; combine kinds: node k -> rank i */
+    double *sent_bytes;       /* ep: off-diagonal bytes rank i sends (row i less its diagonal) */
     double total_bytes;       /* off-diagonal bytes */
     int is_combine;           /* 1 for A2A_COMBINE_F / A2A_COMBINE_B (see "Routing" above) */
 } a2a_matrix;

@@ -481,15 +481,13 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
             res->a2a_last_count[r] = x.a2a_last[r];
         }
         res->slowest_rank = step_split_slowest_rank(res->split, R);
-        res->n_trace_ranks = o->n_trace_ranks;
-        res->trace_ranks = moe_xmalloc((size_t)(o->n_trace_ranks + 1) * sizeof(int));
-        res->trace_times = moe_xcalloc((size_t)(o->n_trace_ranks + 1), sizeof(op_time *));
-        for (int k = 0; k < o->n_trace_ranks; k++) {
-            int r = o->trace_ranks[k];
-            res->trace_ranks[k] = r;
-            if (r < 0 || r >= R) continue;
-            res->trace_times[k] = moe_xmalloc((size_t)(x.r[r].n_ops + 1) * sizeof(op_time));
-            memcpy(res->trace_times[k], x.r[r].t, (size_t)x.r[r].n_ops * sizeof(op_time));
+        res->timelines = moe_xcalloc((size_t)R, sizeof(op_time *));
+        for (int r = 0; r < R; r++) { res->timelines[r] = x.r[r].t; x.r[r].t = NULL; }
+        step_exec_trace(p, res, o->n_trace_ranks, o->trace_ranks);
+        if (!o->keep_timelines) {
+            for (int r = 0; r < R; r++) free(res->timelines[r]);
+            free(res->timelines);
+            res->timelines = NULL;
         }
         res->n_ops_executed = x.executed;
     }

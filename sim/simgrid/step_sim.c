@@ -153,22 +153,19 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         say(opt, "executing the step program");
     }
     step_exec_result xr;
-    /* first run without traces tells the slowest rank (or the hang) for the default trace subset; the
-     * executor is deterministic, so a traced rerun reproduces it exactly (only when a trace is asked
-     * for). A hang (a stalled rank) returns EXIT_RUNTIME naming the culprit, and its trace is still
-     * written so that simdiag can read it. */
+    /* One run; when a trace is asked for it keeps every simulated rank's timeline, so that the trace
+     * ranks can be picked from what it found (the slowest ranks, the hang) and copied from it. A hang
+     * (a stalled rank) returns EXIT_RUNTIME naming the culprit, and its trace is still written so
+     * that simdiag can read it. */
+    eo.keep_timelines = opt && opt->trace_path;
     int rc = run_executor(s, p, &eo, &xr, err);
     if ((rc == 0 || xr.hang.found) && opt && opt->trace_path) {
         if (s->output.n_trace_ranks == SCN_TRACE_SLOWEST)
             n_trace = step_trace_slowest_ranks(&xr, p->n_ranks, s->output.trace_ranks[0], trace_ranks);
         if (n_trace == 0) n_trace = step_trace_default_ranks(p, &xr, trace_ranks, SCN_MAX_TRACE_RANKS);
-        step_exec_result_free(&xr);
-        eo.n_trace_ranks = n_trace; eo.trace_ranks = trace_ranks;
-        rc = run_executor(s, p, &eo, &xr, err);
-        if (rc == 0 || xr.hang.found) {
-            moe_error werr = {0};
-            if (step_trace_write(opt->trace_path, p, &xr, &werr)) { *err = werr; rc = werr.code; }
-        }
+        step_exec_trace(p, &xr, n_trace, trace_ranks);
+        moe_error werr = {0};
+        if (step_trace_write(opt->trace_path, p, &xr, &werr)) { *err = werr; rc = werr.code; }
     }
     if (rc == 0) {
         int G = p->n_ranks;
