@@ -228,12 +228,18 @@ static void memory_ledgers_by_hand(void **state) {
     assert_true(p.memory_GiB.optimizer * GiB == 12.0 * 864 / 2);
     assert_true(p.memory_GiB.activations * GiB == 4224.0 / 2);
 
-    /* ZeRO-2 shards gradients, ZeRO-3 also the weights, over the same group */
+    /* ZeRO-2 shards gradients, ZeRO-3 also the weights, over the same group; each keeps two units
+     * unsharded (the one in use and the one prefetched or being reduced): the largest unit of stage 0
+     * is a block, 256 attention + 512 FFN + 16 norms = 784 (its extras, the embedding, are 128) */
     s = tiny_dense(1, 2, 4);
+    s.layout.zero = 2;
+    p = eval(&s);
+    assert_true(p.memory_GiB.grads * GiB == 2.0 * (1696 / 4 + 2 * 784));
+    assert_true(p.memory_GiB.params * GiB == 2.0 * 1696);
     s.layout.zero = 3;
     p = eval(&s);
-    assert_true(p.memory_GiB.grads * GiB == 2.0 * 1696 / 4);
-    assert_true(p.memory_GiB.params * GiB == 2.0 * 1696 / 4);
+    assert_true(p.memory_GiB.grads * GiB == 2.0 * (1696 / 4 + 2 * 784));
+    assert_true(p.memory_GiB.params * GiB == 2.0 * (1696 / 4 + 2 * 784));
 }
 
 /* MoE ledger by hand: 2 layers (1 dense, 1 MoE) of the model counted in test_model.c (GQA h = 8,

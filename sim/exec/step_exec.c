@@ -107,6 +107,11 @@ typedef struct {
     int instance;
 } group_state;
 
+/* Ring collectives are priced per (group, kind, buffer size): ZeRO-2/3 move a few distinct unit sizes
+ * (dense block, MoE block, MTP module, a stage's embedding and head) over each group. */
+#define COLL_MEMO_SIZES 8
+typedef struct { double bytes, t; } coll_memo_entry;   /* t < 0: empty */
+
 typedef struct {
     const program *p;
     const step_exec_opts *o;
@@ -120,7 +125,7 @@ typedef struct {
     int **stream_lists;            /* per stage x stream: op indices */
     int *stream_len;
     double *a2a_memo;              /* n_patterns x n_groups (EP groups only used) */
-    double *coll_memo;             /* n_groups x 3 */
+    coll_memo_entry *coll_memo;    /* n_groups x 3 x COLL_MEMO_SIZES */
     int *queue, q_head, q_tail, q_cap;
     int *a2a_last;
     long executed;
@@ -189,14 +194,17 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
 
 static double coll_time(exec_ctx *x, op_kind k, int g, double bytes) {
     int ck = k == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER : k == OP_ALL_GATHER ? COLL_ALL_GATHER : COLL_ALL_REDUCE;
-    double *m = &x->coll_memo[(size_t)g * 3 + ck];
-    if (*m >= 0) return *m;
+    coll_memo_entry *m = &x->coll_memo[((size_t)g * 3 + ck) * COLL_MEMO_SIZES];
+    int slot = 0;
+    while (slot < COLL_MEMO_SIZES && m[slot].t >= 0 && m[slot].bytes != bytes) slot++;
+    if (slot < COLL_MEMO_SIZES && m[slot].t >= 0) return m[slot].t;
     int n = x->p->groups[g].n;
     int *gpus = moe_xmalloc((size_t)n * sizeof(int));
     ep_group_gpus(x, g, gpus);
-    *m = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes);
+    double t = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes);
     free(gpus);
-    return *m;
+    if (slot < COLL_MEMO_SIZES) m[slot] = (coll_memo_entry){bytes, t};   /* full: priced each time */
+    return t;
 }
 
 static double p2p_time(exec_ctx *x, int src, int dst, double bytes) {
@@ -465,8 +473,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int m = 0; m < p->groups[g].n; m++) if (x.sim_index[p->groups[g].ranks[m]] >= 0) x.gs[g].expected++;
     x.a2a_memo = moe_xmalloc((size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups * sizeof(double));
     for (size_t i = 0; i < (size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups; i++) x.a2a_memo[i] = -1;
-    x.coll_memo = moe_xmalloc((size_t)p->n_groups * 3 * sizeof(double));
-    for (int i = 0; i < p->n_groups * 3; i++) x.coll_memo[i] = -1;
+    x.coll_memo = moe_xmalloc((size_t)p->n_groups * 3 * COLL_MEMO_SIZES * sizeof *x.coll_memo);
+    for (size_t i = 0; i < (size_t)p->n_groups * 3 * COLL_MEMO_SIZES; i++) x.coll_memo[i] = (coll_memo_entry){0, -1};
     x.a2a_last = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
     x.q_cap = x.n_sim + 1;
     x.queue = moe_xmalloc((size_t)x.q_cap * sizeof(int));

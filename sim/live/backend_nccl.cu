@@ -112,8 +112,9 @@ struct live_nccl {
     std::vector<uint16_t *> w_gate, w1, w3, w2;   // device, per layer (local experts for w1/w3/w2)
     uint16_t *hidden = nullptr, *grad = nullptr, *tmp = nullptr;
     float *ones = nullptr, *sink = nullptr;
-    uint16_t *coll_send = nullptr, *coll_recv = nullptr;
-    size_t coll_cap = 0;
+    /* collective buffers per stream: ZeRO-2/3's data-parallel collectives run beside the comm stream's */
+    uint16_t *coll_send[STREAM_N] = {}, *coll_recv[STREAM_N] = {};
+    size_t coll_cap[STREAM_N] = {};
     std::vector<Inst> inst;          // [L * mbs]
     std::vector<int> a2a_phase;      // per op: 1 = counts in flight, 2 = rows in flight
     void *layout_work = nullptr;
@@ -351,21 +352,25 @@ int nccl_collective(void *ctx, int i, const program_op *o, double *measured, moe
     NC(ncclCommCount(c, &n), "ncclCommCount");
     size_t per = (size_t)(o->bytes / 2.0) / (size_t)n;
     if (per == 0) per = 1;
-    if (per * n > g->coll_cap) {
-        if (g->coll_send) cudaFree(g->coll_send);
-        if (g->coll_recv) cudaFree(g->coll_recv);
-        g->coll_send = dalloc<uint16_t>(per * n); g->coll_recv = dalloc<uint16_t>(per * n);
-        g->coll_cap = per * n;
+    int st = o->stream == STREAM_DP ? STREAM_DP : STREAM_COMM;
+    if (per * n > g->coll_cap[st]) {
+        /* cudaFree waits for the device: the stream's previous collective has finished (live_exec
+         * starts an op only when its stream is free) */
+        if (g->coll_send[st]) cudaFree(g->coll_send[st]);
+        if (g->coll_recv[st]) cudaFree(g->coll_recv[st]);
+        g->coll_send[st] = dalloc<uint16_t>(per * n); g->coll_recv[st] = dalloc<uint16_t>(per * n);
+        g->coll_cap[st] = per * n;
     }
-    cudaStream_t s = g->stream[STREAM_COMM];
+    cudaStream_t s = g->stream[st];
+    uint16_t *snd = g->coll_send[st], *rcv = g->coll_recv[st];
     if (o->kind == OP_REDUCE_SCATTER)
-        NC(ncclReduceScatter(g->coll_send, g->coll_recv, per, ncclBfloat16, ncclSum, c, s), "ncclReduceScatter");
+        NC(ncclReduceScatter(snd, rcv, per, ncclBfloat16, ncclSum, c, s), "ncclReduceScatter");
     else if (o->kind == OP_ALL_GATHER)
-        NC(ncclAllGather(g->coll_send, g->coll_recv, per, ncclBfloat16, c, s), "ncclAllGather");
+        NC(ncclAllGather(snd, rcv, per, ncclBfloat16, c, s), "ncclAllGather");
     else
-        NC(ncclAllReduce(g->coll_send, g->coll_recv, per * n, ncclBfloat16, ncclSum, c, s), "ncclAllReduce");
+        NC(ncclAllReduce(snd, rcv, per * n, ncclBfloat16, ncclSum, c, s), "ncclAllReduce");
     *measured = 2.0 * per * (n - 1) * (o->kind == OP_ALL_REDUCE ? 2 : 1);
-    return record(g, i, STREAM_COMM, err);
+    return record(g, i, st, err);
 }
 
 int nccl_test(void *ctx, int i, const program_op *o, moe_error *err) {
@@ -498,8 +503,12 @@ void live_nccl_free(live_nccl *g) {
         if (g->w3[l]) cudaFree(g->w3[l]);
         if (g->w2[l]) cudaFree(g->w2[l]);
     }
-    void *bufs[] = {g->hidden, g->grad, g->tmp, g->ones, g->sink, g->coll_send, g->coll_recv, g->layout_work, g->ffn_work};
+    void *bufs[] = {g->hidden, g->grad, g->tmp, g->ones, g->sink, g->layout_work, g->ffn_work};
     for (void *p : bufs) if (p) cudaFree(p);
+    for (int s = 0; s < STREAM_N; s++) {
+        if (g->coll_send[s]) cudaFree(g->coll_send[s]);
+        if (g->coll_recv[s]) cudaFree(g->coll_recv[s]);
+    }
     for (auto &e : g->ev) if (e) cudaEventDestroy(e);
     for (int s = 0; s < STREAM_N; s++) if (g->stream[s]) cudaStreamDestroy(g->stream[s]);
     if (g->cublas) moe_cublas_destroy(g->cublas);

@@ -66,7 +66,7 @@ typedef struct {
     unsigned char *status;
     int *list[STREAM_N], len[STREAM_N], cur[STREAM_N], inflight[STREAM_N];
     int *recvs, n_recvs;
-    int coll_instance;             /* instance of the collective in flight on the comm stream */
+    int coll_instance[STREAM_N];   /* instance of the collective in flight on each stream */
     double last_end;
     live_rank_state *st;
 } exec_state;
@@ -120,7 +120,7 @@ static int start_op(exec_state *x, int i, int stream, moe_error *err) {
     if (rc) return rc;
     if (is_collective(o)) {
         group_kind k = x->p->groups[o->group].kind;
-        x->coll_instance = x->st->coll_started[k]++;
+        x->coll_instance[stream >= 0 ? stream : STREAM_COMM] = x->st->coll_started[k]++;
     }
     x->status[i] = ST_INFLIGHT;
     if (stream >= 0) x->inflight[stream] = i;
@@ -133,9 +133,11 @@ static void describe_stop(exec_state *x, double blocked_s) {
     s->blocked_s = blocked_s;
     s->next_op = x->n;
     for (int i = 0; i < x->n; i++) if (x->status[i] == ST_PENDING) { s->next_op = i; break; }
-    int ci = x->inflight[STREAM_COMM];
+    /* the collective it waits in: the comm stream's, else the data-parallel stream's (ZeRO-2/3) */
+    int cs = STREAM_COMM, ci = x->inflight[STREAM_COMM];
+    if (!(ci >= 0 && is_collective(&x->ops[ci]))) { cs = STREAM_DP; ci = x->inflight[STREAM_DP]; }
     s->wait_coll_op = ci >= 0 && is_collective(&x->ops[ci]) ? ci : -1;
-    s->wait_coll_instance = s->wait_coll_op >= 0 ? x->coll_instance : -1;
+    s->wait_coll_instance = s->wait_coll_op >= 0 ? x->coll_instance[cs] : -1;
     /* a RECV that a stream head needs */
     s->wait_recv_op = -1;
     int reached_stall = 0;
@@ -234,7 +236,7 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
          * so the nonblocking streams go first and a pass runs at most one compute op: every
          * communication op that is ready is posted before the next kernel starts, as on a GPU whose
          * host thread launches both, and not only after it. */
-        static const int stream_order[STREAM_N] = {STREAM_COMM, STREAM_P2P, STREAM_COMPUTE};
+        static const int stream_order[STREAM_N] = {STREAM_COMM, STREAM_DP, STREAM_P2P, STREAM_COMPUTE};
         int computed = 0;
         for (int so = 0; so < STREAM_N && !rc && !computed; so++) {
             int st = stream_order[so];

@@ -114,32 +114,55 @@ void memory_state_bytes(const precision_cfg *prec, mem_state_bytes *out) {
     out->moments = 2.0 * (prec->master == DT_FP32 ? FP32_B : 2.0);   /* Adam m and v */
 }
 
-void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
-                         const stage_census *cz, stage_params *out) {
-    double tp = lay->tp;
-    int nd = cz->n_dense, nm = cz->n_moe, mtp = cz->mtp;
-    double attn = mc->attn_split / tp + mc->attn_replicated + mc->layer_norms;
-    double ne = nd * (attn + mc->dense_ffn / tp) + nm * (attn + mc->shared / tp + mc->router);
-    double etp = lay->etp > 0 ? lay->etp : lay->tp;
-    double ex = 0, per_rank = m->experts > 0 ? ceil((double)m->experts / lay->ep) * mc->expert / etp : 0;
-    if (m->experts > 0 && nm > 0) ex = nm * per_rank;
-    if (mtp > 0) {
-        /* MTP modules (model.h): a block of the last block's kind, the projection M (column-parallel)
-         * and three norms; a stage without the embedding keeps its own copy for the next tokens */
-        ne += mtp * (attn + (mc->mtp_moe ? mc->shared / tp + mc->router : mc->dense_ffn / tp) +
-                     mc->mtp_proj / tp + mc->mtp_norms);
-        if (mc->mtp_moe) ex += mtp * per_rank;
-        if (!cz->embed) ne += mc->embedding / tp;
-    }
-    if (cz->embed) ne += mc->embedding / tp;   /* vocabulary-parallel embedding */
-    if (cz->loss) {
+void memory_block_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay, int moe,
+                         stage_params *out) {
+    double tp = lay->tp, etp = lay->etp > 0 ? lay->etp : lay->tp;
+    out->nonexpert = mc->attn_split / tp + mc->attn_replicated + mc->layer_norms +
+                     (moe ? mc->shared / tp + mc->router : mc->dense_ffn / tp);
+    out->expert = moe && m->experts > 0 ? ceil((double)m->experts / lay->ep) * mc->expert / etp : 0;
+}
+
+void memory_mtp_module_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
+                              stage_params *out) {
+    memory_block_params(mc, m, lay, mc->mtp_moe, out);
+    out->nonexpert += mc->mtp_proj / lay->tp + mc->mtp_norms;
+}
+
+double memory_stage_extra_params(const model_counts *mc, const layout_cfg *lay, int embed, int loss, int mtp) {
+    double tp = lay->tp, ne = 0;
+    /* a stage with MTP modules but not the embedding keeps its own copy for the next tokens */
+    if (embed || mtp > 0) ne += mc->embedding / tp;   /* vocabulary-parallel embedding */
+    if (loss) {
         ne += mc->final_norm;
         /* untied: the head; tied with pp > 1: the last stage keeps its own copy of the embedding */
         if (mc->head > 0) ne += mc->head / tp;
         else if (lay->pp > 1) ne += mc->embedding / tp;
     }
-    out->nonexpert = ne;
-    out->expert = ex;
+    return ne;
+}
+
+void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
+                         const stage_census *cz, stage_params *out) {
+    stage_params d, e, t;
+    memory_block_params(mc, m, lay, 0, &d);
+    memory_block_params(mc, m, lay, 1, &e);
+    memory_mtp_module_params(mc, m, lay, &t);
+    out->nonexpert = cz->n_dense * d.nonexpert + cz->n_moe * e.nonexpert + cz->mtp * t.nonexpert +
+                     memory_stage_extra_params(mc, lay, cz->embed, cz->loss, cz->mtp);
+    out->expert = cz->n_moe * e.expert + cz->mtp * t.expert;
+}
+
+double memory_zero_unit_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
+                               const stage_census *cz) {
+    stage_params d, e, t;
+    memory_block_params(mc, m, lay, 0, &d);
+    memory_block_params(mc, m, lay, 1, &e);
+    memory_mtp_module_params(mc, m, lay, &t);
+    double big = memory_stage_extra_params(mc, lay, cz->embed, cz->loss, cz->mtp);
+    if (cz->n_dense > 0 && d.nonexpert + d.expert > big) big = d.nonexpert + d.expert;
+    if (cz->n_moe > 0 && e.nonexpert + e.expert > big) big = e.nonexpert + e.expert;
+    if (cz->mtp > 0 && t.nonexpert + t.expert > big) big = t.nonexpert + t.expert;
+    return big;
 }
 
 /* Per-micro-batch activation bytes of one GPU of pipeline position `cz` (before the in-flight
@@ -194,8 +217,17 @@ void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act
     double held = sp.nonexpert + sp.expert;
     double sharded = sp.nonexpert / g_ne + sp.expert / g_ex;
 
-    out->params = sb->weight * (lay->zero >= 3 ? sharded : held);
-    out->grads = sb->grad * (lay->zero >= 2 ? sharded : held);
+    /* ZeRO-3 gathers one unit (a block, an MTP module, the embedding and head) at a time while it
+     * prefetches the next; ZeRO-2/3 hold a unit's full gradient until its reduce-scatter, the next
+     * one's while it is computed: two units of the largest kind in either case (the step program's
+     * prefetch depth, sim/program/program.c) */
+    double unit = memory_zero_unit_params(mc, &s->model, lay, &cz[rank]);
+    if (dual && other != rank) {
+        double u2 = memory_zero_unit_params(mc, &s->model, lay, &cz[other]);
+        if (u2 > unit) unit = u2;
+    }
+    out->params = sb->weight * (lay->zero >= 3 ? sharded + ZERO_UNITS_IN_FLIGHT * unit : held);
+    out->grads = sb->grad * (lay->zero >= 2 ? sharded + ZERO_UNITS_IN_FLIGHT * unit : held);
     out->optimizer = (sb->master + sb->moments) * (lay->zero >= 1 ? sharded : held);
     double inflight = inflight_microbatches_of(lay, micro_batches, rank);
     out->activations = inflight * per_mb + work + logits;

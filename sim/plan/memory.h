@@ -10,8 +10,11 @@
  *    over etp ranks). Activations are those of the rank's context-parallel share of its sequences.
  *  - Replica (ZeRO) groups: a non-expert parameter is replicated over attention-DP = gpus/(tp*pp)
  *    ranks, an expert parameter over expert-DP = dp ranks. ZeRO-1 shards the optimizer over that
- *    group, ZeRO-2 also the gradients, ZeRO-3 also the weights (its per-layer gather buffer is not
- *    counted).
+ *    group, ZeRO-2 also the gradients, ZeRO-3 also the weights. The step gathers and reduce-scatters
+ *    unit by unit (a transformer block, an MTP module, a stage's embedding and head:
+ *    memory_block_params and friends below), prefetching one: ZeRO-3 adds two gathered units of
+ *    weights, ZeRO-2/3 two units of unsharded gradients (ZERO_UNITS_IN_FLIGHT x the largest unit the
+ *    stage holds).
  *  - Bytes per parameter (mem_state_bytes, reported by the plan): weights in the compute precision
  *    (BF16: 2; FP8: 1 — seed 003 stores FP8 weights; DeepSeek-V3's 128x128 block scales add 4 B per
  *    16384 weights and are ignored); gradients 2 B (BF16, seed 000 §1.3); optimizer = master weights
@@ -92,6 +95,21 @@ double memory_block_activation(const model_cfg *m, const precision_cfg *prec, un
 
 /* Parameter counts one GPU of a pipeline position holds (its census: pipeline_forms.h). */
 typedef struct { double nonexpert, expert; } stage_params;
+/* One transformer block's share on one GPU (moe: an MoE block): attention over TP, norms, the dense
+ * FFN over TP or the router, the shared experts over TP and the rank's routed experts over ETP. */
+void memory_block_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay, int moe,
+                         stage_params *out);
+/* One MTP module's share: its block, the projection M over TP and its norms. */
+void memory_mtp_module_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
+                              stage_params *out);
+/* A stage's non-block parameters (all non-expert): the embedding where it is (or an MTP module's copy of
+ * it), the final norm and head on the loss stage. */
+double memory_stage_extra_params(const model_counts *mc, const layout_cfg *lay, int embed, int loss, int mtp);
+/* ZeRO's units in flight on one GPU: the one being used and the one prefetched (or reduced). */
+#define ZERO_UNITS_IN_FLIGHT 2
+/* The largest unit (block, MTP module, or the stage's extra parameters) a pipeline position holds. */
+double memory_zero_unit_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
+                               const stage_census *cz);
 void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
                          const stage_census *cz, stage_params *out);
 

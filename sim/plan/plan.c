@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "sim/plan/checkpoint_write.h"
+#include "sim/plan/zero_sync.h"
 #include "sim/base/alloc.h"
 #include "sim/plan/compute_budget.h"
 #include "sim/plan/costmodel.h"
@@ -404,10 +405,22 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
          * forward (overlapped with it); ZeRO-2/3 repeat part of it per micro-batch */
         double t_rs, t_ag;
         dp_sync_s(&x, sp.nonexpert, sp.expert, g_ne, g_ex, &t_rs, &t_ag);
-        double dp = dmax(0.0, t_rs - st.B) + dmax(0.0, t_ag - st.F);
-        if (lay->zero == 2 && pp > 1) dp += (x.m - 1) * dmax(0.0, t_rs - st.B);
-        if (lay->zero >= 3) dp += 2.0 * x.m * dmax(0.0, t_ag - st.F);
+        double dp;
+        if (lay->zero >= 3)   /* per micro-batch: gathers under the forward, gathers and reductions under
+                                 the backward (one data-parallel stream) */
+            dp = x.m * (dmax(0.0, t_ag - st.F) + dmax(0.0, t_ag + t_rs - st.B));
+        else if (lay->zero == 2)
+            dp = x.m * dmax(0.0, t_rs - st.B) + dmax(0.0, t_ag - st.F);
+        else
+            dp = dmax(0.0, t_rs - st.B) + dmax(0.0, t_ag - st.F);
         if (dp > dp_exposed) dp_exposed = dp;
+        /* the volumes behind those times (zero_sync.h) */
+        zero_passes zp = zero_passes_of(lay->zero, x.m);
+        double held = sp.nonexpert + sp.expert;
+        if (zp.param_gathers * x.sb.weight * held > out->dp_param_gather_bytes)
+            out->dp_param_gather_bytes = zp.param_gathers * x.sb.weight * held;
+        if (zp.grad_reductions * x.sb.grad * held > out->dp_grad_reduce_bytes)
+            out->dp_grad_reduce_bytes = zp.grad_reductions * x.sb.grad * held;
         /* optimizer on the shard: read the gradient, read+write master, m and v, write the weight */
         double shard = sp.nonexpert / g_ne + sp.expert / g_ex;
         double upd_b = x.sb.grad + 2.0 * (x.sb.master + x.sb.moments) + x.sb.weight;
@@ -594,6 +607,8 @@ void plan_result_to_json(const plan_result *p, cJSON *obj) {
     cJSON_AddNumberToObject(obj, "act_bytes_per_token_layer", p->act_bytes_per_token_layer);
     cJSON_AddNumberToObject(obj, "inflight_microbatches", p->inflight_microbatches);
     cJSON_AddNumberToObject(obj, "memory_rank", p->memory_rank);
+    cJSON_AddNumberToObject(obj, "dp_param_gather_bytes", p->dp_param_gather_bytes);
+    cJSON_AddNumberToObject(obj, "dp_grad_reduce_bytes", p->dp_grad_reduce_bytes);
     cJSON *b = cJSON_AddObjectToObject(obj, "params_breakdown");
     cJSON_AddNumberToObject(b, "embedding", p->params_embedding);
     cJSON_AddNumberToObject(b, "head", p->params_head);

@@ -50,6 +50,10 @@ typedef struct {
     double act_bytes_per_token_layer; /* a MoE layer (dense if none) at the layout's recompute, before TP */
     double inflight_microbatches;  /* micro-batches of activations the most loaded rank holds */
     int memory_rank;               /* the most loaded pipeline rank */
+    /* data-parallel traffic of one step on the GPU that moves the most (sim/plan/zero_sync.h), bytes
+     * in NCCL's buffer convention: parameter all-gathers, gradient reduce-scatters (zero 0: the
+     * all-reduce) */
+    double dp_param_gather_bytes, dp_grad_reduce_bytes;
 } plan_result;
 
 /* Prices compute and links with costmodel_for_scenario(s): the scenario's calibration JSON, else the

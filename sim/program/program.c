@@ -9,7 +9,12 @@
  *      weight gradients right after their input gradients unless the schedule defers them to a W item.
  *   W: the deferred weight-gradient GEMMs of one earlier B.
  *   tail: ZeRO-1 reduce-scatter of gradients (dense group, expert group), optimizer on the shard,
- *      all-gather of parameters (zero == 0: all-reduce, optimizer on everything).
+ *      all-gather of parameters (zero == 0: all-reduce, optimizer on everything; zero 2: the
+ *      gradients were reduce-scattered unit by unit, the gather stays; zero 3: neither).
+ *   ZeRO-2/3 (sim/plan/zero_sync.h): per unit (the stage's embedding and head, each block, each MTP
+ *      module) and micro-batch, ZeRO-3 gathers the unit's parameters before its forward and again
+ *      before its backward, prefetching the next unit beside the current one's compute; ZeRO-2/3
+ *      reduce-scatter its gradients after its weight gradients. On their own stream (STREAM_DP).
  * Communication ops go on the comm stream, SENDs on the P2P stream: a lone item therefore exposes its
  * all-to-alls (each waits for the op before it), while an overlapped F/B pair (DualPipe) is emitted
  * segment by segment, alternately, so that one item's all-to-all runs under the other's compute.
@@ -23,6 +28,7 @@
 #include <string.h>
 
 #include "sim/program/expert_load.h"
+#include "sim/plan/memory.h"
 #include "sim/plan/model.h"
 #include "sim/program/routing.h"
 #include "sim/program/schedule.h"
@@ -58,7 +64,7 @@ const char *phase_name(op_phase ph) {
     return ph <= PHASE_OPT ? n[ph] : "?";
 }
 const char *stream_name(stream_kind s) {
-    static const char *n[] = {"compute", "comm", "p2p"};
+    static const char *n[] = {"compute", "comm", "p2p", "dp"};
     return s < STREAM_N ? n[s] : "?";
 }
 
@@ -294,6 +300,10 @@ typedef struct {
     double wbytes;         /* bytes per weight element in compute precision */
     const model_cfg *model;
     double tp;
+    /* ZeRO units (memory.h): one block's parameters on this rank (index: is_moe), one MTP module's */
+    stage_params block[2], mtp_module;
+    mem_state_bytes sb;    /* bytes per weight and per gradient element the DP collectives move */
+    int dense_dp, expert_dp;   /* ranks in the dense and the expert data-parallel groups */
 } layer_info;
 
 static int is_moe(const layer_info *li, int layer) { return model_layer_is_moe(li->model, layer); }
@@ -335,12 +345,16 @@ static int compute(op_buf *b, kernel_kind kk, op_phase ph, int layer, int chunk,
     dep(&o, d0); dep(&o, d1);
     return emit(b, o);
 }
-static int coll(op_buf *b, op_kind k, group_kind g, op_phase ph, int layer, int chunk, int mb,
-                double bytes, int pattern, int d0) {
-    program_op o = base_op(k, STREAM_COMM, ph, layer, chunk, mb);
+static int coll_on(op_buf *b, stream_kind st, op_kind k, group_kind g, op_phase ph, int layer, int chunk, int mb,
+                   double bytes, int pattern, int d0) {
+    program_op o = base_op(k, st, ph, layer, chunk, mb);
     o.group = g; o.bytes = (float)bytes; o.pattern = pattern;
     dep(&o, d0);
     return emit(b, o);
+}
+static int coll(op_buf *b, op_kind k, group_kind g, op_phase ph, int layer, int chunk, int mb,
+                double bytes, int pattern, int d0) {
+    return coll_on(b, STREAM_COMM, k, g, ph, layer, chunk, mb, bytes, pattern, d0);
 }
 
 /* Generation context of one pipeline stage. */
@@ -377,6 +391,84 @@ static int expert_op(op_buf *b, const gen_ctx *g, kernel_kind k, op_phase ph, in
     eo.kernel = (uint8_t)k; eo.pattern = pattern_of(g, l, mb, A2A_DISPATCH_F);
     dep(&eo, d0);
     return emit(b, eo);
+}
+
+/* ---- ZeRO-2/3: the data-parallel collectives of each unit (sim/plan/zero_sync.h) ----
+ * A model stage's units in forward order: 0 = its extra parameters (embedding, final norm and head:
+ * memory_stage_extra_params), then its blocks, then its MTP modules. The backward visits unit 0 first
+ * too (the head's backward comes first, the embedding's last: the extras stay gathered for the pass),
+ * then the others in reverse. ZeRO-3 gathers a unit before its first kernel, prefetching one: the
+ * gather of the next unit is issued when the current one may start, so it runs beside the current
+ * unit's compute and ZERO_UNITS_IN_FLIGHT units are gathered at a time (the memory ledgers count
+ * them). ZeRO-2/3 reduce-scatter a unit's gradients after its last weight-gradient kernel. Dense
+ * parameters go over GROUP_DP_DENSE, the routed experts over GROUP_DP_EXPERT; a group of one rank
+ * needs neither. All on STREAM_DP. */
+static int zero_n_units(const program *p, int ms) {
+    return 1 + (p->stage_layer_end[ms] - p->stage_layer_begin[ms]) + (p->stage_mtp_end[ms] - p->stage_mtp_begin[ms]);
+}
+
+/* Unit k (forward order) of model stage ms: its parameters on this rank; returns the layer it names. */
+static int zero_unit(const gen_ctx *g, int ms, int k, stage_params *out) {
+    const program *p = g->p; const layer_info *li = g->li;
+    int nb = p->stage_layer_end[ms] - p->stage_layer_begin[ms];
+    if (k == 0) {
+        out->nonexpert = memory_stage_extra_params(&li->mc, &p->scn->layout, ms == 0, ms == p->n_model_stages - 1,
+                                                   p->stage_mtp_end[ms] - p->stage_mtp_begin[ms]);
+        out->expert = 0;
+        return OP_NO_LAYER;
+    }
+    if (k <= nb) {
+        int l = p->stage_layer_begin[ms] + k - 1;
+        *out = li->block[is_moe(li, l)];
+        return l;
+    }
+    *out = li->mtp_module;
+    return p->scn->model.layers + p->stage_mtp_begin[ms] + (k - 1 - nb);
+}
+
+/* The unit's collective of kind k over both DP groups after op d0; returns the last op emitted (-1:
+ * none, the groups are single ranks). */
+static int zero_coll(op_buf *b, const gen_ctx *g, op_kind k, op_phase ph, int ms, int unit, int c, int mb, int d0) {
+    const layer_info *li = g->li;
+    stage_params u;
+    int layer = zero_unit(g, ms, unit, &u), last = -1;
+    double elem = k == OP_ALL_GATHER ? li->sb.weight : li->sb.grad;
+    if (li->dense_dp > 1 && u.nonexpert > 0)
+        last = coll_on(b, STREAM_DP, k, GROUP_DP_DENSE, ph, layer, c, mb, u.nonexpert * elem, -1, d0);
+    if (li->expert_dp > 1 && u.expert > 0)
+        last = coll_on(b, STREAM_DP, k, GROUP_DP_EXPERT, ph, layer, c, mb, u.expert * elem, -1, d0);
+    return last;
+}
+
+/* One pass (forward or backward) of a micro-batch over model stage ms, visiting its units in order. */
+typedef struct {
+    int on, ms, n, next, gate_next, c, mb;
+    op_phase ph;
+} zero_pass;
+
+static int zero_order(const zero_pass *z, int k) { return z->ph == PHASE_F || k == 0 ? k : z->n - k; }
+
+static void zero_pass_begin(zero_pass *z, op_buf *b, const gen_ctx *g, op_phase ph, int ms, int c, int mb) {
+    *z = (zero_pass){.on = g->p->scn->layout.zero >= 3, .ms = ms, .n = zero_n_units(g->p, ms), .c = c, .mb = mb,
+                     .ph = ph, .gate_next = -1};
+    if (z->on) z->gate_next = zero_coll(b, g, OP_ALL_GATHER, ph, ms, 0, c, mb, -1);
+}
+
+/* The next unit may start after op `last`: prefetch the one after it; returns the op the unit's
+ * first kernel waits for (its gather; -1 without ZeRO-3). */
+static int zero_pass_next(zero_pass *z, op_buf *b, const gen_ctx *g, int last) {
+    if (!z->on) return -1;
+    int gate = z->gate_next;
+    z->gate_next = z->next + 1 < z->n
+                       ? zero_coll(b, g, OP_ALL_GATHER, z->ph, z->ms, zero_order(z, z->next + 1), z->c, z->mb, last)
+                       : -1;
+    z->next++;
+    return gate;
+}
+
+/* ZeRO-2/3: reduce-scatter the gradients of unit k (forward order) after op d0. */
+static void zero_reduce(op_buf *b, const gen_ctx *g, op_phase ph, int ms, int k, int c, int mb, int d0) {
+    if (g->p->scn->layout.zero >= 2) zero_coll(b, g, OP_REDUCE_SCATTER, ph, ms, k, c, mb, d0);
 }
 
 /* ---- context parallelism ----
@@ -424,13 +516,13 @@ static int cp_chunks(op_buf *b, const gen_ctx *g, int fwd, int l, int c, int mb,
 
 /* Attention forward of block l: projections and the local keys' core (K_ATTN_FWD), then under
  * context parallelism the received chunks, then the TP all-reduce. */
-static int attn_fwd(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last) {
+static int attn_fwd(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last, int gate) {
     const program *p = g->p; const layer_info *li = g->li;
     double T = li->T, tp = li->tp;
     double attn_w = (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes;
     last = compute(b, K_ATTN_FWD, PHASE_F, l, c, mb,
                    T * (li->mc.fwd_attn_proj + attn_core(p, li, l) / p->cp) / tp, attn_w + 6 * T * li->act_bytes,
-                   T, last, -1);
+                   T, last, gate);
     if (p->cp > 1) last = cp_chunks(b, g, 1, l, c, mb, last);
     return tp_ar(b, g, PHASE_F, l, c, mb, last);
 }
@@ -451,11 +543,12 @@ static int attn_bwd(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last)
     return tp_ar(b, g, PHASE_B, l, c, mb, last);
 }
 
-/* The forward of block `l` (an MTP module's block: l >= model.layers); returns its last op. */
-static int fwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last) {
+/* The forward of block `l` (an MTP module's block: l >= model.layers) after op `last`, its first
+ * kernel also after op `gate` (its ZeRO-3 gather, or -1); returns its last op. */
+static int fwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last, int gate) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
     double T = li->T, tp = li->tp, h = s->model.hidden, R = p->routed_tokens;
-    last = attn_fwd(b, g, l, c, mb, last);
+    last = attn_fwd(b, g, l, c, mb, last, gate);
     if (!is_moe(li, l)) {
         last = compute(b, K_DENSE_FFN_FWD, PHASE_F, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
                        li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
@@ -476,12 +569,12 @@ static int fwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last
 
 /* The projection part of MTP module j (before its block, layer index model.layers + j): forward,
  * input gradient or weight gradient (model.h: 2 x 2h x h FLOPs per token, column-parallel). */
-static int mtp_proj(op_buf *b, const gen_ctx *g, kernel_kind k, op_phase ph, int j, int c, int mb, int d0) {
+static int mtp_proj(op_buf *b, const gen_ctx *g, kernel_kind k, op_phase ph, int j, int c, int mb, int d0, int d1) {
     const layer_info *li = g->li;
     double T = li->T, tp = li->tp;
     int l = g->p->scn->model.layers + j;
     return compute(b, k, ph, l, c, mb, T * 2.0 * li->mc.mtp_proj / tp,
-                   li->mc.mtp_proj / tp * li->wbytes + 6 * T * li->act_bytes, T, d0, -1);
+                   li->mc.mtp_proj / tp * li->wbytes + 6 * T * li->act_bytes, T, d0, d1);
 }
 
 /* The loss stage: the head and cross-entropy once for the main loss, once per MTP module. */
@@ -500,6 +593,9 @@ static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
     const program *p = g->p; const layer_info *li = g->li;
     double T = li->T;
     int last = -1;
+    zero_pass zp;
+    zero_pass_begin(&zp, b, g, PHASE_F, ms, c, mb);
+    int extras = zero_pass_next(&zp, b, g, -1);
     if (ms > 0) {
         int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
         program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
@@ -507,15 +603,22 @@ static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
         o.bytes = (float)(T * li->act_bytes * hidden_states_into(p, ms));
         last = emit(b, o);
     } else {
-        last = compute(b, K_EMBED_FWD, PHASE_F, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, -1);
+        last = compute(b, K_EMBED_FWD, PHASE_F, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, extras);
     }
-    for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) last = fwd_block(b, g, l, c, mb, last);
+    for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
+        int gate = zero_pass_next(&zp, b, g, last);
+        last = fwd_block(b, g, l, c, mb, last, gate);
+    }
     for (int j = p->stage_mtp_begin[ms]; j < p->stage_mtp_end[ms]; j++) {
-        last = mtp_proj(b, g, K_MTP_PROJ_FWD, PHASE_F, j, c, mb, last);
-        last = fwd_block(b, g, p->scn->model.layers + j, c, mb, last);
+        int gate = zero_pass_next(&zp, b, g, last);
+        last = mtp_proj(b, g, K_MTP_PROJ_FWD, PHASE_F, j, c, mb, last, gate);
+        last = fwd_block(b, g, p->scn->model.layers + j, c, mb, last, -1);
     }
     if (ms == p->n_model_stages - 1) {
+        /* the head's parameters came with unit 0 (gathered before the first block) */
+        int h0 = b->n;
         head_ops(b, g, 1, c, mb, last);
+        dep(&b->v[h0], extras);
     } else {
         int ns, nc; schedule_locate(g->sp, ms + 1, mb, &ns, &nc);
         program_op o = base_op(OP_SEND, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
@@ -543,20 +646,22 @@ static int gen_weights(op_buf *b, const gen_ctx *g, op_phase ph, int l, int c, i
     return last;
 }
 
-/* Input gradients of block l (weight gradients inline when with_w); returns its last op. */
-static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last, int with_w) {
+/* Input gradients of block l after op `last`, its first kernels also after op `gate` (its ZeRO-3
+ * gather, or -1); weight gradients inline when with_w, the last of them in *w_last. Returns the
+ * block's last input-gradient op. */
+static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last, int gate, int with_w, int *w_last) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
     double T = li->T, tp = li->tp, h = s->model.hidden, R = p->routed_tokens;
     if (!is_moe(li, l)) {
         last = compute(b, K_DENSE_FFN_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_dense_ffn / tp,
-                       li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+                       li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, gate);
         last = tp_ar(b, g, PHASE_B, l, c, mb, last);
     } else {
         int unp = compute(b, K_UNPERMUTE_BWD, PHASE_B, l, c, mb, 0,
-                          2 * R * s->model.top_k * h * 2.0, T, last, -1);
+                          2 * R * s->model.top_k * h * 2.0, T, last, gate);
         int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_B), unp);
         int shared = compute(b, K_SHARED_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
-                             li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, -1);
+                             li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, last, gate);
         int exp = expert_op(b, g, K_EXPERT_BWD_INPUT, PHASE_B, l, c, mb, disp);
         int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_B), exp);
         /* expert weight gradients run while the combine is in flight */
@@ -575,8 +680,9 @@ static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last
         else
             compute(b, K_SHARED_EXPERT_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_shared / tp,
                     li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
-        compute(b, K_ATTN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_attn_proj / tp,
-                (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 4 * T * li->act_bytes, T, -1, -1);
+        *w_last = compute(b, K_ATTN_BWD_WEIGHT, PHASE_B, l, c, mb, T * li->mc.fwd_attn_proj / tp,
+                          (li->mc.attn_split / tp + li->mc.attn_replicated) * li->wbytes + 4 * T * li->act_bytes, T,
+                          -1, -1);
     }
     return last;
 }
@@ -584,9 +690,12 @@ static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last
 static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int with_w) {
     const program *p = g->p; const layer_info *li = g->li;
     double T = li->T;
-    int last = -1, L = p->scn->model.layers;
+    int last = -1, L = p->scn->model.layers, nb = p->stage_layer_end[ms] - p->stage_layer_begin[ms], w = -1;
+    zero_pass zp;
+    zero_pass_begin(&zp, b, g, PHASE_B, ms, c, mb);
+    int extras = zero_pass_next(&zp, b, g, -1);
     if (ms == p->n_model_stages - 1) {
-        last = head_ops(b, g, 0, c, mb, -1);
+        last = head_ops(b, g, 0, c, mb, extras);
     } else {
         int ns, nc; schedule_locate(g->sp, ms + 1, mb, &ns, &nc);
         program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_B, OP_NO_LAYER, c, mb);
@@ -595,14 +704,22 @@ static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int
         last = emit(b, o);
     }
     for (int j = p->stage_mtp_end[ms] - 1; j >= p->stage_mtp_begin[ms]; j--) {
-        last = bwd_block(b, g, L + j, c, mb, last, with_w);
-        last = mtp_proj(b, g, K_MTP_PROJ_BWD_INPUT, PHASE_B, j, c, mb, last);
-        if (with_w) mtp_proj(b, g, K_MTP_PROJ_BWD_WEIGHT, PHASE_B, j, c, mb, -1);
+        int gate = zero_pass_next(&zp, b, g, last);
+        last = bwd_block(b, g, L + j, c, mb, last, gate, with_w, &w);
+        last = mtp_proj(b, g, K_MTP_PROJ_BWD_INPUT, PHASE_B, j, c, mb, last, -1);
+        if (with_w) {
+            w = mtp_proj(b, g, K_MTP_PROJ_BWD_WEIGHT, PHASE_B, j, c, mb, -1, -1);
+            zero_reduce(b, g, PHASE_B, ms, 1 + nb + j - p->stage_mtp_begin[ms], c, mb, w);
+        }
     }
-    for (int l = p->stage_layer_end[ms] - 1; l >= p->stage_layer_begin[ms]; l--)
-        last = bwd_block(b, g, l, c, mb, last, with_w);
+    for (int l = p->stage_layer_end[ms] - 1; l >= p->stage_layer_begin[ms]; l--) {
+        int gate = zero_pass_next(&zp, b, g, last);
+        last = bwd_block(b, g, l, c, mb, last, gate, with_w, &w);
+        if (with_w) zero_reduce(b, g, PHASE_B, ms, 1 + l - p->stage_layer_begin[ms], c, mb, w);
+    }
     if (ms == 0) {
-        compute(b, K_EMBED_BWD, PHASE_B, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, -1);
+        last = compute(b, K_EMBED_BWD, PHASE_B, OP_NO_LAYER, c, mb, 0, T * li->act_bytes * 2, T, last, extras);
+        zero_reduce(b, g, PHASE_B, ms, 0, c, mb, last);
     } else {
         int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
         program_op o = base_op(OP_SEND, STREAM_P2P, PHASE_B, OP_NO_LAYER, c, mb);
@@ -610,17 +727,23 @@ static void gen_backward(op_buf *b, const gen_ctx *g, int mb, int c, int ms, int
         o.bytes = (float)(T * li->act_bytes * hidden_states_into(p, ms));
         dep(&o, last);
         emit(b, o);
+        /* the extras' gradients (the head's, an MTP module's embedding copy) */
+        zero_reduce(b, g, PHASE_B, ms, 0, c, mb, last);
     }
 }
 
 static void gen_w(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
-    int last = -1, L = g->p->scn->model.layers;
-    for (int j = g->p->stage_mtp_end[ms] - 1; j >= g->p->stage_mtp_begin[ms]; j--) {
+    const program *p = g->p;
+    int last = -1, L = p->scn->model.layers, nb = p->stage_layer_end[ms] - p->stage_layer_begin[ms];
+    for (int j = p->stage_mtp_end[ms] - 1; j >= p->stage_mtp_begin[ms]; j--) {
         last = gen_weights(b, g, PHASE_W, L + j, c, mb, last);
-        last = mtp_proj(b, g, K_MTP_PROJ_BWD_WEIGHT, PHASE_W, j, c, mb, last);
+        last = mtp_proj(b, g, K_MTP_PROJ_BWD_WEIGHT, PHASE_W, j, c, mb, last, -1);
+        zero_reduce(b, g, PHASE_W, ms, 1 + nb + j - p->stage_mtp_begin[ms], c, mb, last);
     }
-    for (int l = g->p->stage_layer_end[ms] - 1; l >= g->p->stage_layer_begin[ms]; l--)
+    for (int l = p->stage_layer_end[ms] - 1; l >= p->stage_layer_begin[ms]; l--) {
         last = gen_weights(b, g, PHASE_W, l, c, mb, last);
+        zero_reduce(b, g, PHASE_W, ms, 1 + l - p->stage_layer_begin[ms], c, mb, last);
+    }
 }
 
 /* Append `src` (local indices) to `dst`, remapping deps; returns the offset used. */
@@ -632,8 +755,10 @@ static void append_ops(op_buf *dst, const op_buf *src, int from, int to, const i
     }
 }
 
+/* Communication that splits an item into overlap segments: the comm stream's (ZeRO's data-parallel
+ * stream runs beside both items of a pair anyway). */
 static int is_comm(const program_op *o) {
-    return o->kind != OP_COMPUTE && o->kind != OP_RECV && o->kind != OP_SEND;
+    return o->kind != OP_COMPUTE && o->kind != OP_RECV && o->kind != OP_SEND && o->stream == STREAM_COMM;
 }
 
 /* Segments end right after each comm op. */
@@ -668,48 +793,44 @@ static void append_pair(op_buf *dst, const op_buf *a, const op_buf *bb) {
     free(ma); free(mb);
 }
 
-/* ZeRO-1 tail of one rank: gradient sync per group, optimizer on the shard, parameter gather. */
+/* The step tail of one rank: gradient sync per group (zero 0: all-reduce; zero 1: reduce-scatter;
+ * zero 2/3: done unit by unit, sim/plan/zero_sync.h), the optimizer on the shard, the parameter
+ * gather (zero 1/2). `out` is the rank's list so far: the optimizer waits for its last per-unit
+ * reduce-scatters. */
 static void gen_tail(op_buf *b, const gen_ctx *g) {
     const program *p = g->p; const layer_info *li = g->li; const scenario *s = p->scn;
-    double tp = li->tp, dense = 0, expert = 0;
+    double dense = 0, expert = 0;
     for (int c = 0; c < g->sp->n_chunks; c++) {
         int ms = schedule_model_stage(g->sp, g->stage, c, c == 0 ? 0 : p->micro_batches - 1);
-        int L = s->model.layers, m0 = p->stage_mtp_begin[ms], m1 = p->stage_mtp_end[ms];
-        for (int k = p->stage_layer_begin[ms]; k < p->stage_layer_end[ms] + (m1 - m0); k++) {
-            /* the stage's blocks, then its MTP modules' blocks (layer index model.layers + j) */
-            int l = k < p->stage_layer_end[ms] ? k : L + m0 + (k - p->stage_layer_end[ms]);
-            dense += li->mc.attn_split / tp + li->mc.attn_replicated + li->mc.layer_norms;
-            if (is_moe(li, l)) {
-                dense += li->mc.router + li->mc.shared / tp;
-                expert += li->mc.expert * s->model.experts / p->ep / p->tp;   /* expert TP */
-            } else {
-                dense += li->mc.dense_ffn / tp;
-            }
+        for (int k = 0; k < zero_n_units(p, ms); k++) {
+            stage_params u;
+            zero_unit(g, ms, k, &u);
+            dense += u.nonexpert;
+            expert += u.expert;
         }
-        /* MTP modules' projections and norms, and their copy of the embedding off the first stage */
-        dense += (m1 - m0) * (li->mc.mtp_proj / tp + li->mc.mtp_norms);
-        if (m1 > m0 && ms != 0) dense += li->mc.embedding / tp;
-        if (ms == 0) dense += li->mc.embedding / tp;
-        if (ms == p->n_model_stages - 1) dense += (li->mc.head + li->mc.final_norm) / tp;
     }
-    /* the dense gradients' group: attention DP x CP, every GPU of the stage with the rank's TP index */
-    int ndd = p->ep * p->dp * p->tp / p->attn_tp, nde = p->dp;
+    int ndd = li->dense_dp, nde = li->expert_dp, zero = s->layout.zero;
+    double gb = li->sb.grad, wb = li->sb.weight;
     int deps[2] = {-1, -1};
-    double shard = 0;
-    if (s->layout.zero >= 1) {
-        if (ndd > 1) deps[0] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * 2.0, -1, -1);
-        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * 2.0, -1, -1);
+    double shard = dense + expert;
+    if (zero >= 2) {
+        for (int i = 0; i < b->n; i++)
+            if (b->v[i].kind == OP_REDUCE_SCATTER && b->v[i].stream == STREAM_DP)
+                deps[b->v[i].group == GROUP_DP_EXPERT] = i;
+        shard = dense / ndd + expert / nde;
+    } else if (zero == 1) {
+        if (ndd > 1) deps[0] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * gb, -1, -1);
+        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * gb, -1, -1);
         shard = dense / ndd + expert / nde;
     } else {
-        if (ndd > 1) deps[0] = coll(b, OP_ALL_REDUCE, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * 2.0, -1, -1);
-        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_ALL_REDUCE, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * 2.0, -1, -1);
-        shard = dense + expert;
+        if (ndd > 1) deps[0] = coll(b, OP_ALL_REDUCE, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * gb, -1, -1);
+        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_ALL_REDUCE, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * gb, -1, -1);
     }
     /* AdamW: read fp32 master, m, v and the gradient; write master, m, v and the BF16 weight */
     int opt = compute(b, K_OPTIMIZER, PHASE_OPT, OP_NO_LAYER, 0, -1, 12.0 * shard, 30.0 * shard, 0, deps[0], deps[1]);
-    if (s->layout.zero >= 1) {
-        if (ndd > 1) coll(b, OP_ALL_GATHER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * 2.0, -1, opt);
-        if (nde > 1 && expert > 0) coll(b, OP_ALL_GATHER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * 2.0, -1, opt);
+    if (zero == 1 || zero == 2) {
+        if (ndd > 1) coll(b, OP_ALL_GATHER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * wb, -1, opt);
+        if (nde > 1 && expert > 0) coll(b, OP_ALL_GATHER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * wb, -1, opt);
     }
 }
 
@@ -866,6 +987,12 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     li.wbytes = dtype_bytes(s->precision.compute);
     li.model = &s->model;
     li.tp = p->attn_tp;
+    memory_block_params(&li.mc, &s->model, L, 0, &li.block[0]);
+    memory_block_params(&li.mc, &s->model, L, 1, &li.block[1]);
+    memory_mtp_module_params(&li.mc, &s->model, L, &li.mtp_module);
+    memory_state_bytes(&s->precision, &li.sb);
+    li.dense_dp = p->ep * p->dp * p->tp / p->attn_tp;   /* attention DP x CP: the stage's GPUs of one TP index */
+    li.expert_dp = p->dp;
     p->stage_ops = moe_xcalloc((size_t)p->pp, sizeof *p->stage_ops);
     p->stage_n_ops = moe_xcalloc((size_t)p->pp, sizeof(int));
     for (int st = 0; st < p->pp; st++) gen_stage(p, &li, &sp, st);

@@ -47,6 +47,14 @@
  *                   (their ops carry group kind GROUP_CP and a ring offset as peer in the stage
  *                   list) or the all-gather / reduce-scatter of keys and values
  *
+ * ZeRO (sim/plan/zero_sync.h). Zero 0/1: the gradient sync, optimizer and (zero 1) parameter gather
+ * of the step tail, on the comm stream. Zero 2/3: every micro-batch reduce-scatters each unit's
+ * gradients (a unit: a transformer block, an MTP module, or the model stage's embedding and head)
+ * after its weight gradients, and ZeRO-3 gathers each unit before its forward and again before its
+ * backward, the next unit prefetched beside the current one's compute; these ops run on STREAM_DP
+ * over GROUP_DP_DENSE (non-expert parameters) and GROUP_DP_EXPERT (routed experts). The optimizer
+ * waits for the last reduce-scatters; zero 2 gathers the updated parameters after it, zero 3 not.
+ *
  * Memory layout (benchmark goal: 4096 GPUs, one step, <= 2 GB). The ops of a rank depend on its
  * stage and on nothing else except (a) the routed tokens it receives, (b) its peers and groups.
  * So a program stores one op list per *stage* (program.stage_ops), rank-relative: peers are given
@@ -97,8 +105,10 @@ typedef enum {
     OP_A2A_COMBINE,      /* expert outputs -> back to the tokens' ranks */
     OP_SEND,             /* pipeline boundary: activations (F) or activation gradients (B) */
     OP_RECV,
-    OP_REDUCE_SCATTER,   /* ZeRO-1 gradient sync */
-    OP_ALL_GATHER,       /* ZeRO-1 parameter gather after the optimizer step */
+    OP_REDUCE_SCATTER,   /* ZeRO gradient sync (ZeRO-1: the step tail; ZeRO-2/3: per unit and
+                            micro-batch) */
+    OP_ALL_GATHER,       /* ZeRO parameter gather (ZeRO-1/2: after the optimizer step; ZeRO-3: per
+                            unit before its forward and its backward) */
     OP_ALL_REDUCE,       /* TP activations; DP gradients when zero == 0 */
     OP_NKINDS
 } op_kind;
@@ -109,6 +119,8 @@ typedef enum {
     STREAM_COMPUTE = 0,  /* kernels */
     STREAM_COMM,         /* all-to-alls and collectives */
     STREAM_P2P,          /* pipeline SEND (RECV occupies no stream; see semantics above) */
+    STREAM_DP,           /* ZeRO-2/3's per-unit gathers and reduce-scatters (FSDP's own all-gather
+                            and reduce-scatter streams: they run beside the all-to-alls) */
     STREAM_N
 } stream_kind;
 
