@@ -25,7 +25,7 @@
  *    They enqueue work on the stream and return a moe_status (launch errors are checked with
  *    cudaGetLastError); they do not synchronise unless stated.
  *  - Determinism: every CPU reference is deterministic. GPU results equal the CPU's bit for bit for
- *    the dispatch layout, permute, combine and all-to-all, and for top-K selection given the same
+ *    the dispatch layout, permute, combine, all-to-all and the §9 kernels, and for top-K selection given the same
  *    scores; scores/weights (warp-tree softmax sums, device expf), load statistics (float atomics)
  *    and GEMM results (router logits, expert FFN: FP32 summation order) agree within the
  *    tolerances stated in tests/test_gpu_kernels.c.
@@ -217,6 +217,30 @@ int moe_layer_ref_cpu(const moe_bf16 *x, int T, int H, int F, const moe_bf16 *w_
                       const moe_gate_cfg *cfg, const float *select_bias, int capacity,
                       const moe_bf16 *w1, const moe_bf16 *w3, const moe_bf16 *w2, moe_bf16 *out);
 
+/* ---- 9. live mode's stand-ins and element-wise kernels ---------------------------------------- */
+/* What the live executor runs around the real MoE path (sim/live/backend_cpu.c on the CPU,
+ * sim/live/backend_nccl.cu on the GPU): the dense blocks are stand-ins of the right FLOP count, the
+ * residual and the backward of the combine are real. Every one is element-wise FP32 math rounded to
+ * BF16 once, written without fused multiply-adds on both sides (this library is built with
+ * -ffp-contract=off; the .cu files use __fmul_rn / __fadd_rn): GPU == CPU bit for bit. */
+/* y[t,h] = bf16(0.75 x[t,h] + 0.25 x[t,(h+1) mod H]) — attention / dense FFN stand-in; y != x */
+void moe_token_mix_cpu(const moe_bf16 *x, int T, int H, moe_bf16 *y);
+/* out[i] = bf16(a[i] + b[i]) (the residual); out may be a or b */
+void moe_bf16_add_cpu(const moe_bf16 *a, const moe_bf16 *b, size_t n, moe_bf16 *out);
+/* y[i] = bf16(x[i] * s) (the stand-in loss gradient h / T as h x (1/T)); y may be x */
+void moe_bf16_scale_cpu(const moe_bf16 *x, float s, size_t n, moe_bf16 *y);
+/* The combine's backward w.r.t. the expert outputs: g_send[slot[t,k]] = bf16(w[t,k] * g[t]) for
+ * every kept (t,k); other rows of g_send untouched. */
+void moe_unpermute_bwd_cpu(const moe_bf16 *g, const int32_t *slot, const float *topk_w, int T, int K, int H,
+                           moe_bf16 *g_send);
+/* v[i] = x */
+void moe_fill_f32_cpu(float *v, float x, size_t n);
+/* FLOP burner (stand-in compute): `lanes` recurrences acc <- acc * 0.5 + a_j * b_i of `updates`
+ * steps, out[j] = final acc_j (kernels/flop_burn_cpu.c); moe_flop_burn_updates gives the steps per
+ * lane for about `flops` FLOPs (2 per step). */
+long long moe_flop_burn_updates(double flops, int lanes);
+void moe_flop_burn_cpu(long long updates, int lanes, float *out);
+
 /* =============================== GPU side (link moesim_cuda) ================================= */
 #ifdef MOESIM_HAVE_CUDA
 /* Number of usable GPUs; 0 when the driver has none (cudaGetDeviceCount fails with error 35 and
@@ -278,6 +302,15 @@ int moe_expert_ffn_gpu(void *cublas, const moe_bf16 *x_rows, int n_seg, const in
                        void *stream);
 int moe_combine_gpu(const moe_bf16 *y_send, const int32_t *slot, const float *topk_w, int T, int K,
                     int H, moe_bf16 *out, void *stream);
+
+/* §9 on the GPU (same arguments; device pointers). */
+int moe_token_mix_gpu(const moe_bf16 *x, int T, int H, moe_bf16 *y, void *stream);
+int moe_bf16_add_gpu(const moe_bf16 *a, const moe_bf16 *b, size_t n, moe_bf16 *out, void *stream);
+int moe_bf16_scale_gpu(const moe_bf16 *x, float s, size_t n, moe_bf16 *y, void *stream);
+int moe_unpermute_bwd_gpu(const moe_bf16 *g, const int32_t *slot, const float *topk_w, int T, int K, int H,
+                          moe_bf16 *g_send, void *stream);
+int moe_fill_f32_gpu(float *v, float x, size_t n, void *stream);
+int moe_flop_burn_gpu(long long updates, int lanes, float *out, void *stream);
 
 /* NCCL all-to-all, one rank's view (kernels/a2a_nccl.cu). counts/offsets are this rank's rows of
  * the matrices above, HOST arrays of length R (send_counts[d], recv_counts[s]). Grouped

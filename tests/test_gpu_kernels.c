@@ -7,6 +7,8 @@
  *   gating             indices and counts exact on the same logits; weights 1e-5 relative;
  *                      prob_sum 1e-4 relative (float atomics)
  *   dispatch layout    exact (every array)          permute, combine   bitwise
+ *   live stand-ins and element-wise kernels (token mix, BF16 add/scale, combine backward, fill,
+ *                      FLOP burner)   bitwise
  *   expert FFN         |gpu - cpu| <= 2e-2 |cpu| + 2e-2 max|cpu|   (BF16 intermediates: one flipped
  *                      rounding of h1/h3 is 2^-8 relative, then propagated through W2)
  *   all-to-all         bitwise, flat and hierarchical (needs >= 2 GPUs; one host thread per GPU)
@@ -198,6 +200,25 @@ static void test_gpu_dispatch_layout_exact(void **state) {
     gsl_rng_free(r);
 }
 
+/* Random routing of T tokens (uniform logits, top-K of E, gate weights into w[T*K]) and its dispatch
+ * layout over R ranks at capacity 1.0 (drops on hot experts) into *hl; returns the layout's int32
+ * buffer (free it). */
+static int32_t *random_layout(gsl_rng *r, int T, int K, int E, int R, float *w, moe_dispatch_layout *hl) {
+    const size_t A = (size_t)T * K;
+    float *logits = malloc((size_t)T * E * 4);
+    int32_t *idx = malloc(A * 4);
+    for (int i = 0; i < T * E; i++) logits[i] = (float)gsl_rng_uniform(r);
+    moe_gate_cfg c = moe_gate_cfg_default(E, K);
+    G_OK(moe_topk_gating_cpu(logits, NULL, &c, T, idx, w, NULL, NULL));
+    size_t n32 = 2 * (size_t)E + 2 * (size_t)R + 2 * A + 2;
+    int32_t *lm = malloc(n32 * 4);
+    *hl = (moe_dispatch_layout){lm, lm + E, lm + 2 * E, lm + 2 * E + R, lm + 2 * E + 2 * R,
+                                lm + 2 * E + 2 * R + A, lm + 2 * E + 2 * R + 2 * A};
+    G_OK(moe_dispatch_layout_cpu(idx, T, K, E, R, moe_capacity(1.0, T, K, E), hl));
+    free(logits), free(idx);
+    return lm;
+}
+
 static void test_gpu_permute_and_combine_bitwise(void **state) {
     (void)state;
     REQUIRE_GPUS(1);
@@ -208,18 +229,12 @@ static void test_gpu_permute_and_combine_bitwise(void **state) {
         const int h = Hs[v];
         const size_t A = (size_t)T * K;
         moe_bf16 *x = malloc((size_t)T * h * 2), *y = malloc(A * h * 2);
-        float *logits = malloc((size_t)T * E * 4), *w = malloc(A * 4);
-        int32_t *idx = malloc(A * 4);
+        float *w = malloc(A * 4);
         fill_bf16(r, x, (size_t)T * h, 3.0);
         fill_bf16(r, y, A * h, 3.0);
-        for (int i = 0; i < T * E; i++) logits[i] = (float)gsl_rng_uniform(r);
-        moe_gate_cfg c = moe_gate_cfg_default(E, K);
-        G_OK(moe_topk_gating_cpu(logits, NULL, &c, T, idx, w, NULL, NULL));
+        moe_dispatch_layout hl;
+        int32_t *lm = random_layout(r, T, K, E, R, w, &hl);
         size_t n32 = 2 * (size_t)E + 2 * (size_t)R + 2 * A + 2;
-        int32_t *lm = malloc(n32 * 4);
-        moe_dispatch_layout hl = {lm, lm + E, lm + 2 * E, lm + 2 * E + R, lm + 2 * E + 2 * R,
-                                  lm + 2 * E + 2 * R + A, lm + 2 * E + 2 * R + 2 * A};
-        G_OK(moe_dispatch_layout_cpu(idx, T, K, E, R, moe_capacity(1.0, T, K, E), &hl));
         int n_rows = hl.totals[0];
         moe_bf16 *send_ref = calloc(A * h, 2), *send_gpu = calloc(A * h, 2);
         moe_bf16 *out_ref = malloc((size_t)T * h * 2), *out_gpu = malloc((size_t)T * h * 2);
@@ -239,9 +254,66 @@ static void test_gpu_permute_and_combine_bitwise(void **state) {
         assert_memory_equal(out_gpu, out_ref, (size_t)T * h * 2);
         moe_gpu_free(dlm), moe_gpu_free(dx), moe_gpu_free(dy), moe_gpu_free(dsend),
             moe_gpu_free(dout), moe_gpu_free(dw);
-        free(x), free(y), free(logits), free(w), free(idx), free(lm), free(send_ref), free(send_gpu),
+        free(x), free(y), free(w), free(lm), free(send_ref), free(send_gpu),
             free(out_ref), free(out_gpu);
     }
+    gsl_rng_free(r);
+}
+
+/* ---- live stand-ins and element-wise kernels (moe_kernels.h section 9): bitwise ---------------- */
+static void test_gpu_live_kernels_bitwise(void **state) {
+    (void)state;
+    REQUIRE_GPUS(1);
+    gsl_rng *r = rng_new(9);
+    const int T = 97, H = 200, K = 4;
+    const size_t TH = (size_t)T * H, A = (size_t)T * K;
+    moe_bf16 *x = malloc(TH * 2), *b = malloc(TH * 2), *ref = malloc(A * H * 2), *got = malloc(A * H * 2);
+    fill_bf16(r, x, TH, 3.0);
+    fill_bf16(r, b, TH, 3.0);
+    moe_bf16 *dx = dup_to_gpu(x, TH * 2), *db = dup_to_gpu(b, TH * 2), *dy = gpu_alloc(A * H * 2);
+
+    moe_token_mix_cpu(x, T, H, ref);
+    G_OK(moe_token_mix_gpu(dx, T, H, dy, NULL));
+    G_OK(moe_gpu_memcpy_d2h(got, dy, TH * 2));
+    assert_memory_equal(got, ref, TH * 2);
+
+    moe_bf16_add_cpu(x, b, TH, ref);
+    G_OK(moe_bf16_add_gpu(dx, db, TH, dy, NULL));
+    G_OK(moe_gpu_memcpy_d2h(got, dy, TH * 2));
+    assert_memory_equal(got, ref, TH * 2);
+
+    moe_bf16_scale_cpu(x, 1.0f / 97.0f, TH, ref);
+    G_OK(moe_bf16_scale_gpu(dx, 1.0f / 97.0f, TH, dy, NULL));
+    G_OK(moe_gpu_memcpy_d2h(got, dy, TH * 2));
+    assert_memory_equal(got, ref, TH * 2);
+
+    /* the combine's backward over a real layout with drops (capacity 1.0) */
+    float *w = malloc(A * 4);
+    moe_dispatch_layout hl;
+    int32_t *lm = random_layout(r, T, K, 16, 4, w, &hl);
+    memset(ref, 0, A * H * 2);
+    moe_unpermute_bwd_cpu(x, hl.slot, w, T, K, H, ref);
+    int32_t *dslot = dup_to_gpu(hl.slot, A * 4);
+    float *dw = dup_to_gpu(w, A * 4);
+    G_OK(moe_gpu_memset(dy, 0, A * H * 2));
+    G_OK(moe_unpermute_bwd_gpu(dx, dslot, dw, T, K, H, dy, NULL));
+    G_OK(moe_gpu_memcpy_d2h(got, dy, A * H * 2));
+    assert_memory_equal(got, ref, A * H * 2);
+
+    enum { L = 1000 };
+    float fref[L], fgot[L];
+    float *df = gpu_alloc(L * 4);
+    moe_fill_f32_cpu(fref, 1.0f, L);
+    G_OK(moe_fill_f32_gpu(df, 1.0f, L, NULL));
+    G_OK(moe_gpu_memcpy_d2h(fgot, df, L * 4));
+    assert_memory_equal(fgot, fref, L * 4);
+    moe_flop_burn_cpu(777, L, fref);
+    G_OK(moe_flop_burn_gpu(777, L, df, NULL));
+    G_OK(moe_gpu_memcpy_d2h(fgot, df, L * 4));
+    assert_memory_equal(fgot, fref, L * 4);
+
+    moe_gpu_free(dx), moe_gpu_free(db), moe_gpu_free(dy), moe_gpu_free(dslot), moe_gpu_free(dw), moe_gpu_free(df);
+    free(x), free(b), free(ref), free(got), free(w), free(lm);
     gsl_rng_free(r);
 }
 
@@ -452,6 +524,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_gating_all_modes),
         cmocka_unit_test(test_gpu_dispatch_layout_exact),
         cmocka_unit_test(test_gpu_permute_and_combine_bitwise),
+        cmocka_unit_test(test_gpu_live_kernels_bitwise),
         cmocka_unit_test(test_gpu_expert_ffn_grouped),
         cmocka_unit_test(test_gpu_a2a_flat_and_hierarchical),
         cmocka_unit_test(test_gpu_layer_equals_dense_reference),

@@ -7,6 +7,8 @@
  *    experts "e multiplies by e+1"; routing, counts and outputs derived by hand below.
  *  - closed forms: sigmoid / softmax weights, the aux loss under perfect balance (= 1) and collapse.
  *  - crafted group-/node-limited cases whose answer differs from plain top-K.
+ *  - the live stand-ins and element-wise kernels: BF16 results worked out by hand (ties to even,
+ *    sums below half an ulp), the combine's adjoint, the FLOP burner's fixed point.
  *  - END TO END: gating -> layout -> permute -> count a2a -> token a2a -> grouped FFN -> a2a back ->
  *    combine on R in-process ranks equals moe_layer_ref_cpu (direct, unpermuted) per rank.
  *    Tolerance: |out - ref| <= 1e-2 * |ref| + 1e-2 * max|ref| (BF16 storage: one BF16 ulp is 2^-8
@@ -327,6 +329,98 @@ static void test_permute_combine_round_trip_is_identity(void **state) {
     layout_free(&b);
     free(x), free(send), free(back), free(logits), free(w), free(idx);
     gsl_rng_free(rng);
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* live mode's stand-ins and element-wise kernels (moe_kernels.h section 9)                     */
+/* ------------------------------------------------------------------------------------------- */
+static moe_bf16 bf(float f) { return moe_f32_to_bf16(f); }
+
+/* y = bf16(0.75 x[h] + 0.25 x[h+1 mod H]), by hand: exact sums, a wrap-around, and a sum below half
+ * an ulp of 0.75 (2^-10 < 2^-9) that must round back to 0.75. */
+static void test_token_mix_by_hand(void **state) {
+    (void)state;
+    const moe_bf16 x[8] = {bf(1), bf(2), bf(3), bf(4), bf(1), bf(0x1p-8f), bf(0), bf(-4)};
+    moe_bf16 y[8];
+    moe_token_mix_cpu(x, 2, 4, y);
+    const float want[8] = {1.25f, 2.25f, 3.25f, 3.25f, 0.75f, 0x1p-10f * 3, -1.0f, -2.75f};
+    for (int i = 0; i < 8; i++) assert_true(moe_bf16_to_f32(y[i]) == want[i]);
+}
+
+/* BF16 sums with ties: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 and goes to the even 1;
+ * 1 + 3 x 2^-8 lies halfway between 1 + 2^-7 (odd) and 1 + 2^-6 (even) and goes up. In place too. */
+static void test_bf16_add_rounds_ties_to_even(void **state) {
+    (void)state;
+    moe_bf16 a[3] = {bf(1), bf(1), bf(-2.5f)}, b[3] = {bf(0x1p-8f), bf(3 * 0x1p-8f), bf(0.5f)}, out[3];
+    moe_bf16_add_cpu(a, b, 3, out);
+    assert_true(moe_bf16_to_f32(out[0]) == 1.0f);
+    assert_true(moe_bf16_to_f32(out[1]) == 1.0f + 0x1p-6f);
+    assert_true(moe_bf16_to_f32(out[2]) == -2.0f);
+    moe_bf16_add_cpu(a, b, 3, a);
+    assert_memory_equal(a, out, sizeof out);
+}
+
+/* y = bf16(x * s): 3 x fp32(1/3) = 1.0000000298 -> 1; 384 x 1/256 = 1.5 exactly; in place. */
+static void test_bf16_scale_by_hand(void **state) {
+    (void)state;
+    moe_bf16 x[3] = {bf(3), bf(384), bf(-7)};
+    moe_bf16_scale_cpu(x, 1.0f / 3.0f, 1, x);
+    assert_true(moe_bf16_to_f32(x[0]) == 1.0f);
+    moe_bf16_scale_cpu(x + 1, 1.0f / 256.0f, 2, x + 1);
+    assert_true(moe_bf16_to_f32(x[1]) == 1.5f);
+    assert_true(moe_bf16_to_f32(x[2]) == -7.0f / 256.0f);
+}
+
+/* T = 2 tokens, K = 2: slots {1, dropped, 0, 2}, weights {0.5, 0.25, 2, 1}: row 1 = 0.5 g0, row 0 =
+ * 2 g1, row 2 = g1, row 3 (nobody's) keeps its sentinel. And the combine's adjoint: for y = 1 on
+ * every row, sum_t g[t] . combine(y)[t] = sum_rows g_send[row] . 1 (exact in these values). */
+static void test_unpermute_bwd_by_hand(void **state) {
+    (void)state;
+    enum { T = 2, K = 2, H = 3 };
+    const moe_bf16 g[T * H] = {bf(1), bf(-2), bf(4), bf(0.5f), bf(3), bf(-1)};
+    const int32_t slot[T * K] = {1, -1, 0, 2};
+    const float w[T * K] = {0.5f, 0.25f, 2, 1};
+    moe_bf16 gs[4 * H];
+    for (int i = 0; i < 4 * H; i++) gs[i] = bf(99);
+    moe_unpermute_bwd_cpu(g, slot, w, T, K, H, gs);
+    const float want[4 * H] = {1, 6, -2, 0.5f, -1, 2, 0.5f, 3, -1, 99, 99, 99};
+    for (int i = 0; i < 4 * H; i++) assert_true(moe_bf16_to_f32(gs[i]) == want[i]);
+    moe_bf16 ones[3 * H], out[T * H];
+    for (int i = 0; i < 3 * H; i++) ones[i] = bf(1);
+    moe_combine_cpu(ones, slot, w, T, K, H, out);
+    double lhs = 0, rhs = 0;
+    for (int i = 0; i < T * H; i++) lhs += (double)moe_bf16_to_f32(g[i]) * moe_bf16_to_f32(out[i]);
+    for (int i = 0; i < 3 * H; i++) rhs += moe_bf16_to_f32(gs[i]);
+    assert_true(lhs == rhs);
+}
+
+static void test_fill_f32(void **state) {
+    (void)state;
+    float v[5] = {0};
+    moe_fill_f32_cpu(v, 1.0f, 4);
+    for (int i = 0; i < 4; i++) assert_true(v[i] == 1.0f);
+    assert_true(v[4] == 0.0f);
+}
+
+/* The burner: 0 steps leave 0; one step gives a_j = (j + 1) x 1e-3 (b_0 = 1); many steps stay in the
+ * fixed point's band 2 a_j [1, 1 + 7e-4] (acc -> 2 a b for a constant b); the step count for a FLOP
+ * budget is flops / (2 lanes). */
+static void test_flop_burn_closed_forms(void **state) {
+    (void)state;
+    enum { L = 300 };   /* more than one chunk of the CPU loop */
+    float out[L];
+    moe_flop_burn_cpu(0, L, out);
+    for (int j = 0; j < L; j++) assert_true(out[j] == 0.0f);
+    moe_flop_burn_cpu(1, L, out);
+    for (int j = 0; j < L; j++) assert_true(out[j] == (float)(j + 1) * 1e-3f);
+    moe_flop_burn_cpu(1000, L, out);
+    for (int j = 0; j < L; j++) {
+        double a = (double)(j + 1) * 1e-3;
+        assert_true(out[j] >= 2 * a * (1 - 1e-6) && out[j] <= 2 * a * (1 + 7e-4) * (1 + 1e-6));
+    }
+    assert_int_equal(moe_flop_burn_updates(2.0 * 256 * 1000, 256), 1000);
+    assert_int_equal(moe_flop_burn_updates(0, 256), 0);
+    assert_int_equal(moe_flop_burn_updates(1e6, 0), 0);
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -684,6 +778,12 @@ int main(void) {
         cmocka_unit_test(test_aux_loss_closed_forms),
         cmocka_unit_test(test_capacity_drop_keeps_earliest),
         cmocka_unit_test(test_permute_combine_round_trip_is_identity),
+        cmocka_unit_test(test_token_mix_by_hand),
+        cmocka_unit_test(test_bf16_add_rounds_ties_to_even),
+        cmocka_unit_test(test_bf16_scale_by_hand),
+        cmocka_unit_test(test_unpermute_bwd_by_hand),
+        cmocka_unit_test(test_fill_f32),
+        cmocka_unit_test(test_flop_burn_closed_forms),
         cmocka_unit_test(test_a2a_flat_equals_hierarchical),
         cmocka_unit_test(test_seed000_two_ranks_four_experts_top2),
         cmocka_unit_test(test_e2e_pipeline_equals_dense_reference),

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# gpu-check.sh — the device checks, in one run on a machine with an NVIDIA GPU (H100/H200).
-# Builds with CUDA, runs the GPU-vs-CPU kernel tests, times the kernels for calibration and fits a
-# model from the trace. Outputs go to $OUT (default ./gpu-out): test log, trace, model, bench table.
+# gpu-check.sh — the device checks, in one run on a machine with an NVIDIA GPU (H100/H200):
+#   1. build with CUDA every target the checks use, and run the CPU references' tests (no GPU needed);
+#   2. every CUDA kernel against its CPU reference (tests/test_gpu_kernels.c);
+#   3. calibration: time the CUDA kernels (simcal bench, CUDA events) and fit a model from the trace,
+#      on the published model of the GPU measured;
+#   4. live mode on the GPU: the NCCL backend runs a 1-GPU MoE step with the CUDA kernels
+#      (tests/data/live/gpu-1.json: MoE output checked against the CPU reference), its trace next to
+#      the simulated one (simdiag compare: stand-in kernels, so large errors are expected there).
+# Outputs under $OUT (default ./gpu-out): one log per step, the calibration trace and model, the live
+# and simulated traces, and summary.txt (one line per step). Exit 0 when every step passed; without a
+# GPU it stops after step 1 with exit 1, so that the build and the CPU side can be checked anywhere.
 # Afterwards commit the trace and model under calibration/traces/ and calibration/models/
 # (`simcal check` then covers them in CI).
 #   bash tools/gpu-check.sh            (about 5 minutes on one H200)
@@ -9,16 +17,66 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-nvidia-smi -L | tee "$OUT/devices.txt" || { echo "gpu-check: no GPU"; exit 1; }
-dev=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')
-jobs=$(nproc)
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DMOESIM_WERROR=OFF >"$OUT/cmake.log" 2>&1 \
-  && cmake --build build-gpu -j"$jobs" --target test_gpu_kernels test_kernels_cpu simcal simrun >>"$OUT/cmake.log" 2>&1 \
-  || { tail -30 "$OUT/cmake.log"; exit 1; }
-# 1. GPU vs CPU references (every kernel), then the CPU references themselves
-(./build-gpu/tests/test_gpu_kernels && ./build-gpu/tests/test_kernels_cpu) 2>&1 | tee "$OUT/gpu-tests.log"
-# 2. calibration trace of the CUDA kernels (CUDA events), and a model fitted from it
-./build-gpu/tools/simcal bench --grid full --out "$OUT/gpu-$dev.json" 2>&1 | tee "$OUT/bench.txt"
-./build-gpu/tools/simcal fit "$OUT/gpu-$dev.json" --base calibration/models/h800-published.json \
-  --source "gpu-$dev" --out "$OUT/gpu-$dev-model.json" 2>&1 | tee -a "$OUT/bench.txt"
-echo "gpu-check: outputs in $OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+FAILS=0
+: >"$OUT/summary.txt"
+step() {   # NAME CMD...: run, log to $OUT/NAME.log, record the outcome
+    local name=$1
+    shift
+    echo "== $name: $*"
+    if "$@" >"$OUT/$name.log" 2>&1; then
+        echo "ok   $name" | tee -a "$OUT/summary.txt"
+    else
+        echo "FAIL $name (exit $?; $OUT/$name.log)" | tee -a "$OUT/summary.txt"
+        tail -20 "$OUT/$name.log"
+        FAILS=$((FAILS + 1))
+    fi
+}
+
+# ---- 1. build and the CPU references --------------------------------------------------------------
+build() {   # with the CUDA kernels (moesim_cuda) and the NCCL live backend, or it is no GPU build
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DMOESIM_WERROR=OFF &&
+        cmake --build build-gpu -j"$(nproc)" --target test_gpu_kernels test_kernels_cpu simcal simrun simlive simdiag &&
+        test -f build-gpu/libmoesim_cuda.a && grep -q MOESIM_LIVE_NCCL build-gpu/compile_commands.json
+}
+step build build
+[ "$FAILS" -eq 0 ] || { echo "gpu-check: the build failed"; exit 1; }
+step cpu-references ./build-gpu/tests/test_kernels_cpu
+
+if ! nvidia-smi -L >"$OUT/devices.txt" 2>&1; then
+    echo "gpu-check: no GPU (nvidia-smi -L failed): stopped before the GPU steps" | tee -a "$OUT/summary.txt"
+    exit 1
+fi
+cat "$OUT/devices.txt"
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+dev=$(echo "$name" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')
+case "$name" in   # the published model of the GPU measured: the base of the fit
+    *H200*) base=calibration/models/h200-published.json ;;
+    *H100*) base=calibration/models/h100-published.json ;;
+    *) base=calibration/models/h800-published.json ;;
+esac
+
+# ---- 2. every CUDA kernel against its CPU reference ------------------------------------------------
+gpu_kernels() {   # passes, and did not skip for want of a GPU or of the CUDA build
+    ./build-gpu/tests/test_gpu_kernels 2>&1 | tee "$OUT/gpu-kernels.out"
+    local rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] && ! grep -q "no GPU: skipped\|built without moesim_cuda" "$OUT/gpu-kernels.out"
+}
+step gpu-kernels gpu_kernels
+
+# ---- 3. calibration trace of the CUDA kernels and a model fitted from it -------------------------------
+step bench ./build-gpu/tools/simcal bench --grid full --out "$OUT/gpu-$dev.json"
+step fit ./build-gpu/tools/simcal fit "$OUT/gpu-$dev.json" --base "$base" --source "gpu-$dev" --device "$name" \
+    --out "$OUT/gpu-$dev-model.json"
+
+# ---- 4. live mode with the NCCL backend on one GPU, and the simulated step of the same scenario ------
+launch=()
+command -v mpirun >/dev/null && launch=(mpirun -np 1)   # else an MPI singleton
+step live-nccl "${launch[@]}" ./build-gpu/tools/simlive tests/data/live/gpu-1.json --backend nccl \
+    --out "$OUT/live-nccl" --watchdog-s 60
+step simulated ./build-gpu/tools/simrun tests/data/live/gpu-1.json --out "$OUT/sim-gpu-1" --quiet
+./build-gpu/tools/simdiag compare "$OUT/sim-gpu-1/trace.json" "$OUT/live-nccl/trace.json" \
+    >"$OUT/compare.txt" 2>&1 || true
+
+echo "gpu-check: outputs in $OUT ($FAILS failed step(s))"
+[ "$FAILS" -eq 0 ]

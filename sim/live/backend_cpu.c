@@ -31,6 +31,8 @@ typedef struct {
     moe_bf16 *g_send, *g_recv, *g_xrecv, *g_back; /* backward rows */
 } moe_inst;
 
+enum { BURN_LANES = 256 };   /* lanes of the stand-in FLOP burner (the CPU vectorises them) */
+
 struct live_cpu {
     const program *p;
     const scenario *s;
@@ -44,11 +46,11 @@ struct live_cpu {
     unsigned char *have_final;                  /* [mbs] */
     moe_inst *inst;                             /* [L * mbs] */
     float *ffn_work;
-    moe_bf16 *row_tmp;                          /* [H] */
+    moe_bf16 *mix_tmp;                          /* [T*H] */
     float *ones;                                /* [T*K] */
     uint16_t *coll_send, *coll_recv;            /* stand-in gradient buffers, grown on demand */
     size_t coll_cap;
-    volatile float burn_sink;
+    float burn_out[BURN_LANES];                 /* the FLOP burner's lanes' results */
 };
 
 /* ---- deterministic data ---------------------------------------------------------------------------- */
@@ -62,36 +64,16 @@ static void embed_tokens(const live_cpu *c, int d, int e, int mb, moe_bf16 *x) {
     moe_bench_fill_bf16(x, (size_t)c->T * c->H, 1.0, &st);
 }
 
-/* The stand-in token mix of attention / dense FFN / their backward: a convex combination with the
- * neighbouring feature, so values stay bounded and every layer changes the data. */
+/* The stand-in token mix of attention / dense FFN / their backward (kernels/token_mix_cpu.c), in
+ * place. */
 static void token_mix(live_cpu *c, moe_bf16 *x) {
-    int H = c->H;
-    for (int t = 0; t < c->T; t++) {
-        moe_bf16 *row = x + (size_t)t * H;
-        memcpy(c->row_tmp, row, (size_t)H * sizeof *row);
-        for (int h = 0; h < H; h++)
-            row[h] = moe_f32_to_bf16(0.75f * moe_bf16_to_f32(c->row_tmp[h]) +
-                                     0.25f * moe_bf16_to_f32(c->row_tmp[(h + 1) % H]));
-    }
+    moe_token_mix_cpu(x, c->T, c->H, c->mix_tmp);
+    memcpy(x, c->mix_tmp, (size_t)c->T * c->H * sizeof *x);
 }
 
-static void add_into(moe_bf16 *acc, const moe_bf16 *v, size_t n) {
-    for (size_t i = 0; i < n; i++) acc[i] = moe_f32_to_bf16(moe_bf16_to_f32(acc[i]) + moe_bf16_to_f32(v[i]));
-}
-
-/* FP32 multiply-add loop of about `flops` FLOPs (2 per element update): the stand-in compute. */
+/* The stand-in compute of about `flops` FLOPs (kernels/flop_burn_cpu.c) over BURN_LANES lanes. */
 static void burn(live_cpu *c, double flops) {
-    enum { W = 256 };
-    float acc[W], a[W];
-    for (int j = 0; j < W; j++) { acc[j] = 0.0f; a[j] = (float)(j + 1) * 1e-3f; }
-    long iters = (long)(flops / (2.0 * W));
-    for (long it = 0; it < iters; it++) {
-        float b = 1.0f + (float)(it & 7) * 1e-4f;
-        for (int j = 0; j < W; j++) acc[j] = acc[j] * 0.5f + a[j] * b;
-    }
-    float s = 0;
-    for (int j = 0; j < W; j++) s += acc[j];
-    c->burn_sink = s;
+    moe_flop_burn_cpu(moe_flop_burn_updates(flops, BURN_LANES), BURN_LANES, c->burn_out);
 }
 
 /* ---- setup ---------------------------------------------------------------------------------------------- */
@@ -149,10 +131,10 @@ int live_cpu_create(const program *p, int rank, live_cpu **out, moe_error *err) 
     c->final_hidden = xcalloc((size_t)c->mbs * TH, sizeof(moe_bf16), &fail);
     c->have_final = xcalloc((size_t)c->mbs, 1, &fail);
     c->inst = xcalloc((size_t)c->L * c->mbs, sizeof(moe_inst), &fail);
-    c->row_tmp = xcalloc((size_t)c->H, sizeof(moe_bf16), &fail);
+    c->mix_tmp = xcalloc((size_t)c->T * c->H, sizeof(moe_bf16), &fail);
     c->ffn_work = xcalloc(moe_expert_ffn_cpu_work_floats(c->H, c->F > 0 ? c->F : 1), sizeof(float), &fail);
     c->ones = xcalloc((size_t)c->T * (c->K > 0 ? c->K : 1), sizeof(float), &fail);
-    for (size_t i = 0; !fail && i < (size_t)c->T * (c->K > 0 ? c->K : 1); i++) c->ones[i] = 1.0f;
+    if (!fail) moe_fill_f32_cpu(c->ones, 1.0f, (size_t)c->T * (c->K > 0 ? c->K : 1));
     c->w_gate = xcalloc((size_t)c->L, sizeof(void *), &fail);
     c->w1 = xcalloc((size_t)c->L, sizeof(void *), &fail);
     c->w3 = xcalloc((size_t)c->L, sizeof(void *), &fail);
@@ -203,7 +185,7 @@ void live_cpu_free(live_cpu *c) {
     for (int l = 0; l < c->L && c->w1; l++) { free(c->w_gate[l]); free(c->w1[l]); free(c->w3[l]); free(c->w2[l]); }
     free(c->w_gate); free(c->w1); free(c->w3); free(c->w2);
     free(c->hidden); free(c->grad); free(c->final_hidden); free(c->have_final); free(c->inst);
-    free(c->row_tmp); free(c->ffn_work); free(c->ones); free(c->coll_send); free(c->coll_recv);
+    free(c->mix_tmp); free(c->ffn_work); free(c->ones); free(c->coll_send); free(c->coll_recv);
     free(c);
 }
 
@@ -306,7 +288,7 @@ static int unpermute_fwd(live_cpu *c, const program_op *o, moe_error *err) {
     moe_combine_cpu(m->y_send, m->slot, m->topk_w, c->T, c->K, c->H, m->out);
     moe_bf16 *h = act(c, c->hidden, o);           /* residual: h = x + MoE(x) */
     memcpy(h, m->x_in, (size_t)c->T * c->H * sizeof(moe_bf16));
-    add_into(h, m->out, (size_t)c->T * c->H);
+    moe_bf16_add_cpu(h, m->out, (size_t)c->T * c->H, h);
     return 0;
 }
 
@@ -317,15 +299,8 @@ static int unpermute_bwd(live_cpu *c, const program_op *o, moe_error *err) {
     free(m->g_send);
     m->g_send = xcalloc((size_t)m->totals[0] * H, sizeof(moe_bf16), &fail);
     if (fail) return oom(err);
-    const moe_bf16 *g = act(c, c->grad, o);
-    for (int t = 0; t < c->T; t++)       /* d out / d y[slot(t,k)] = w[t,k] * g[t] */
-        for (int k = 0; k < c->K; k++) {
-            int s = m->slot[(size_t)t * c->K + k];
-            if (s < 0) continue;
-            float w = m->topk_w[(size_t)t * c->K + k];
-            for (int h = 0; h < H; h++)
-                m->g_send[(size_t)s * H + h] = moe_f32_to_bf16(w * moe_bf16_to_f32(g[(size_t)t * H + h]));
-        }
+    /* d out / d y[slot(t,k)] = w[t,k] * g[t] */
+    moe_unpermute_bwd_cpu(act(c, c->grad, o), m->slot, m->topk_w, c->T, c->K, H, m->g_send);
     return 0;
 }
 
@@ -336,7 +311,7 @@ static int permute_bwd(live_cpu *c, const program_op *o, moe_error *err) {
     moe_bf16 *gx = xcalloc((size_t)c->T * c->H, sizeof(moe_bf16), &fail);
     if (fail) return oom(err);
     moe_combine_cpu(m->g_back, m->slot, c->ones, c->T, c->K, c->H, gx);   /* scatter-add back per token */
-    add_into(act(c, c->grad, o), gx, (size_t)c->T * c->H);
+    moe_bf16_add_cpu(act(c, c->grad, o), gx, (size_t)c->T * c->H, act(c, c->grad, o));
     free(gx);
     return 0;
 }
@@ -359,12 +334,9 @@ int live_cpu_compute(live_cpu *c, const program_op *o, double *measured, moe_err
             c->have_final[o->mb] = 1;
         }
         break;
-    case K_HEAD_LOSS_BWD: {     /* stand-in loss gradient: g = h / T */
-        const moe_bf16 *h = act(c, c->hidden, o);
-        moe_bf16 *g = act(c, c->grad, o);
-        for (size_t i = 0; i < TH; i++) g[i] = moe_f32_to_bf16(moe_bf16_to_f32(h[i]) / (float)c->T);
+    case K_HEAD_LOSS_BWD:       /* stand-in loss gradient: g = h x (1/T) */
+        moe_bf16_scale_cpu(act(c, c->hidden, o), 1.0f / (float)c->T, TH, act(c, c->grad, o));
         break;
-    }
     default: break;   /* router_bwd, shared expert, weight gradients, embed_bwd, optimizer: FLOPs only */
     }
     /* the real MoE kernels above return early; everything reaching here is a stand-in of op.flops */
@@ -529,7 +501,7 @@ int live_cpu_check_model(live_cpu *c, live_moe_check *k) {
             token_mix(c, x);                     /* attention stand-in */
             if (!is_moe_layer(c, l)) { token_mix(c, x); continue; }   /* dense FFN stand-in */
             if (moe_ref(c, l, x, out) != MOE_OK) { free(x); free(out); return -1; }
-            add_into(x, out, TH);
+            moe_bf16_add_cpu(x, out, TH, x);
         }
         compare(c->final_hidden + (size_t)mb * TH, x, TH, k, -1, mb);
     }

@@ -25,49 +25,9 @@ int nccl_fail(moe_error *err, ncclResult_t r, const char *what) {
 #define NC(call, what) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) return nccl_fail(err, r_, what); } while (0)
 #define MK(call, what) do { int s_ = (call); if (s_ != MOE_OK) return moe_error_set(err, EXIT_RUNTIME, "live/nccl: %s: %s", what, moe_status_str(s_)); } while (0)
 
-// ---- device helpers (BF16 as in kernels/bf16.h: round to nearest even, canonical NaN) -------------
-__device__ __forceinline__ float b2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
-__device__ __forceinline__ uint16_t f2b(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFF;
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-// stand-in compute: about `flops` FP32 FLOPs spread over the GPU
-__global__ void burn_kernel(long iters, float *sink) {
-    float a = 1.0f + threadIdx.x * 1e-3f, acc = 0.0f;
-    for (long i = 0; i < iters; i++) acc = acc * 0.5f + a;
-    if (acc == 12345.0f) sink[0] = acc;   // never true; keeps the loop
-}
-// token mix of the stand-ins: y[t,h] = bf16(0.75 x[t,h] + 0.25 x[t,(h+1)%H])
-__global__ void mix_kernel(const uint16_t *x, uint16_t *y, int T, int H) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i >= (long)T * H) return;
-    long t = i / H; int h = (int)(i % H);
-    y[i] = f2b(0.75f * b2f(x[i]) + 0.25f * b2f(x[t * H + (h + 1) % H]));
-}
-__global__ void add_kernel(uint16_t *acc, const uint16_t *a, const uint16_t *b, long n) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < n) acc[i] = f2b(b2f(a[i]) + b2f(b[i]));
-}
-__global__ void scale_kernel(uint16_t *y, const uint16_t *x, float s, long n) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = f2b(b2f(x[i]) * s);
-}
-// unpermute backward: g_send[slot(t,k)] = bf16(w[t,k] * g[t])
-__global__ void unpermute_bwd_kernel(const uint16_t *g, const int32_t *slot, const float *w, int T, int K,
-                                     int H, uint16_t *g_send) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i >= (long)T * K * H) return;
-    long tk = i / H; int h = (int)(i % H);
-    int s = slot[tk];
-    if (s >= 0) g_send[(long)s * H + h] = f2b(w[tk] * b2f(g[(tk / K) * H + h]));
-}
-__global__ void fill_kernel(float *v, float x, long n) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < n) v[i] = x;
-}
-inline unsigned blocks(long n) { return (unsigned)((n + 255) / 256); }
+// The stand-in compute runs the FLOP burner (kernels/flop_burn.cu) over about one wave of threads of
+// an H100/H200 (132 SMs x 1024 threads).
+constexpr int kBurnLanes = 132 * 1024;
 
 template <typename T> T *dalloc(size_t n) {
     void *p = nullptr;
@@ -222,7 +182,7 @@ int nccl_compute(void *ctx, int i, const program_op *o, double *measured, moe_er
     }
     case K_ATTN_FWD: case K_DENSE_FFN_FWD: case K_ATTN_BWD_INPUT: case K_DENSE_FFN_BWD_INPUT: {
         uint16_t *x = act(g, o->phase == PHASE_F ? g->hidden : g->grad, o);
-        mix_kernel<<<blocks(TH), 256, 0, s>>>(x, g->tmp, g->T, g->H);
+        MK(moe_token_mix_gpu(x, g->T, g->H, g->tmp, s), "token mix");
         CU(cudaMemcpyAsync(x, g->tmp, TH * 2, cudaMemcpyDeviceToDevice, s), "mix");
         break;
     }
@@ -251,29 +211,27 @@ int nccl_compute(void *ctx, int i, const program_op *o, double *measured, moe_er
     case K_UNPERMUTE_FWD:
         m->out = dalloc<uint16_t>((size_t)TH);
         MK(moe_combine_gpu(m->y_send, m->slot, m->topk_w, g->T, g->K, g->H, m->out, s), "combine");
-        add_kernel<<<blocks(TH), 256, 0, s>>>(act(g, g->hidden, o), m->x_in, m->out, TH);
+        MK(moe_bf16_add_gpu(m->x_in, m->out, TH, act(g, g->hidden, o), s), "residual");
         real = true;
         break;
     case K_UNPERMUTE_BWD:
         m->g_send = dalloc<uint16_t>((size_t)(m->n_rows > 0 ? m->n_rows : 1) * g->H);
-        unpermute_bwd_kernel<<<blocks((long)g->T * g->K * g->H), 256, 0, s>>>(act(g, g->grad, o), m->slot, m->topk_w,
-                                                                              g->T, g->K, g->H, m->g_send);
+        MK(moe_unpermute_bwd_gpu(act(g, g->grad, o), m->slot, m->topk_w, g->T, g->K, g->H, m->g_send, s),
+           "unpermute backward");
         real = true;
         break;
     case K_PERMUTE_BWD:
         MK(moe_combine_gpu(m->g_back, m->slot, g->ones, g->T, g->K, g->H, g->tmp, s), "permute bwd");
-        add_kernel<<<blocks(TH), 256, 0, s>>>(act(g, g->grad, o), act(g, g->grad, o), g->tmp, TH);
+        MK(moe_bf16_add_gpu(act(g, g->grad, o), g->tmp, TH, act(g, g->grad, o), s), "permute bwd sum");
         real = true;
         break;
-    case K_HEAD_LOSS_BWD:
-        scale_kernel<<<blocks(TH), 256, 0, s>>>(act(g, g->grad, o), act(g, g->hidden, o), 1.0f / g->T, TH);
+    case K_HEAD_LOSS_BWD:       // stand-in loss gradient: g = h x (1/T)
+        MK(moe_bf16_scale_gpu(act(g, g->hidden, o), 1.0f / (float)g->T, TH, act(g, g->grad, o), s), "loss gradient");
         break;
     default: break;
     }
-    if (!real && o->flops > 0) {
-        long threads = 132L * 1024;   // about one wave on an H100/H200
-        burn_kernel<<<(unsigned)(threads / 256), 256, 0, s>>>((long)(o->flops / (2.0 * threads)) + 1, g->sink);
-    }
+    if (!real && o->flops > 0)
+        MK(moe_flop_burn_gpu(moe_flop_burn_updates(o->flops, kBurnLanes), kBurnLanes, g->sink, s), "FLOP burner");
     CU(cudaGetLastError(), "kernel launch");
     CU(cudaStreamSynchronize(s), "compute sync");
     return 0;
@@ -428,9 +386,9 @@ int live_nccl_create(const program *p, int rank, live_mpi *mpi, int n_ops, live_
     g->hidden = dalloc<uint16_t>(slots); g->grad = dalloc<uint16_t>(slots);
     g->tmp = dalloc<uint16_t>((size_t)g->T * g->H);
     g->ones = dalloc<float>((size_t)g->T * (g->K > 0 ? g->K : 1));
-    g->sink = dalloc<float>(1);
+    g->sink = dalloc<float>(kBurnLanes);
     if (!g->hidden || !g->grad || !g->tmp || !g->ones || !g->sink) return moe_error_set(err, EXIT_RUNTIME, "live/nccl: out of device memory");
-    fill_kernel<<<blocks((long)g->T * g->K), 256>>>(g->ones, 1.0f, (long)g->T * g->K);
+    MK(moe_fill_f32_gpu(g->ones, 1.0f, (size_t)g->T * (g->K > 0 ? g->K : 1), nullptr), "fill");
     g->inst.resize((size_t)g->L * g->mbs);
     g->w_gate.assign(g->L, nullptr); g->w1.assign(g->L, nullptr); g->w3.assign(g->L, nullptr); g->w2.assign(g->L, nullptr);
     size_t HF = (size_t)g->H * g->F;
