@@ -3,10 +3,13 @@
 # BINDIR/fuzz_NAME for SECONDS with its dictionary (tests/fuzz/dict/NAME.dict), a working corpus in
 # BINDIR/corpus/NAME and the regression and seed folders as read-only corpora; then one line per
 # harness: executions, executions/s, crashes (crash/leak/timeout/oom artifacts), slow inputs (> 1 s).
-# Exit 1 when any harness found a crash. Run from the repository root.
+# With MOESIM_FUZZ_RUNS=N (N > 0) a harness also stops after N executions (-runs), whichever comes
+# first. Exit 1 when any harness found a crash. Run from the repository root.
 set -uo pipefail
 bindir=$(cd "$1" && pwd); secs=$2; shift 2   # absolute: the command-line harnesses chdir into a sandbox
 dicts=$(pwd)/tests/fuzz/dict
+runs=()
+[ "${MOESIM_FUZZ_RUNS:-0}" -gt 0 ] && runs=(-runs="$MOESIM_FUZZ_RUNS")
 status=0
 summary=()
 for spec in "$@"; do
@@ -16,8 +19,8 @@ for spec in "$@"; do
   mkdir -p "$corpus" "$art" "$(dirname "$log")"
   existing=()
   for d in "${dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
-  echo "fuzz: $name for ${secs} s (log: $log)"
-  "$bindir/fuzz_$name" -max_total_time="$secs" -print_final_stats=1 -close_fd_mask=3 -timeout=20 \
+  echo "fuzz: $name for ${secs} s${runs:+ or ${MOESIM_FUZZ_RUNS} executions} (log: $log)"
+  "$bindir/fuzz_$name" -max_total_time="$secs" "${runs[@]}" -print_final_stats=1 -close_fd_mask=3 -timeout=20 \
       -rss_limit_mb=2560 -report_slow_units=1 -artifact_prefix="$art/" \
       -dict="$dicts/$name.dict" "$corpus" "${existing[@]}" > "$log" 2>&1
   rc=$?
