@@ -148,11 +148,12 @@ static void get_op(const exec_ctx *x, const rank_state *r, int i, program_op *ou
     else program_rank_op(x->p, r->rank, i, out);
 }
 
-/* Op i of stream st, the next one of that stream: resolved on its first visit only (a blocked op is
- * visited again each time its rank wakes). */
+/* Op i of stream st, the next one of that stream: the list's entry when it needs no resolution, else
+ * resolved on its first visit only (a blocked op is visited again each time its rank wakes). */
 static const program_op *head_op(const exec_ctx *x, rank_state *r, int st, int i) {
+    if (r->mat || !program_op_rank_relative(&r->list[i])) return &r->list[i];
     if (r->head_at[st] != i) {
-        get_op(x, r, i, &r->head[st]);
+        program_rank_op(x->p, r->rank, i, &r->head[st]);
         r->head_at[st] = i;
     }
     return &r->head[st];

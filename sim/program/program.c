@@ -858,9 +858,8 @@ static void gen_stage(program *p, const layer_info *li, const schedule_spec *sp,
 }
 
 /* ---- resolution ---------------------------------------------------------------------------------------------- */
-static void resolve(const program *p, int rank, program_op *o) {
-    int d, s, e, t;
-    program_coords(p, rank, &d, &s, &e, &t);
+static void resolve(const program *p, int rank, int d, int e, int t, program_op *o) {
+    if (!program_op_rank_relative(o)) return;
     if ((o->kind == OP_SEND || o->kind == OP_RECV) && o->group == GROUP_CP) {
         /* ring attention: the neighbour `peer` places along the rank's CP ring */
         const program_group *G = &p->groups[program_group_of(p, rank, GROUP_CP)];
@@ -895,7 +894,7 @@ void program_rank_op(const program *p, int rank, int i, program_op *out) {
     int d, s, e, t;
     program_coords(p, rank, &d, &s, &e, &t);
     *out = p->stage_ops[s][i];
-    resolve(p, rank, out);
+    resolve(p, rank, d, e, t, out);
 }
 
 int program_materialize(const program *p, int rank, program_op **ops) {

@@ -246,6 +246,11 @@ int program_draw_of(const program *p, int layer, int mb);
 
 /* Resolve op `i` of `rank`'s list into a concrete op (peer rank, group id, tokens, flops). */
 void program_rank_op(const program *p, int rank, int i, program_op *out);
+/* Does resolution change stage-list op `o`? Not a COMPUTE op outside the routed experts: its stage-
+ * list entry is already the resolved op of every rank of the stage (executors may use it as is). */
+static inline int program_op_rank_relative(const program_op *o) {
+    return o->kind != OP_COMPUTE || o->pattern >= 0;
+}
 /* The whole list of `rank`, resolved; caller frees *ops. Returns the op count. */
 int program_materialize(const program *p, int rank, program_op **ops);
 static inline int program_n_ops(const program *p, int rank) {

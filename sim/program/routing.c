@@ -57,6 +57,9 @@ struct routing_ctx {
     int n_laws;
     gsl_ran_discrete_t **tables;  /* [n_laws] zipf/trace; NULL entries for uniform/hot */
     double *weights;              /* [n_laws * E], for the exact fallback scan */
+    /* uniform/hot draws: gsl_rng_uniform_int(rng, draw_n) of the mt19937 stream (uniform_below) */
+    int draw_n;
+    uint64_t draw_scale, draw_scale_inv;
     /* capacity: per (source rank, expert), moe_capacity.h */
     int64_t capacity;             /* -1 = uncapped */
     int drop;
@@ -80,6 +83,28 @@ struct routing_scratch {
 };
 
 /* ---- seeding ------------------------------------------------------------------------------------ */
+/* gsl_rng_uniform_int(rng, c->draw_n), the same number from the same stream: GSL's rule for a
+ * generator with min 0 (mt19937: max 2^32 - 1) is k = x / scale, scale = max / n, drawn again while
+ * k >= n. The division by the context's constant scale is a multiply by its reciprocal rounded up,
+ * m = ceil(2^64 / scale), which is exact for x, scale < 2^32 (Granlund & Montgomery, "Division by
+ * invariant integers using multiplication", PLDI 1994: x m / 2^64 exceeds x / scale by less than
+ * 2^-32, less than the distance 1 / scale from any fraction to the next integer); a draw is the
+ * token loop's innermost step, and a 64-bit division costs more than the generator. */
+static inline int uniform_below(const routing_ctx *c, gsl_rng *rng) {
+    for (;;) {
+        uint64_t x = gsl_rng_get(rng) - gsl_rng_mt19937->min;
+        __extension__ typedef unsigned __int128 u128;
+        uint64_t k = (uint64_t)(((u128)x * c->draw_scale_inv) >> 64);
+        if (k < (uint64_t)c->draw_n) return (int)k;
+    }
+}
+
+static void uniform_below_init(routing_ctx *c, int n) {
+    c->draw_n = n;
+    c->draw_scale = (uint64_t)(gsl_rng_mt19937->max - gsl_rng_mt19937->min) / (uint64_t)n;
+    c->draw_scale_inv = UINT64_MAX / c->draw_scale + 1;
+}
+
 uint32_t routing_seed(uint64_t seed, uint32_t tag, int layer, int micro_batch, int group) {
     uint64_t h = moe_seed_mix(seed ^ ((uint64_t)tag << 56));
     h = moe_seed_mix(h ^ (uint64_t)(uint32_t)layer);
@@ -368,6 +393,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
         }
     }
     if (build_laws(c, s, err)) goto fail;
+    uniform_below_init(c, c->dist == ROUTE_HOT ? c->E - 1 : c->E);
     return c;
 fail:
     routing_ctx_free(c);
@@ -577,9 +603,9 @@ static void pick_by_scan(const routing_ctx *c, routing_scratch *x, pick_state *p
 
 static inline int draw_expert(const routing_ctx *c, gsl_rng *rng, const gsl_ran_discrete_t *table) {
     switch (c->dist) {
-    case ROUTE_UNIFORM: return (int)gsl_rng_uniform_int(rng, (unsigned long)c->E);
+    case ROUTE_UNIFORM: return uniform_below(c, rng);
     case ROUTE_HOT: {   /* uniform over the E-1 other experts */
-        int e = (int)gsl_rng_uniform_int(rng, (unsigned long)(c->E - 1));
+        int e = uniform_below(c, rng);
         return e + (e >= c->hot_expert);
     }
     default: return (int)gsl_ran_discrete(rng, table);
@@ -596,7 +622,18 @@ static inline __attribute__((always_inline)) int choose_token(const routing_ctx 
         x->seen_expert[c->hot_expert] = x->tok; /* ... or is absent from it */
     int rejections = 0;
     while (p.got < c->K) {
-        if (offer(c, x, &p, draw_expert(c, x->rng, table), out)) continue;
+        int e = draw_expert(c, x->rng, table);
+        if ((!c->groups_on || p.groups == c->topk_groups) && (!c->nodes_on || p.nodes == c->node_limit)) {
+            /* the groups and nodes are chosen: offer() without its branches (the same outcome and
+             * marks; most draws are rejected here under tight limits, unpredictably) */
+            uint32_t tok = x->tok;
+            int ok = (x->seen_expert[e] != tok) & (!c->groups_on || x->seen_group[c->expert_group[e]] == tok) &
+                     (!c->nodes_on || x->seen_node[c->expert_node[e]] == tok);
+            x->seen_expert[e] = tok;
+            out[p.got] = e;
+            p.got += ok;
+            if (ok) continue;
+        } else if (offer(c, x, &p, e, out)) continue;
         if (++rejections > REJECT_LIMIT(c->K)) {
             pick_by_scan(c, x, &p, c->weights + (size_t)law * c->E, out);
             break;
