@@ -8,8 +8,9 @@
  * The fabric, per `cluster_cfg`:
  *   - GPU g = node * gpus_per_node + local; local index k is the GPU's rail (GPU k of every node on
  *     rail k, one NIC per GPU).
- *   - NVLink/NVSwitch: one full-duplex link per GPU into the node's switch, nvlink_GBps per direction.
- *     Intra-node route: nvl(src).up, nvl(dst).down. The switch itself is non-blocking.
+ *   - NVLink/NVSwitch: one full-duplex link per GPU into the switch of its NVLink domain (its node,
+ *     or cluster.nvlink_domain_gpus consecutive GPUs of several nodes: an NVL72 rack), nvlink_GBps per
+ *     direction. Intra-domain route: nvl(src).up, nvl(dst).down. The switch itself is non-blocking.
  *   - Rails: NIC link per GPU (full duplex, nic_gbps line rate) into the leaf switch of its rail;
  *     leaf_down_ports nodes share a leaf; every leaf has an uplink bundle to its rail's spine layer of
  *     leaf_down_ports x NIC bandwidth / oversubscription (ECMP over the bundle assumed perfect: the
@@ -32,6 +33,15 @@
 #include "sim/scenario/scenario.h"
 
 static inline int fabric_node_of(const cluster_cfg *c, int gpu) { return gpu / c->gpus_per_node; }
+/* NVLink domains (cluster.nvlink_domain_gpus, a multiple of gpus_per_node): GPUs that reach each other
+ * over NVLink; a node unless the rack is one domain (NVL72). DeepEP's aggregation lands a sender's
+ * RDMA transfer on the GPU at the sender's position in the destination domain (the same rail). */
+static inline int fabric_domain_gpus(const cluster_cfg *c) { return scn_domain_gpus(c); }
+static inline int fabric_domain_of(const cluster_cfg *c, int gpu) { return gpu / scn_domain_gpus(c); }
+static inline int fabric_landing_gpu(const cluster_cfg *c, int src_gpu, int domain) {
+    int D = scn_domain_gpus(c);
+    return domain * D + src_gpu % D;
+}
 static inline int fabric_rail_of(const cluster_cfg *c, int gpu) { return gpu % c->gpus_per_node; }
 static inline int fabric_gpu(const cluster_cfg *c, int node, int local) {
     return node * c->gpus_per_node + local;
@@ -93,12 +103,12 @@ static inline int fabric_rail_route_(const cluster_cfg *c, int src, int dst, fab
 }
 
 /* Links of the route src -> dst (at most FABRIC_MAX_HOPS); returns their number (0 if src == dst).
- * Same node: NVLink. Same rail: NIC, [uplink, spine, uplink], NIC. Otherwise PXN: NVLink to the
- * source node's GPU on the destination's rail, then that rail. */
+ * Same NVLink domain: NVLink. Same rail: NIC, [uplink, spine, uplink], NIC. Otherwise PXN: NVLink to
+ * the source node's GPU on the destination's rail, then that rail. */
 static inline int fabric_gpu_route(const cluster_cfg *c, int src, int dst, fabric_hop h[FABRIC_MAX_HOPS]) {
     if (src == dst) return 0;
-    int ns = fabric_node_of(c, src), nd = fabric_node_of(c, dst);
-    if (ns == nd) {
+    int ns = fabric_node_of(c, src);
+    if (fabric_domain_of(c, src) == fabric_domain_of(c, dst)) {
         h[0] = (fabric_hop){FL_NVL_UP, src};
         h[1] = (fabric_hop){FL_NVL_DOWN, dst};
         return 2;

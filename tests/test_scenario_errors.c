@@ -141,6 +141,10 @@ static const bad_case CASES[] = {
     {"recompute_mla_on_gqa", "layout.recompute_modules", "\"mla_up_proj\"", "model.attention \"mla\"", -1},
     {"a2a_overlap_with_dualpipe", "layout.moe_a2a_overlap", "got true", "DualPipe", -1},
     {"recompute_modules_not_list", "layout.recompute_modules", "got \"mlp\"", "a list of distinct names", -1},
+    {"nvlink_domain_not_whole_nodes", "cluster.nvlink_domain_gpus", "got 12", "multiple of cluster.gpus_per_node = 8", -1},
+    {"nvlink_domain_not_dividing", "cluster.nvlink_domain_gpus", "got 24", "dividing the 4096 GPUs", -1},
+    {"nvlink_domain_negative", "cluster.nvlink_domain_gpus", "got -8", "\"auto\" or an integer", -1},
+    {"node_limit_above_domains", "routing.node_limit", "got 4", "the 2 NVLink domains", -1},
 };
 #define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 

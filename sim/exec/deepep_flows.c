@@ -13,9 +13,9 @@ int a2a_copy_stride(const cluster_cfg *c, const a2a_pattern *p) {
         if (p->gpus[i] < lo) lo = p->gpus[i];
         if (p->gpus[i] > hi) hi = p->gpus[i];
     }
-    int nlo = fabric_node_of(c, lo), nhi = fabric_node_of(c, hi);
+    int nlo = fabric_domain_of(c, lo), nhi = fabric_domain_of(c, hi);
     if (nlo == nhi) return hi - lo + 1;
-    return (nhi - nlo + 1) * c->gpus_per_node;
+    return (nhi - nlo + 1) * fabric_domain_gpus(c);
 }
 
 int a2a_copies(const cluster_cfg *c, const a2a_pattern *p) {
@@ -24,8 +24,9 @@ int a2a_copies(const cluster_cfg *c, const a2a_pattern *p) {
     return want < fit ? want : (fit > 0 ? fit : 1);
 }
 
-/* Payload rank i sends to node `node` over RDMA: node_bytes when given, else the sum of its per-rank
- * payloads to that node's members (every inter-node byte crosses the NIC once). */
+/* Payload rank i sends to NVLink domain `node` over RDMA: node_bytes when given, else the sum of its
+ * per-rank payloads to that domain's members (every inter-domain byte crosses the NIC once). "Node"
+ * below is DeepEP's node: an NVLink domain (a node unless cluster.nvlink_domain_gpus spans several). */
 static double rdma_bytes(const cluster_cfg *c, const a2a_pattern *p, int i, int node) {
     if (p->node_bytes) {
         for (int k = 0; k < p->n_nodes; k++)
@@ -34,12 +35,12 @@ static double rdma_bytes(const cluster_cfg *c, const a2a_pattern *p, int i, int 
     }
     double b = 0;
     for (int j = 0; j < p->n; j++)
-        if (j != i && fabric_node_of(c, p->gpus[j]) == node) b += p->bytes[(size_t)i * (size_t)p->n + (size_t)j];
+        if (j != i && fabric_domain_of(c, p->gpus[j]) == node) b += p->bytes[(size_t)i * (size_t)p->n + (size_t)j];
     return b;
 }
 
 int a2a_flows_build(const cluster_cfg *c, const a2a_pattern *p, gpu_flow_list *out) {
-    const int G = c->nodes * c->gpus_per_node, n = p->n, gpn = c->gpus_per_node;
+    const int G = c->nodes * c->gpus_per_node, n = p->n, gpn = fabric_domain_gpus(c);   /* GPUs of a domain */
     if (n < 1 || !p->gpus || !p->bytes) return -1;
     if (p->node_bytes && (p->n_nodes < 1 || !p->nodes)) return -1;
     for (int i = 0; i < n; i++)
@@ -49,21 +50,24 @@ int a2a_flows_build(const cluster_cfg *c, const a2a_pattern *p, gpu_flow_list *o
     int *nodes = moe_xmalloc((size_t)n * sizeof *nodes), n_nodes = 0;
     if (!nodes) return -1;
     for (int i = 0; i < n; i++) {
-        int nd = fabric_node_of(c, p->gpus[i]), seen = 0;
+        int nd = fabric_domain_of(c, p->gpus[i]), seen = 0;
         for (int k = 0; k < n_nodes; k++) seen |= nodes[k] == nd;
         if (!seen) nodes[n_nodes++] = nd;
     }
 
-    /* RDMA: one flow per (sender, destination node), on the sender's rail. */
+    /* RDMA: one flow per (sender, destination domain), on the sender's rail, landing on the GPU at
+     * the sender's position in that domain. */
     const size_t first_rdma = out->n;
     int crosses_leaf = 0;
     for (int i = 0; i < n; i++) {
-        int gi = p->gpus[i], ni = fabric_node_of(c, gi), rail = fabric_rail_of(c, gi);
+        int gi = p->gpus[i], ni = fabric_domain_of(c, gi);
         for (int k = 0; k < n_nodes; k++) {
             if (nodes[k] == ni) continue;
             double b = rdma_bytes(c, p, i, nodes[k]);
-            if (b > 0 && fabric_leaf_of_node(c, ni) != fabric_leaf_of_node(c, nodes[k])) crosses_leaf = 1;
-            if (gpu_flow_push(out, gi, fabric_gpu(c, nodes[k], rail), b, 0, FLOW_RDMA)) goto oom;
+            int landing = fabric_landing_gpu(c, gi, nodes[k]);
+            if (b > 0 && fabric_leaf_of_node(c, fabric_node_of(c, gi)) != fabric_leaf_of_node(c, fabric_node_of(c, landing)))
+                crosses_leaf = 1;
+            if (gpu_flow_push(out, gi, landing, b, 0, FLOW_RDMA)) goto oom;
         }
     }
     const size_t end_rdma = out->n;
@@ -78,21 +82,21 @@ int a2a_flows_build(const cluster_cfg *c, const a2a_pattern *p, gpu_flow_list *o
         for (size_t z = 0; z < (size_t)gpn * (size_t)gpn; z++) m[z] = 0;
         for (int j = 0; j < n; j++) {
             int gj = p->gpus[j];
-            if (fabric_node_of(c, gj) != node) continue;
-            int b_loc = fabric_rail_of(c, gj);
+            if (fabric_domain_of(c, gj) != node) continue;
+            int b_loc = gj % gpn;
             for (int i = 0; i < n; i++) {
                 if (i == j) continue;
                 int gi = p->gpus[i];
                 double b = p->bytes[(size_t)i * (size_t)n + (size_t)j];
                 if (b <= 0) continue;
                 /* direct (same node) or forwarded by the landing GPU of i's rail */
-                int a_loc = fabric_rail_of(c, gi);
+                int a_loc = gi % gpn;
                 if (a_loc != b_loc) m[(size_t)a_loc * (size_t)gpn + (size_t)b_loc] += b;
             }
         }
         for (int a = 0; a < gpn; a++)
             for (int b = 0; b < gpn; b++)
-                if (gpu_flow_push(out, fabric_gpu(c, node, a), fabric_gpu(c, node, b), m[(size_t)a * (size_t)gpn + (size_t)b], 0,
+                if (gpu_flow_push(out, node * gpn + a, node * gpn + b, m[(size_t)a * (size_t)gpn + (size_t)b], 0,
                          FLOW_NVLINK)) {
                     free(m);
                     goto oom;

@@ -8,6 +8,9 @@
  *   - NVLink: inside every node, one flow per ordered GPU pair carrying the direct intra-node payload
  *     plus what the landing GPU forwards to that receiver (the fan-out is pipelined with the RDMA
  *     chunks in DeepEP, so both start together);
+ *   A "node" here is an NVLink domain (fabric_geometry.h): the node itself, or with
+ *   cluster.nvlink_domain_gpus the rack-scale domain of several nodes (NVL72), in which the RDMA
+ *   transfer lands on the GPU at the sender's position and fans out over the domain's NVLink.
  *   - concurrent groups: identical copies of the pattern on the neighbouring GPUs (shifted by the
  *     group's footprint, whole nodes when it spans nodes). Only their RDMA flows are kept, and only
  *     when the group itself crosses leaves: NVLink and NIC links are private to each group, so the

@@ -15,12 +15,13 @@ int ring_steps(coll_kind kind, int n) {
 
 ring_plan ring_plan_make(const cluster_cfg *c, const int *gpus, int n, double bytes) {
     ring_plan rp = {0, 0, n, 0, bytes};
-    /* count GPUs per node; hierarchical when >1 node and all nodes hold the same g > 1 */
+    /* count GPUs per NVLink domain (a node unless cluster.nvlink_domain_gpus spans several);
+     * hierarchical when >1 domain and all domains hold the same g > 1 */
     int n_nodes = 0, g = -1, uniform = 1;
     for (int i = 0; i < n; i++) {
-        int nd = fabric_node_of(c, gpus[i]), first = 1, count = 0;
+        int nd = fabric_domain_of(c, gpus[i]), first = 1, count = 0;
         for (int j = 0; j < n; j++) {
-            if (fabric_node_of(c, gpus[j]) != nd) continue;
+            if (fabric_domain_of(c, gpus[j]) != nd) continue;
             if (j < i) first = 0;
             count++;
         }
@@ -57,11 +58,11 @@ int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_pla
     }
     int n_ord = 0;
     for (int i = 0; i < n; i++) {
-        int nd = fabric_node_of(c, gpus[i]);
+        int nd = fabric_domain_of(c, gpus[i]);
         pos[i] = 0;
         ord[i] = -1;
         for (int j = 0; j < i; j++)
-            if (fabric_node_of(c, gpus[j]) == nd) {
+            if (fabric_domain_of(c, gpus[j]) == nd) {
                 pos[i]++;
                 ord[i] = ord[j];
             }

@@ -172,7 +172,8 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
     int n = p->groups[g].n;
     int *gpus = moe_xmalloc((size_t)n * sizeof(int));
     ep_group_gpus(x, g, gpus);
-    int gpn = p->scn->cluster.gpus_per_node, *nodes = moe_xmalloc((size_t)n * sizeof(int)), nn = 0;
+    /* DeepEP's nodes: NVLink domains (a node, or several with cluster.nvlink_domain_gpus) */
+    int gpn = scn_domain_gpus(&p->scn->cluster), *nodes = moe_xmalloc((size_t)n * sizeof(int)), nn = 0;
     for (int i = 0; i < n; i++) {
         int node = gpus[i] / gpn;
         if (nn == 0 || nodes[nn - 1] != node) nodes[nn++] = node;   /* ascending under both placements */

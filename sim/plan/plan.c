@@ -171,7 +171,8 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     x->m = scn_micro_batches(s);
     x->tokens_mb = scn_rank_tokens(s);
 
-    int gpn = cl->gpus_per_node, cp = scn_cp(s);
+    /* what reaches over NVLink: one NVLink domain (a node, or an NVL72 rack) */
+    int gpn = scn_domain_gpus(cl), cp = scn_cp(s);
     /* where the groups land, placed as the step program places them (rank_numbering.h): the EP group,
      * the expert data-parallel group (over replicas), one pipeline's stages; on the attention side
      * the TP group, the CP ring and the dense data-parallel group (attention DP x CP) */
@@ -329,9 +330,9 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
     else if (l->zero == 2 && l->pp > 1)
         warn(out, "ZeRO-2 with PP=%d: sharded gradients are reduce-scattered after each of the %d "
                   "micro-batches; use ZeRO-1", l->pp, x->m);
-    if (l->tp > s->cluster.gpus_per_node)
-        warn(out, "TP=%d spans nodes (%d GPUs per node): tensor-parallel collectives cross the NICs",
-             l->tp, s->cluster.gpus_per_node);
+    if (l->tp > scn_domain_gpus(&s->cluster))
+        warn(out, "TP=%d spans nodes (%d GPUs per %s): tensor-parallel collectives cross the NICs", l->tp,
+             scn_domain_gpus(&s->cluster), s->cluster.nvlink_domain_gpus > 0 ? "NVLink domain" : "node");
     if (s->model.experts > 0 && x->ep_span.nodes > s->cluster.leaf_down_ports)
         warn(out, "EP group spans %d nodes > %d under one leaf switch: its all-to-all crosses the spine",
              x->ep_span.nodes, s->cluster.leaf_down_ports);

@@ -374,7 +374,8 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     c->drop = s->routing.drop;
     c->seed = s->seed;
     c->capacity = moe_capacity(s->routing.capacity_factor, tpr, c->K, c->E);
-    if (build_placement(c, group_gpus, s->cluster.gpus_per_node, err)) goto fail;
+    /* node-limited routing and DeepEP's per-node copies count NVLink domains */
+    if (build_placement(c, group_gpus, scn_domain_gpus(&s->cluster), err)) goto fail;
     c->node_limit = s->routing.node_limit;
     c->nodes_on = c->node_limit > 0 && c->node_limit < c->n_nodes;
     if (c->nodes_on) {

@@ -15,7 +15,8 @@
 const char *const preset_model_names[] = {"deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama3-405b",
                                           "llama3-8b", "llama3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                                           "gpt-oss-120b", "kimi-k2", "mixtral-8x22b", NULL};
-const char *const preset_cluster_names[] = {"h800-8rail", "h100-8rail", "h200-8rail", NULL};
+const char *const preset_cluster_names[] = {"h800-8rail", "h100-8rail", "h200-8rail", "b200-8rail", "gb200-nvl72",
+                                            "gb300-nvl72", NULL};
 
 /* Llama 3 family ("The Llama 3 Herd of Models", arXiv:2407.21783, Table 3; config.json of
  * meta-llama/Meta-Llama-3-8B, -70B and Llama-3.1-405B): GQA with 8 KV heads of 128, SwiGLU, RMSNorm,
@@ -111,6 +112,38 @@ static const cluster_cfg CLUSTERS[] = {
      .gpu = {.name = "H100", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
     {.preset = "h200-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 450,
      .gpu = {.name = "H200", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800, .mem_GiB = 141}},
+    /* HGX / DGX B200 (1000 W): dense BF16 2.25 PF, FP8 4.5 PF, FP4 9 PF per GPU (NVIDIA Blackwell
+     * technical brief, as tabulated at glennklockwood.com/garden/processors/B200; the DGX B200
+     * datasheet's 72 PF FP8 and 144 PF FP4 are sparse figures for 8 GPUs); HBM3e 8 TB/s and 180 GB per
+     * GPU (DGX B200 user guide: 1,440 GB for 8 GPUs); NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per
+     * direction, 8 GPUs per NVSwitch domain; 8 x ConnectX-7 400 Gb/s (DGX B200 user guide: "8 x NVIDIA
+     * ConnectX-7 Single Port Cards, InfiniBand up to 400Gbps"); 2 TB system memory, PCIe 5.0 x16. */
+    {.preset = "b200-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 900,
+     .gpu = {.name = "B200", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000, .mem_GiB = 180,
+             .fp4_tflops = 9000}},
+    /* GB200 NVL72: 72 B200 (1200 W: dense BF16 2.5 PF, FP8 5 PF, FP4 10 PF; the NVL72 page's 720 PF FP8
+     * and 1.44 EF FP4 per rack are sparse: / 72 / 2) in one NVLink domain of 130 TB/s (1.8 TB/s per
+     * GPU), 186 GB HBM3e per GPU (13.4 TB per rack), 8 TB/s; 18 compute trays of 2 Grace + 4 GPUs, one
+     * 400 Gb/s ConnectX-7 per GPU on the tray's 4 rails; per tray 2 x 480 GB LPDDR5X; GPU to host over
+     * NVLink-C2C, 900 GB/s bidirectional per Grace shared by 2 GPUs: 225 GB/s per GPU per direction
+     * (NVIDIA GB200 NVL72 product page and datasheet). 56 racks = 4032 GPUs. */
+    {.preset = "gb200-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 400,
+     .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
+     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
+     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
+     .gpu = {.name = "GB200", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000, .mem_GiB = 186,
+             .fp4_tflops = 10000}},
+    /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
+     * dense FP4 and 360 PF dense FP8 per rack, NVIDIA GTC 2025, as tabulated at
+     * glennklockwood.com/garden/processors/B300), 288 GB HBM3e per GPU (12-high stacks), 8 TB/s, the same
+     * 130 TB/s NVLink domain; one ConnectX-8 SuperNIC at 800 Gb/s per GPU (NVIDIA NVL72 AI factory
+     * reference architecture: 4 per compute tray); Grace host memory and NVLink-C2C as GB200. */
+    {.preset = "gb300-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 800,
+     .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
+     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
+     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
+     .gpu = {.name = "GB300", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000, .mem_GiB = 288,
+             .fp4_tflops = 15000}},
 };
 
 int preset_model(const char *name, model_cfg *out) {
@@ -185,6 +218,11 @@ const char *preset_cluster_calibration(const char *name) {
         {"h800-8rail", "calibration/models/h800-published.json"},
         {"h100-8rail", "calibration/models/h100-published.json"},
         {"h200-8rail", "calibration/models/h200-published.json"},
+        /* no published kernel measurements for Blackwell yet: the built-in roofline of the preset's
+         * own datasheet figures, never an Hopper model's efficiencies and link rates */
+        {"b200-8rail", ""},
+        {"gb200-nvl72", ""},
+        {"gb300-nvl72", ""},
     };
     for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
         if (strcmp(MODELS[i][0], name) == 0) return MODELS[i][1];

@@ -23,8 +23,9 @@ void preset_model_precision(const char *name, unsigned given, precision_cfg *pre
 void preset_custom_model(model_cfg *m);
 int preset_custom_model_check(model_cfg *m, const struct cJSON *section, const char *file, moe_error *err);
 int preset_cluster(const char *name, cluster_cfg *out);
-/* The cost model published for a cluster preset's GPU ("calibration/models/h100-published.json"), or
- * NULL. A scenario's calibration follows its cluster preset while it is that preset's default. */
+/* The cost model published for a cluster preset's GPU ("calibration/models/h100-published.json"), ""
+ * (no published model for that GPU: the built-in roofline of its datasheet figures) or NULL. A
+ * scenario's calibration follows its cluster preset while it is that preset's default. */
 const char *preset_cluster_calibration(const char *name);
 
 #endif

@@ -251,6 +251,13 @@ static int check_precision(const scenario *s, moe_error *err) {
 }
 
 static int check_cluster(const scenario *s, moe_error *err) {
+    int d = s->cluster.nvlink_domain_gpus;
+    if (d > 0 && (d % s->cluster.gpus_per_node != 0 || scn_gpus(s) % d != 0)) {
+        char exp[160];
+        snprintf(exp, sizeof exp, "a multiple of cluster.gpus_per_node = %d dividing the %d GPUs (whole nodes, whole "
+                 "domains)", s->cluster.gpus_per_node, scn_gpus(s));
+        return bad_int(s, err, "cluster.nvlink_domain_gpus", d, exp);
+    }
     if (s->cluster.rails != s->cluster.gpus_per_node) {
         char exp[128];
         snprintf(exp, sizeof exp, "cluster.gpus_per_node = %d (one NIC and rail per GPU)", s->cluster.gpus_per_node);
@@ -380,8 +387,12 @@ static int check_routing(const scenario *s, moe_error *err) {
         snprintf(exp, sizeof exp, "an expert index below model.experts = %d", s->model.experts);
         return bad_int(s, err, "routing.hot_expert", r->hot_expert, exp);
     }
-    if (r->node_limit > s->cluster.nodes) {
-        snprintf(exp, sizeof exp, "0 (no limit) to cluster.nodes = %d", s->cluster.nodes);
+    int domains = scn_gpus(s) / scn_domain_gpus(&s->cluster);
+    if (r->node_limit > domains) {
+        if (scn_domain_gpus(&s->cluster) == s->cluster.gpus_per_node)
+            snprintf(exp, sizeof exp, "0 (no limit) to cluster.nodes = %d", s->cluster.nodes);
+        else
+            snprintf(exp, sizeof exp, "0 (no limit) to the %d NVLink domains (the limit counts domains)", domains);
         return bad_int(s, err, "routing.node_limit", r->node_limit, exp);
     }
     return 0;

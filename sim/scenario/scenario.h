@@ -94,6 +94,9 @@ typedef struct {
     double storage_GBps;     /* aggregate parallel-file-system write bandwidth */
     double host_mem_GiB;
     double pcie_GBps;        /* GPU <-> host, per GPU per direction */
+    /* GPUs of one NVLink domain (consecutive GPU ids): 0 = "auto" = gpus_per_node; NVL72 racks: 72
+     * (or the 64 of them a job uses) over trays of gpus_per_node GPUs, each with its NICs on the rails */
+    int nvlink_domain_gpus;
 } cluster_cfg;
 
 /* ---- layout ----------------------------------------------------------------------------------- */
@@ -363,6 +366,10 @@ typedef struct scenario {
 static inline int scn_gpus(const scenario *s) { return s->cluster.nodes * s->cluster.gpus_per_node; }
 /* Leaf switches per rail: leaf_down_ports nodes share one (the fabric's and the failure model's
  * count; platforms/fabric_geometry.h). */
+/* GPUs that reach each other over NVLink: a node, or a rack-scale domain of several nodes */
+static inline int scn_domain_gpus(const cluster_cfg *c) {
+    return c->nvlink_domain_gpus > 0 ? c->nvlink_domain_gpus : c->gpus_per_node;
+}
 static inline int scn_leaf_of_node(const cluster_cfg *c, int node) {
     return c->leaf_down_ports > 0 ? node / c->leaf_down_ports : 0;
 }

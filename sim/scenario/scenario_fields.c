@@ -207,6 +207,11 @@ const scn_field scn_fields[] = {
           "DGX H100: 2 TB system memory"),
     F_POS("cluster.pcie_GBps", cluster.pcie_GBps, "GB/s", "GPU to host bandwidth per GPU per direction (snapshots, per-node storage cap)",
           "PCIe 5.0 x16: 32 GT/s x 16 lanes, about 64 GB/s per direction"),
+    F_INT_AUTO("cluster.nvlink_domain_gpus", cluster.nvlink_domain_gpus, 1, MAX_NODES, "GPUs",
+               "GPUs of one NVLink domain (consecutive ids, a multiple of gpus_per_node): the all-to-all's DeepEP "
+               "aggregation, node-limited routing (routing.node_limit counts domains) and EP placement work per "
+               "domain; rails and leaf/spine switches connect the nodes' NICs above it (\"auto\" = gpus_per_node)",
+               "NVIDIA GB200 / GB300 NVL72: 72 GPUs in one NVLink domain"),
 
     F_INT("layout.tp", layout.tp, 1, MAX_PAR, "", "tensor parallelism of attention and dense blocks, with sequence parallelism (the experts' too unless layout.etp says otherwise)",
           DSV3_REPORT ", section 3.2: trained without tensor parallelism"),

@@ -96,7 +96,9 @@ static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
     }
     int nlo = fabric_node_of(&x->c, lo), nhi = fabric_node_of(&x->c, hi);
     int llo = fabric_leaf_of_node(&x->c, nlo);
-    if (llo == fabric_leaf_of_node(&x->c, nhi)) return fabric_gpu(&x->c, nlo, 0);
+    /* inside one leaf: relative to the group's first NVLink domain (its first node unless a domain
+     * spans several), so that groups at the same place in two domains share a signature */
+    if (llo == fabric_leaf_of_node(&x->c, nhi)) return fabric_domain_of(&x->c, lo) * fabric_domain_gpus(&x->c);
     return fabric_gpu(&x->c, llo * x->c.leaf_down_ports, 0);
 }
 

@@ -125,12 +125,12 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
         const a2a_matrix *am = &p->patterns[o->pattern];
         in->left = moe_xcalloc((size_t)n, sizeof(int));
         for (int i = 0; i < n; i++) {
-            int gi = gpu_of_member(x, o->group, i), ni = fabric_node_of(x->c, gi);
+            int gi = gpu_of_member(x, o->group, i), ni = fabric_domain_of(x->c, gi);
             for (int j = 0; j < n; j++) {
                 if (i == j || pay(am, n, i, j) <= 0) continue;
-                int gj = gpu_of_member(x, o->group, j), nj = fabric_node_of(x->c, gj);
+                int gj = gpu_of_member(x, o->group, j), nj = fabric_domain_of(x->c, gj);
                 if (nj == ni) { in->left[j]++; continue; }
-                int landing = fabric_gpu(x->c, nj, fabric_rail_of(x->c, gi));
+                int landing = fabric_landing_gpu(x->c, gi, nj);
                 in->left[j] += 1 + (gj != landing); /* the RDMA flow, and the fan-out unless it lands on j */
             }
         }
@@ -189,12 +189,11 @@ typedef struct {
 static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
     const program *p = x->p;
     const a2a_matrix *am = &p->patterns[o->pattern];
-    const int n = in->n, g = o->group, gi = gpu_of_member(x, g, me), ni = fabric_node_of(x->c, gi);
-    const int rail = fabric_rail_of(x->c, gi);
-    /* the group's nodes, ascending (node_bytes' second index) */
+    const int n = in->n, g = o->group, gi = gpu_of_member(x, g, me), ni = fabric_domain_of(x->c, gi);
+    /* the group's NVLink domains ("nodes" of DeepEP), ascending (node_bytes' second index) */
     int *nodes = moe_xmalloc((size_t)n * sizeof(int)), nn = 0;
     for (int m = 0; m < n; m++) {
-        int nd = fabric_node_of(x->c, gpu_of_member(x, g, m)), k = 0;
+        int nd = fabric_domain_of(x->c, gpu_of_member(x, g, m)), k = 0;
         while (k < nn && nodes[k] < nd) k++;
         if (k < nn && nodes[k] == nd) continue;
         memmove(nodes + k + 1, nodes + k, (size_t)(nn - k) * sizeof(int));
@@ -210,12 +209,12 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
         if (am->node_bytes) b = am->node_bytes[(size_t)me * nn + k];
         else
             for (int j = 0; j < n; j++)
-                if (j != me && fabric_node_of(x->c, gpu_of_member(x, g, j)) == nodes[k]) b += pay(am, n, me, j);
+                if (j != me && fabric_domain_of(x->c, gpu_of_member(x, g, j)) == nodes[k]) b += pay(am, n, me, j);
         int any = 0;
         for (int j = 0; j < n; j++)
-            any |= j != me && pay(am, n, me, j) > 0 && fabric_node_of(x->c, gpu_of_member(x, g, j)) == nodes[k];
+            any |= j != me && pay(am, n, me, j) > 0 && fabric_domain_of(x->c, gpu_of_member(x, g, j)) == nodes[k];
         if (!any) continue;
-        int landing = fabric_gpu(x->c, nodes[k], rail);
+        int landing = fabric_landing_gpu(x->c, gi, nodes[k]);
         f[nf] = (a2a_flow){start_flow(am, gi, landing, b), nodes[k], -1};
         xs[nf] = f[nf].x;
         nf++;
@@ -223,8 +222,8 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
     for (int j = 0; j < n; j++) {
         double b = pay(am, n, me, j);
         if (j == me || b <= 0) continue;
-        int gj = gpu_of_member(x, g, j), nj = fabric_node_of(x->c, gj);
-        int from = nj == ni ? gi : fabric_gpu(x->c, nj, rail); /* direct, or fan-out from the landing GPU */
+        int gj = gpu_of_member(x, g, j), nj = fabric_domain_of(x->c, gj);
+        int from = nj == ni ? gi : fabric_landing_gpu(x->c, gi, nj); /* direct, or fan-out from the landing GPU */
         if (from == gj) continue;                              /* landed on its receiver: no NVLink hop */
         f[nf] = (a2a_flow){start_flow(am, from, gj, b), -1, j};
         xs[nf] = f[nf].x;
@@ -239,7 +238,7 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
         } else
             for (int j = 0; j < n; j++)
                 if (j != me && pay(am, n, me, j) > 0 &&
-                    fabric_node_of(x->c, gpu_of_member(x, g, j)) == f[k].node) {
+                    fabric_domain_of(x->c, gpu_of_member(x, g, j)) == f[k].node) {
                     in->left[j]--;
                     in->total_left--;
                 }

@@ -1,0 +1,175 @@
+/* test_nvlink_domain.c — NVLink domains larger than a node (cluster.nvlink_domain_gpus, NVL72) and
+ * the Blackwell cluster presets.
+ *
+ * Truths: routes read off the fabric's definition by hand (fabric_geometry.h), DeepEP's aggregation
+ * counted by hand (one RDMA transfer per sender and destination domain), node-limited routing
+ * checked token by token, the plan's all-to-all time as an alpha-beta NVLink transfer by hand, and
+ * the published per-GPU figures of the presets typed from the datasheets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platforms/fabric_geometry.h"
+#include "sim/exec/deepep_flows.h"
+#include "sim/plan/plan.h"
+#include "sim/program/routing.h"
+#include "sim/scenario/presets.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_defaults.h"
+
+/* 8 trays of 4 GPUs, 2 NVLink domains of 16 (4 trays each), 4 rails. */
+static cluster_cfg two_domains(void) {
+    cluster_cfg c;
+    assert_int_equal(preset_cluster("gb200-nvl72", &c), 0);
+    c.nodes = 8;
+    c.nvlink_domain_gpus = 16;
+    return c;
+}
+
+/* GPU 0 and GPU 13 share domain 0 (trays 0 and 3): NVLink up and down. GPU 0 and GPU 16 (domain 1,
+ * the same rail 0): NIC up, NIC down under one leaf. GPU 1 and GPU 16 (rail 1 -> rail 0): NVLink to
+ * GPU 0 of its own tray (PXN), then rail 0. */
+static void routes_by_domain(void **state) {
+    (void)state;
+    cluster_cfg c = two_domains();
+    fabric_hop h[FABRIC_MAX_HOPS];
+    assert_int_equal(fabric_gpu_route(&c, 0, 13, h), 2);
+    assert_true(h[0].cls == FL_NVL_UP && h[0].index == 0 && h[1].cls == FL_NVL_DOWN && h[1].index == 13);
+    assert_int_equal(fabric_gpu_route(&c, 0, 16, h), 2);
+    assert_true(h[0].cls == FL_NIC_UP && h[1].cls == FL_NIC_DOWN && h[1].index == 16);
+    assert_int_equal(fabric_gpu_route(&c, 1, 16, h), 4);
+    assert_true(h[0].cls == FL_NVL_UP && h[1].cls == FL_NVL_DOWN && h[1].index == 0 && h[2].cls == FL_NIC_UP);
+    assert_int_equal(fabric_landing_gpu(&c, 5, 1), 21);   /* position 5 of domain 1 */
+    c.nvlink_domain_gpus = 0;                             /* a domain per tray: 0 -> 13 leaves the tray */
+    assert_true(fabric_gpu_route(&c, 0, 13, h) > 2);
+}
+
+/* DeepEP aggregation per domain: an all-to-all over the 32 GPUs where every rank sends 1 MB to every
+ * other. Domain 16: per sender one RDMA flow to the other domain (32 flows, 16 MB each: its 16
+ * receivers there), landing on the GPU at its own position; with a domain per tray (4 GPUs): one to
+ * each of the 7 other trays (224 flows, 4 MB each). */
+static void deepep_flows_per_domain(void **state) {
+    (void)state;
+    cluster_cfg c = two_domains();
+    int n = 32, gpus[32];
+    double *bytes = calloc((size_t)n * n, sizeof *bytes);
+    for (int i = 0; i < n; i++) {
+        gpus[i] = i;
+        for (int j = 0; j < n; j++) bytes[i * n + j] = i == j ? 0 : 1e6;
+    }
+    for (int d = 0; d < 2; d++) {
+        c.nvlink_domain_gpus = d == 0 ? 16 : 0;
+        a2a_pattern p = {.n = n, .gpus = gpus, .bytes = bytes, .concurrent_groups = 1};
+        gpu_flow_list fl = {0};
+        assert_int_equal(a2a_flows_build(&c, &p, &fl), 0);
+        int rdma = 0;
+        for (size_t f = 0; f < fl.n; f++) {
+            if (fl.v[f].kind != FLOW_RDMA) continue;
+            rdma++;
+            assert_true(fl.v[f].bytes == (d == 0 ? 16e6 : 4e6));
+            if (d == 0) assert_int_equal(fl.v[f].dst_gpu % 16, fl.v[f].src_gpu % 16);
+        }
+        assert_int_equal(rdma, d == 0 ? 32 : 224);
+        gpu_flow_list_free(&fl);
+    }
+    free(bytes);
+}
+
+/* Node-limited routing counts domains: EP 32 over 2 domains of 16, node_limit 1: every token's 8
+ * experts lie in one domain (4 GPUs x 2 experts x ... = 32 experts there). */
+static void node_limit_counts_domains(void **state) {
+    (void)state;
+    scenario s;
+    scenario_defaults(&s);
+    s.cluster = two_domains();
+    s.model.experts = 64; s.model.top_k = 8; s.model.expert_groups = 0; s.model.topk_groups = 0;
+    s.model.seq_len = 64;
+    s.layout.tp = 1; s.layout.ep = 32; s.layout.pp = 1; s.layout.dp = 1; s.layout.micro_batch = 1;
+    s.routing.distribution = ROUTE_UNIFORM; s.routing.node_limit = 1; s.routing.capacity_factor = 0;
+    int gpus[32];
+    for (int i = 0; i < 32; i++) gpus[i] = i;
+    moe_error err = {0};
+    routing_opts o = {.tokens_per_rank = 64, .keep_choices = 1};
+    routing_ctx *ctx = routing_ctx_create_opts(&s, gpus, &o, &err);
+    if (!ctx) fail_msg("%s", err.msg);
+    assert_int_equal(routing_ctx_n_nodes(ctx), 2);
+    routing_sample r;
+    assert_int_equal(routing_sample_init(ctx, &r, &err), 0);
+    assert_int_equal(routing_draw(ctx, 0, 0, 0, &r), 0);
+    for (int t = 0; t < 32 * 64; t++) {
+        int dom = -1;
+        for (int k = 0; k < 8; k++) {
+            int e = r.choices[(size_t)t * 8 + k], d = e / 32;   /* 2 experts per rank, 16 ranks per domain */
+            if (dom < 0) dom = d;
+            assert_int_equal(d, dom);
+        }
+    }
+    routing_sample_free(&r);
+    routing_ctx_free(ctx);
+}
+
+/* One MoE layer, EP 16 inside one domain of 16 (built-in roofline: NVLink 900 GB/s, alpha 3.3 us):
+ * the plan's all-to-all per micro-batch is the NVLink transfer of K (ep-1)/ep copies of every token
+ * for each of dispatch and combine, forward and backward: 2 x 2 x (alpha + 8 x 15/16 x 4096 x 7168 x 2
+ * B / 900 GB/s). With a domain per tray the same group crosses NICs and takes longer. */
+static void plan_all_to_all_inside_a_domain(void **state) {
+    (void)state;
+    scenario s;
+    scenario_defaults(&s);
+    s.cluster = two_domains();
+    s.cluster.nodes = 4;
+    s.calibration[0] = '\0';
+    s.model.layers = 2; s.model.dense_layers = 1;
+    s.layout.tp = 1; s.layout.pp = 1; s.layout.ep = 16; s.layout.dp = 1; s.layout.schedule = SCHED_1F1B;
+    s.layout.global_batch = 16; s.routing.node_limit = 0;
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    moe_error err = {0};
+    if (scenario_validate(&s, &err)) fail_msg("%s", err.msg);
+    plan_result p;
+    assert_int_equal(plan_evaluate(&s, &p, &err), 0);
+    double one = 3.3e-6 + 8.0 * 15 / 16 * 4096 * 7168 * 2 / 900e9;
+    assert_float_equal(p.comm_mb_s, 4 * one, 1e-12 * one);
+    scenario t = s;
+    t.cluster.nvlink_domain_gpus = 0;
+    plan_result q;
+    assert_int_equal(plan_evaluate(&t, &q, &err), 0);
+    assert_true(q.comm_mb_s > 2 * p.comm_mb_s);
+}
+
+/* The presets against the datasheets (sources in sim/scenario/presets.c): per GPU dense BF16 / FP8 /
+ * FP4 TFLOP/s, HBM GB and GB/s, NVLink per direction, NIC Gb/s, GPUs per NVLink domain. */
+static void blackwell_presets_match_datasheets(void **state) {
+    (void)state;
+    struct { const char *name; double bf16, fp8, fp4, mem, hbm, nvl, nic; int domain; } P[] = {
+        {"b200-8rail", 2250, 4500, 9000, 180, 8000, 900, 400, 8},
+        {"gb200-nvl72", 2500, 5000, 10000, 186, 8000, 900, 400, 72},
+        {"gb300-nvl72", 2500, 5000, 15000, 288, 8000, 900, 800, 72},
+    };
+    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+        cluster_cfg c;
+        assert_int_equal(preset_cluster(P[i].name, &c), 0);
+        assert_true(c.gpu.bf16_tflops == P[i].bf16 && c.gpu.fp8_tflops == P[i].fp8 && c.gpu.fp4_tflops == P[i].fp4);
+        assert_true(c.gpu.mem_GiB == P[i].mem && c.gpu.hbm_GBps == P[i].hbm);
+        assert_true(c.nvlink_GBps == P[i].nvl && c.nic_gbps == P[i].nic);
+        assert_int_equal(scn_domain_gpus(&c), P[i].domain);
+        assert_int_equal(c.nodes * c.gpus_per_node % P[i].domain, 0);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(routes_by_domain),
+        cmocka_unit_test(deepep_flows_per_domain),
+        cmocka_unit_test(node_limit_counts_domains),
+        cmocka_unit_test(plan_all_to_all_inside_a_domain),
+        cmocka_unit_test(blackwell_presets_match_datasheets),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
