@@ -77,7 +77,7 @@ static void close_export(results_db *db, const char *sub) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
     moe_error err = {0};
-    if (results_db_export(db, dir, 1, 2, &err)) fail_msg("export: %s", err.msg);
+    if (results_db_export(db, dir, 1, 1, 2, &err)) fail_msg("export: %s", err.msg);
     assert_int_equal(results_db_close(db, &err), 0);
 }
 
@@ -266,7 +266,7 @@ static int merge(const char *out, int partial, char *msg, int n, ...) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/%s", tmpdir, out);
     moe_error err = {0};
-    int rc = results_merge(in, n, dir, partial, 1, NULL, &err);
+    int rc = results_merge(in, n, dir, partial, 1, 1, NULL, &err);
     if (msg) strcpy(msg, err.msg);
     return rc;
 }
@@ -346,7 +346,7 @@ static void test_parallel_csv(void **state) {
         char dir[300];
         snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
         moe_error err = {0};
-        if (results_db_export(db, dir, 0, k ? 3 : 1, &err)) fail_msg("export: %s", err.msg);
+        if (results_db_export(db, dir, 0, 1, k ? 3 : 1, &err)) fail_msg("export: %s", err.msg);
         assert_int_equal(results_db_count_all(db), 12000);   /* the connection is usable after it */
         assert_int_equal(results_db_close(db, &err), 0);
         csv[k] = slurp(dir, "results.csv");

@@ -68,6 +68,7 @@ static const char RUN_OPTIONS[] =
     "      --strict         exit 2 before any work when a point is infeasible (else it is stored with its reason)\n"
     "      --max-points N   refuse more than N points (default 2000000), before anything is written\n"
     "      --json           write results.json at any size (default: up to 20000 points)\n"
+    "      --csv            write results.csv at any size (default: up to 250000 points)\n"
     "      --progress-every S  a progress line every S seconds when stderr is not a terminal (default 30)\n"
     "      --commit-every S  commit finished points to results.db every S seconds (default 1; 0: every\n"
     "                       point): a killed run loses at most that much work\n"
@@ -98,9 +99,10 @@ static const char A2A_OPTIONS[] =
     "  -q, --quiet          no table on stdout (with --out: the file only)\n";
 
 static const char MERGE_OPTIONS[] =
-    "  -o, --out DIR        the merged folder (required): results.db, results.csv (and results.json)\n"
+    "  -o, --out DIR        the merged folder (required): results.db (and results.csv, results.json)\n"
     "      --partial        merge even when the inputs do not cover the whole sweep (else exit 2)\n"
     "      --json           write results.json at any size (default: up to 20000 points)\n"
+    "      --csv            write results.csv at any size (default: up to 250000 points)\n"
     "  -j, --jobs N         accepted; merging runs in one process\n"
     "  -q, --quiet          no table\n";
 
@@ -171,7 +173,7 @@ static int parse_levels(cli_parser *p, const char *s, int *out) {
 typedef struct {
     const char *file, *out;
     int levels, fidelity, jobs, resume, quiet, reproducible, shard_i, shard_n, top;
-    int force, strict, json;
+    int force, strict, json, csv;
     double max_points, progress_every_s, commit_every_s;
     int commit_set;
 } run_args;
@@ -179,7 +181,7 @@ typedef struct {
 /* Non-zero when the command must stop (help printed or a usage error): it returns p->rc. */
 static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_args *a) {
     enum { O_LEVELS = 256, O_FIDELITY, O_SHARD, O_RESUME, O_REPRO, O_TOP, O_SEARCH, O_FORCE, O_STRICT, O_JSON,
-           O_MAX_POINTS, O_PROGRESS, O_COMMIT };
+           O_MAX_POINTS, O_PROGRESS, O_COMMIT, O_CSV };
     static const struct option opts[] = {
         {"levels", required_argument, NULL, O_LEVELS}, {"fidelity", required_argument, NULL, O_FIDELITY},
         {"shard", required_argument, NULL, O_SHARD},   {"resume", no_argument, NULL, O_RESUME},
@@ -188,7 +190,7 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
         {"strict", no_argument, NULL, O_STRICT},       {"json", no_argument, NULL, O_JSON},
         {"max-points", required_argument, NULL, O_MAX_POINTS},
         {"progress-every", required_argument, NULL, O_PROGRESS},
-        {"commit-every", required_argument, NULL, O_COMMIT}, CLI_COMMON_OPTIONS};
+        {"commit-every", required_argument, NULL, O_COMMIT}, {"csv", no_argument, NULL, O_CSV}, CLI_COMMON_OPTIONS};
     *a = (run_args){.fidelity = -1, .shard_n = 1, .top = 8};
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         switch (c) {
@@ -207,6 +209,7 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
         case O_FORCE: a->force = 1; break;
         case O_STRICT: a->strict = 1; break;
         case O_JSON: a->json = 1; break;
+        case O_CSV: a->csv = 1; break;
         case O_MAX_POINTS: if (cli_double_opt(p, optarg, 1, 2e9, &a->max_points)) return 1; break;
         case O_PROGRESS: if (cli_double_opt(p, optarg, 0.1, 86400, &a->progress_every_s)) return 1; break;
         case O_COMMIT:
@@ -239,7 +242,7 @@ static int run_or_search(cli_parser *p, int argc, char **argv, int search) {
     sweep_run_opts o = {.scenario_file = a.file, .out_dir = a.out, .levels = a.levels, .fidelity = a.fidelity,
                         .reproducible = a.reproducible, .jobs = a.jobs, .shard_i = a.shard_i, .shard_n = a.shard_n,
                         .resume = a.resume, .force = a.force, .strict = a.strict, .max_points = (long)a.max_points,
-                        .search = search, .top = a.top, .json = a.json, .quiet = a.quiet,
+                        .search = search, .top = a.top, .json = a.json, .csv = a.csv, .quiet = a.quiet,
                         .progress_every_s = a.progress_every_s, .commit_every_s = a.commit_every_s,
                         .commit_set = a.commit_set};
     moe_error err = {0};
@@ -253,20 +256,21 @@ static int cmd_search(cli_parser *p, int argc, char **argv) { return run_or_sear
 
 /* simrun merge DIR... --out DIR: the databases of several shards as one. */
 static int cmd_merge(cli_parser *p, int argc, char **argv) {
-    enum { O_PARTIAL = 256, O_JSON };
+    enum { O_PARTIAL = 256, O_JSON, O_CSV };
     static const struct option opts[] = {{"partial", no_argument, NULL, O_PARTIAL}, {"json", no_argument, NULL, O_JSON},
-                                         CLI_COMMON_OPTIONS};
-    int partial = 0, json = 0;
+                                         {"csv", no_argument, NULL, O_CSV}, CLI_COMMON_OPTIONS};
+    int partial = 0, json = 0, csv = 0;
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         if (c == CLI_STOP) return p->rc;
         if (c == O_PARTIAL) partial = 1;
         if (c == O_JSON) json = 1;
+        if (c == O_CSV) csv = 1;
     }
     if (cli_positionals(p, argc, argv, 1, -1, "DIR... --out DIR")) return p->rc;
     const char *out = p->common.out;
     if (!out) return cli_error(p, "--out DIR is required (the merged folder)");
     moe_error err = {0};
-    int rc = results_merge((const char *const *)argv + optind, argc - optind, out, partial, json,
+    int rc = results_merge((const char *const *)argv + optind, argc - optind, out, partial, json, csv,
                            p->common.quiet ? NULL : stdout, &err);
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     return rc;

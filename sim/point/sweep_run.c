@@ -252,7 +252,7 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     print_results_warnings(stderr, all ? all : doc, 20);
     cJSON_Delete(all);
     print_results_table(out, doc);
-    if (limit) fprintf(out, "(the best %ld of %ld points; all of them are in results.db and results.csv)\n", limit, n_stored);
+    if (limit) fprintf(out, "(the best %ld of %ld points; all of them are in results.db)\n", limit, n_stored);
     cJSON_Delete(doc);
     return 0;
 }
@@ -263,12 +263,15 @@ static int finish(const sweep_run_opts *o, const char *out_dir, const scenario *
     if (results_db_commit(db, err)) return err->code;
     long ok, inf, bad, n_stored = results_db_count_all(db);
     if (results_db_counts(db, lo, hi, &ok, &inf, &bad, err)) return err->code;
-    int json = o->json || n_stored <= RESULTS_JSON_MAX_POINTS;
-    if (results_db_export(db, out_dir, json, o->jobs, err)) return err->code;
+    int json = o->json || n_stored <= RESULTS_JSON_MAX_POINTS, csv = o->csv || n_stored <= RESULTS_CSV_MAX_POINTS;
+    if (results_db_export(db, out_dir, json, csv, o->jobs, err)) return err->code;
     if (!o->quiet) {
         if (n_stored > 0 && print_table(db, n_stored, c, out, err)) return err->code;
-        fprintf(out, "wrote %s/results.db, %s/results.csv%s%s%s (%ld points: %ld ok, %ld infeasible, %ld errors)\n",
-                out_dir, out_dir, json ? " and " : "", json ? out_dir : "", json ? "/results.json" : "", n_stored, ok, inf, bad);
+        fprintf(out, "wrote %s/results.db%s%s%s%s%s%s (%ld points: %ld ok, %ld infeasible, %ld errors)\n", out_dir,
+                csv ? (json ? ", " : " and ") : "", csv ? out_dir : "", csv ? "/results.csv" : "", json ? " and " : "",
+                json ? out_dir : "", json ? "/results.json" : "", n_stored, ok, inf, bad);
+        if (!csv)
+            fprintf(out, "(no results.csv for %ld points: read results.db with SQL, or add --csv)\n", n_stored);
         if (inf) {
             fprintf(out, "infeasible (first of %ld; all with their reason in results.db):\n", inf);
             results_db_reasons(db, "infeasible", 3, out);

@@ -27,6 +27,7 @@ typedef struct {
     long max_points;            /* 0: SWEEP_MAX_POINTS_DEFAULT */
     int search, top;            /* --search: rank every valid layout, simulate the best `top` */
     int json;                   /* results.json at any size */
+    int csv;                    /* results.csv at any size */
     int quiet;
     double progress_every_s;    /* progress lines when stderr is not a terminal (0: 30 s) */
     double commit_every_s;      /* results.db batch interval in seconds, used when commit_set (else 1 s) */

@@ -73,7 +73,7 @@ int results_write(const char *dir, const cJSON *doc, moe_error *err) {
         rc = results_db_put(db, cJSON_IsNumber(id) ? (long)id->valuedouble : i, rec.data, rec.len, 0, err);
     }
     record_buf_free(&rec);
-    if (!rc) rc = results_db_export(db, dir, 1, 1, err);
+    if (!rc) rc = results_db_export(db, dir, 1, 1, 1, err);
     if (rc) {
         results_db_abandon(db);
         return rc;

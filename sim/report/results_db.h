@@ -29,6 +29,9 @@ typedef struct results_db results_db;
 /* results.json is exported for databases of at most this many points (or on request): beyond it a
  * document is hundreds of MB that results.db and results.csv hold better (SQL, pandas). */
 #define RESULTS_JSON_MAX_POINTS 20000
+/* results.csv likewise up to this many points (or on request): a million-point sweep's CSV is another
+ * 0.8 GB beside its 0.6 GB database, which SQL (or pandas.read_sql) reads directly. */
+#define RESULTS_CSV_MAX_POINTS 250000
 
 /* How a run treats an existing DIR/results.db. */
 typedef enum {
@@ -89,9 +92,9 @@ long results_db_count_all(results_db *db);
  * "reason") and its whole resolved scenario; byte for byte what cJSON_Print writes of the document. */
 int results_db_write_csv(results_db *db, FILE *f, moe_error *err);
 int results_db_write_json(results_db *db, FILE *f, moe_error *err);
-/* results.csv, and results.json when `json` is set, in `dir`, each atomically. */
-/* (`jobs` processes format a large CSV in parallel.) */
-int results_db_export(results_db *db, const char *dir, int json, int jobs, moe_error *err);
+/* results.csv when `csv` is set and results.json when `json` is set, in `dir`, each atomically.
+ * (`jobs` processes format a large CSV in parallel.) */
+int results_db_export(results_db *db, const char *dir, int json, int csv, int jobs, moe_error *err);
 /* The results document of the points chosen by `where_order` (an SQL tail such as "ORDER BY id",
  * may be NULL) in memory, for the table and the plots. NULL with err set on failure. */
 struct cJSON *results_db_document(results_db *db, const char *where_order, long limit, moe_error *err);
@@ -108,7 +111,7 @@ int results_remove_outputs(const char *dir, moe_error *err);
  * named); conflicting points too; points missing from the sweep are an error (exit 2, the ranges
  * named) unless `partial`. The output appears only when the merge succeeded; results.json is exported
  * up to RESULTS_JSON_MAX_POINTS points, or always with `json`. */
-int results_merge(const char *const *inputs, int n_inputs, const char *dir, int partial, int json,
+int results_merge(const char *const *inputs, int n_inputs, const char *dir, int partial, int json, int csv,
                   FILE *report, moe_error *err);
 
 #endif

@@ -457,17 +457,19 @@ static int export_file(results_db *db, const char *dir, const char *name, export
     return atomic_file_commit(&af, err);
 }
 
-int results_db_export(results_db *db, const char *dir, int json, int jobs, moe_error *err) {
+int results_db_export(results_db *db, const char *dir, int json, int csv, int jobs, moe_error *err) {
     if (results_db_commit(db, err)) return err->code;
-    atomic_file af;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/results.csv", dir);
-    if (atomic_file_open(&af, path, err)) return err->code;
-    if (write_csv_parallel(db, af.f, dir, jobs, err)) {
-        atomic_file_abort(&af);
-        return err->code;
+    if (csv) {
+        atomic_file af;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/results.csv", dir);
+        if (atomic_file_open(&af, path, err)) return err->code;
+        if (write_csv_parallel(db, af.f, dir, jobs, err)) {
+            atomic_file_abort(&af);
+            return err->code;
+        }
+        if (atomic_file_commit(&af, err)) return err->code;
     }
-    if (atomic_file_commit(&af, err)) return err->code;
     if (json && export_file(db, dir, "results.json", results_db_write_json, err)) return err->code;
     return 0;
 }

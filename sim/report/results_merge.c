@@ -59,8 +59,8 @@ static int same_run(results_db *a, const char *la, results_db *b, const char *lb
                          "only shards of one run merge", la, lb, a->fingerprint, b->fingerprint, diff);
 }
 
-int results_merge(const char *const *inputs, int n_inputs, const char *dir, int partial, int json, FILE *report,
-                  moe_error *err) {
+int results_merge(const char *const *inputs, int n_inputs, const char *dir, int partial, int json, int csv,
+                  FILE *report, moe_error *err) {
     if (n_inputs < 1) return moe_error_set(err, EXIT_BADINPUT, "merge: expected at least one input folder");
     if (make_dirs(dir, err)) return err->code;
     results_db **in = moe_xcalloc((size_t)n_inputs + 1, sizeof *in);
@@ -137,7 +137,8 @@ int results_merge(const char *const *inputs, int n_inputs, const char *dir, int 
     }
     results_db *db;
     if ((rc = results_db_open_existing(out_path, 1, &db, err))) goto done;
-    rc = results_db_export(db, dir, json || stored <= RESULTS_JSON_MAX_POINTS, (int)sysconf(_SC_NPROCESSORS_ONLN), err);
+    rc = results_db_export(db, dir, json || stored <= RESULTS_JSON_MAX_POINTS, csv || stored <= RESULTS_CSV_MAX_POINTS,
+                           (int)sysconf(_SC_NPROCESSORS_ONLN), err);
     if (!rc && report) {
         fprintf(report, "merged %d database%s: %ld points read, %ld stored (%ld duplicates kept once)", n_inputs,
                 n_inputs == 1 ? "" : "s", rows, stored, rows - stored);
