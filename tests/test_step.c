@@ -143,7 +143,7 @@ static void test_trace_valid(void **st) {
     step_exec_result r;
     assert_int_equal(step_exec_run(p, &o, &r, &err), 0);
     const char *path = "/tmp/moesim_test_step_trace.json";
-    assert_int_equal(step_trace_write(path, p, &r, &err), 0);
+    assert_int_equal(step_trace_write(path, p, &r, NULL, &err), 0);
     char *text = read_file_text(path, NULL, &err);
     assert_non_null(text);
     cJSON *doc = cJSON_Parse(text);

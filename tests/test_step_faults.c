@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,109 @@ static void test_stall_step_simulate(void **st) {
     step_result_free(&out);
 }
 
+
+/* faults.collective_timeout_s (NCCL's watchdog). pp 2, ep 4, dp 1 on one node; GPU 1 computes 501x
+ * slower. Every rank of stage 0 runs one attention forward (F = 1 ms) before the dispatch of layer 0
+ * mb 0: ranks 0, 2, 3 arrive at 1 ms, rank 1 at 501 ms, and the all-to-all takes 0.3 ms, so they
+ * wait 500.3 ms there (NCCL's watchdog times a collective from its launch to its end). A timeout of
+ * 250 ms fires at 1 + 250 = 251 ms in that dispatch; one of 600 ms never fires. */
+static void near(double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol)) fail_msg("got %.12g, want %.12g", got, want);
+}
+
+static void test_timeout_slow_rank_by_hand(void **st) {
+    (void)st;
+    for (int shortcut = 1; shortcut >= 0; shortcut--) {
+        scenario s;
+        fx_scenario(&s, 4, 16, 2, 4, 1, 8, SCHED_1F1B, 1, 8);
+        s.faults.n_slow_gpus = 1;
+        s.faults.slow_gpus[0] = (slow_gpu_fault){.gpu = 1, .factor = 501};
+        s.faults.collective_timeout_s = 0.25;
+        moe_error err = {0};
+        program *p = NULL;
+        assert_int_equal(program_build(&s, &p, &err), 0);
+        step_exec_result r;
+        assert_int_equal(run(p, shortcut, 0, NULL, &r, &err), EXIT_RUNTIME);
+        const step_timeout *t = &r.timeout;
+        assert_true(t->found);
+        assert_true(t->rank == 0 || t->rank == 2 || t->rank == 3);
+        assert_int_equal(t->op, OP_A2A_DISPATCH);
+        assert_int_equal(t->group_kind, GROUP_EP);
+        assert_int_equal(t->layer, 0);
+        assert_int_equal(t->mb, 0);
+        near(t->arrived_s, 1e-3, 1e-12);
+        near(t->waited_s, 0.5003, 1e-12);   /* until the all-to-all (0.3 ms) ends */
+        near(t->fired_s, 0.251, 1e-12);
+        assert_non_null(strstr(err.msg, "collective timeout"));
+        assert_non_null(strstr(err.msg, "A2A_DISPATCH layer 0 mb 0"));
+        assert_false(r.hang.found);
+        step_exec_result_free(&r);
+        /* a timeout longer than every wait never fires (later waits grow: rank 1 falls further
+         * behind), and the longest wait is reported */
+        s.faults.collective_timeout_s = 3600;
+        program_free(p);
+        assert_int_equal(program_build(&s, &p, &err), 0);
+        assert_int_equal(run(p, shortcut, 0, NULL, &r, &err), 0);
+        assert_false(r.timeout.found);
+        assert_true(r.max_collective_wait_s >= 0.5003 - 1e-12 && r.max_collective_wait_s < 3600);
+        step_exec_result_free(&r);
+        program_free(p);
+    }
+}
+
+/* A hung step with a timeout: the ranks waiting in the hung dispatch wait forever, so the watchdog
+ * fires timeout seconds after the first of them arrived; the hang is still described. */
+static void test_timeout_on_hang(void **st) {
+    (void)st;
+    scenario s;
+    stalled_scenario(&s, SCHED_1F1B, 4, 1, 1, 2);
+    s.faults.collective_timeout_s = 5;
+    moe_error err = {0};
+    program *p = NULL;
+    assert_int_equal(program_build(&s, &p, &err), 0);
+    const int trace[1] = {0};
+    step_exec_result r;
+    assert_int_equal(run(p, 1, 1, trace, &r, &err), EXIT_RUNTIME);
+    assert_true(r.hang.found);
+    assert_true(r.timeout.found);
+    assert_true(isinf(r.timeout.waited_s));
+    assert_int_equal(r.timeout.op, OP_A2A_DISPATCH);
+    assert_int_equal(r.timeout.layer, 1);
+    assert_int_equal(r.timeout.mb, 2);
+    /* rank 0 waits in that dispatch from its arrival (its pending op's start in the trace) */
+    const op_time *t0 = r.trace_times[0];
+    double arrived0 = -1;
+    for (int i = 0; i < p->stage_n_ops[0]; i++)
+        if (t0[i].end_s < 0 && t0[i].start_s >= 0) arrived0 = t0[i].start_s;
+    assert_true(arrived0 > 0);
+    assert_true(r.timeout.fired_s <= arrived0 + 5 + 1e-12);
+    assert_non_null(strstr(err.msg, "waited forever"));
+    assert_non_null(strstr(err.msg, "never arrived at A2A_DISPATCH layer 1 mb 2"));
+    step_exec_result_free(&r);
+    program_free(p);
+}
+
+/* step_simulate: a timed-out step is a result (timed_out, step_time_s = when the watchdog fired, no
+ * work done), not an error, so that the run level can price the failure. */
+static void test_timeout_step_simulate(void **st) {
+    (void)st;
+    scenario s;
+    stalled_scenario(&s, SCHED_1F1B, 2, 1, 1, 2);
+    s.faults.collective_timeout_s = 30;
+    step_options opt = {0};
+    step_result out;
+    moe_error err = {0};
+    assert_int_equal(step_simulate(&s, &opt, &out, &err), 0);
+    assert_true(out.timed_out);
+    near(out.timeout_fraction, 1.0, 0);
+    assert_true(out.step_time_s > 30 && out.step_time_s < 31);
+    near(out.tokens_per_s_per_gpu, 0, 0);
+    cJSON *ct = cJSON_GetObjectItem(out.breakdown, "collective_timeout");
+    assert_true(cJSON_IsObject(ct));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(ct, "waited_s")));
+    step_result_free(&out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stall_1f1b_by_hand),
@@ -231,6 +335,9 @@ int main(void) {
         cmocka_unit_test(test_stall_bad_input),
         cmocka_unit_test(test_stall_trace),
         cmocka_unit_test(test_stall_step_simulate),
+        cmocka_unit_test(test_timeout_slow_rank_by_hand),
+        cmocka_unit_test(test_timeout_on_hang),
+        cmocka_unit_test(test_timeout_step_simulate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,8 @@ typedef struct {
     int concurrent_groups;     /* how many identical groups run this pattern at the same time on
                                   disjoint GPUs (the other EP groups of the stage / the other DP
                                   replicas): they share leaf uplinks and spines */
+    int pairwise;              /* NCCL all_to_all instead of DeepEP: one flow per rank pair, cross-rail
+                                  ones over PXN (fabric_gpu_route); node_bytes is ignored */
 } a2a_pattern;
 
 typedef struct comm_model {

@@ -55,10 +55,39 @@ int a2a_flows_build(const cluster_cfg *c, const a2a_pattern *p, gpu_flow_list *o
         if (!seen) nodes[n_nodes++] = nd;
     }
 
-    /* RDMA: one flow per (sender, destination domain), on the sender's rail, landing on the GPU at
-     * the sender's position in that domain. */
     const size_t first_rdma = out->n;
     int crosses_leaf = 0;
+    if (p->pairwise) {
+        /* NCCL all_to_all: every rank pair its own transfer; the route (NVLink, or PXN then the rail)
+         * is the fabric's. The inter-node ones are what the concurrent copies share. */
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                int gi = p->gpus[i], gj = p->gpus[j];
+                double b = i == j ? 0 : p->bytes[(size_t)i * (size_t)n + (size_t)j];
+                if (b <= 0) continue;
+                int inter = fabric_domain_of(c, gi) != fabric_domain_of(c, gj);
+                if (inter && fabric_leaf_of_node(c, fabric_node_of(c, gi)) != fabric_leaf_of_node(c, fabric_node_of(c, gj)))
+                    crosses_leaf = 1;
+                if (gpu_flow_push(out, gi, gj, b, 0, inter ? FLOW_RDMA : FLOW_NVLINK)) goto oom;
+            }
+        const size_t end_pairs = out->n;
+        if (crosses_leaf) {
+            int copies = a2a_copies(c, p), stride = a2a_copy_stride(c, p);
+            for (int cp = 1; cp < copies; cp++)
+                for (size_t f = first_rdma; f < end_pairs; f++) {
+                    gpu_flow x = out->v[f];
+                    if (x.kind != FLOW_RDMA) continue;
+                    if (gpu_flow_push(out, (x.src_gpu + cp * stride) % G, (x.dst_gpu + cp * stride) % G, x.bytes, cp,
+                                      FLOW_RDMA))
+                        goto oom;
+                }
+        }
+        free(nodes);
+        return 0;
+    }
+
+    /* RDMA: one flow per (sender, destination domain), on the sender's rail, landing on the GPU at
+     * the sender's position in that domain. */
     for (int i = 0; i < n; i++) {
         int gi = p->gpus[i], ni = fabric_domain_of(c, gi);
         for (int k = 0; k < n_nodes; k++) {

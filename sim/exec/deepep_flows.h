@@ -11,6 +11,9 @@
  *   A "node" here is an NVLink domain (fabric_geometry.h): the node itself, or with
  *   cluster.nvlink_domain_gpus the rack-scale domain of several nodes (NVL72), in which the RDMA
  *   transfer lands on the GPU at the sender's position and fans out over the domain's NVLink.
+ *   - pattern.pairwise (NCCL all_to_all, step.a2a "nccl"): instead of both, one flow per rank pair
+ *     with the fabric's route (NVLink inside an NVLink domain; PXN: NVLink to the source node's GPU on the
+ *     destination's rail, then that rail), no aggregation;
  *   - concurrent groups: identical copies of the pattern on the neighbouring GPUs (shifted by the
  *     group's footprint, whole nodes when it spans nodes). Only their RDMA flows are kept, and only
  *     when the group itself crosses leaves: NVLink and NIC links are private to each group, so the

@@ -165,32 +165,44 @@ static int ep_group_gpus(const exec_ctx *x, int g, int *gpus) {
     return G->n;
 }
 
-static double a2a_time(exec_ctx *x, int pattern, int g) {
-    const program *p = x->p;
-    double *m = &x->a2a_memo[(size_t)pattern * p->n_groups + g];
-    if (*m >= 0) return *m;
+void step_a2a_pattern(const program *p, int pattern, int g, a2a_pattern *pat, step_a2a_buf *buf) {
     int n = p->groups[g].n;
-    int *gpus = moe_xmalloc((size_t)n * sizeof(int));
-    ep_group_gpus(x, g, gpus);
+    buf->gpus = moe_xmalloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) buf->gpus[i] = program_gpu_of_rank(p, p->groups[g].ranks[i]);
     /* DeepEP's nodes: NVLink domains (a node, or several with cluster.nvlink_domain_gpus) */
-    int gpn = scn_domain_gpus(&p->scn->cluster), *nodes = moe_xmalloc((size_t)n * sizeof(int)), nn = 0;
+    int gpn = scn_domain_gpus(&p->scn->cluster), nn = 0;
+    buf->nodes = moe_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) {
-        int node = gpus[i] / gpn;
-        if (nn == 0 || nodes[nn - 1] != node) nodes[nn++] = node;   /* ascending under both placements */
+        int node = buf->gpus[i] / gpn;
+        if (nn == 0 || buf->nodes[nn - 1] != node) buf->nodes[nn++] = node;   /* ascending under both placements */
     }
     const a2a_matrix *am = &p->patterns[pattern];
     /* combine kinds: price the mirror image (program.h "Routing"): transpose, node_bytes as is */
-    double *mirror = NULL;
+    buf->mirror = NULL;
     if (am->is_combine) {
-        mirror = moe_xmalloc((size_t)n * n * sizeof(double));
+        buf->mirror = moe_xmalloc((size_t)n * n * sizeof(double));
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) mirror[j * n + i] = am->bytes[i * n + j];
+            for (int j = 0; j < n; j++) buf->mirror[j * n + i] = am->bytes[i * n + j];
     }
-    a2a_pattern pat = {.n = n, .gpus = gpus, .bytes = mirror ? mirror : am->bytes,
-                       .node_bytes = nn == p->a2a_n_nodes ? am->node_bytes : NULL,
-                       .n_nodes = nn, .nodes = nodes, .concurrent_groups = p->dp * p->tp};
+    *pat = (a2a_pattern){.n = n, .gpus = buf->gpus, .bytes = buf->mirror ? buf->mirror : am->bytes,
+                         .node_bytes = nn == p->a2a_n_nodes ? am->node_bytes : NULL,
+                         .n_nodes = nn, .nodes = buf->nodes, .concurrent_groups = p->dp * p->tp,
+                         .pairwise = p->scn->step.a2a == A2A_IMPL_NCCL};
+}
+
+void step_a2a_buf_free(step_a2a_buf *b) {
+    free(b->gpus); free(b->nodes); free(b->mirror);
+    memset(b, 0, sizeof *b);
+}
+
+static double a2a_time(exec_ctx *x, int pattern, int g) {
+    double *m = &x->a2a_memo[(size_t)pattern * x->p->n_groups + g];
+    if (*m >= 0) return *m;
+    a2a_pattern pat;
+    step_a2a_buf buf;
+    step_a2a_pattern(x->p, pattern, g, &pat, &buf);
     *m = x->o->comm->a2a_s(x->o->comm->ctx, &pat);
-    free(gpus); free(nodes); free(mirror);
+    step_a2a_buf_free(&buf);
     return *m;
 }
 
@@ -230,6 +242,21 @@ static double dep_end(rank_state *r, int j) {
     if (r->recv_at[d->tag] < 0) return -1;
     r->t[j] = (op_time){r->recv_from[d->tag], r->recv_at[d->tag]};
     return r->t[j].end_s;
+}
+
+/* A rank's wait inside a collective (arrival to end): the longest one, and the first to pass the
+ * timeout (by the time it fires). */
+static void note_wait(exec_ctx *x, const rank_state *r, const program_op *o, double wait_s) {
+    step_exec_result *res = x->res;
+    if (wait_s > res->max_collective_wait_s) res->max_collective_wait_s = wait_s;
+    double T = x->p->scn->faults.collective_timeout_s;
+    if (!(T > 0) || !(wait_s > T)) return;
+    double fired = r->arr_t + T;
+    if (res->timeout.found && fired >= res->timeout.fired_s) return;
+    res->timeout = (step_timeout){.found = 1, .rank = r->rank, .op = (op_kind)o->kind,
+                                  .group_kind = x->p->groups[o->group].kind, .group = o->group,
+                                  .layer = o->layer, .mb = o->mb, .arrived_s = r->arr_t, .waited_s = wait_s,
+                                  .fired_s = fired};
 }
 
 /* Run rank `si` as far as it can go. */
@@ -303,6 +330,7 @@ static void advance(exec_ctx *x, int si) {
                     }
                     if (G->seq_done <= r->arr_seq) break;   /* still waiting for members */
                     t_end = G->end;
+                    note_wait(x, r, op, G->end - r->arr_t);
                     if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
                     r->arrived = 0;
                     r->t[i].start_s = r->arr_t;
@@ -405,6 +433,18 @@ static int hang_message(const program *p, const step_hang *h, moe_error *err) {
                          group_kind_name(h->group_kind), h->group, h->n_waiting, h->blocked_elsewhere);
 }
 
+static int timeout_message(const program *p, const step_timeout *t, moe_error *err) {
+    int gpu = program_gpu_of_rank(p, t->rank), gpn = p->scn->cluster.gpus_per_node;
+    char waited[48];
+    if (isfinite(t->waited_s)) snprintf(waited, sizeof waited, "%.3f s", t->waited_s);
+    else snprintf(waited, sizeof waited, "forever (the step hangs)");
+    return moe_error_set(err, EXIT_RUNTIME,
+                         "collective timeout: rank %d (node %d GPU %d) waited %s in %s layer %d mb %d of %s group %d, "
+                         "past faults.collective_timeout_s = %g s; the step fails at t = %.3f s",
+                         t->rank, gpu / gpn, gpu % gpn, waited, op_kind_label(t->op), t->layer, t->mb,
+                         group_kind_name(t->group_kind), t->group, p->scn->faults.collective_timeout_s, t->fired_s);
+}
+
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
     memset(res, 0, sizeof *res);
     if (o->materialized && o->shortcut) return moe_error_set(err, EXIT_RUNTIME, "step_exec: materialized ops need shortcut = 0");
@@ -494,6 +534,15 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     for (int si = 0; si < x.n_sim && !hung; si++) hung = rank_unfinished(&x, &x.rs[si]);
     int *rep_of = moe_xmalloc((size_t)p->n_ranks * sizeof(int));   /* rank -> simulated rank */
     for (int r = 0; r < p->n_ranks; r++) rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep;
+    if (hung)   /* every rank blocked inside a collective waits forever */
+        for (int si = 0; si < x.n_sim; si++) {
+            rank_state *r = &x.rs[si];
+            int ci = current_comm_op(&x, r);
+            if (!r->arrived || ci < 0) continue;
+            program_op op;
+            get_op(&x, r, ci, &op);
+            note_wait(&x, r, &op, INFINITY);
+        }
     if (hung) {
         describe_hang(&x, rep_of, &res->hang);
         if (res->hang.found) rc = hang_message(p, &res->hang, err);
@@ -516,8 +565,18 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         }
     }
 
-    /* results: complete steps, and hangs (what ran until everyone blocked) */
-    if (rc == 0 || res->hang.found) {
+    if (res->timeout.found) {
+        char hang[sizeof err->msg];
+        snprintf(hang, sizeof hang, "%s", res->hang.found ? err->msg : "");
+        rc = timeout_message(p, &res->timeout, err);
+        if (hang[0]) {
+            size_t n = strlen(err->msg);
+            snprintf(err->msg + n, sizeof err->msg - n, " (%s)", hang);
+        }
+    }
+
+    /* results: complete steps, hangs (what ran until everyone blocked) and timeouts */
+    if (rc == 0 || res->hang.found || res->timeout.found) {
         double step = 0;
         for (int si = 0; si < x.n_sim; si++) if (x.rs[si].end_s > step) step = x.rs[si].end_s;
         res->step_time_s = hung ? 0 : step;

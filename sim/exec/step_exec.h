@@ -105,6 +105,20 @@ typedef struct {
     int blocked_elsewhere;          /* other unfinished ranks (waiting on other ops) */
 } step_hang;
 
+/* A collective that waited longer than faults.collective_timeout_s (NCCL's watchdog, PyTorch's
+ * ProcessGroupNCCL timeout): the job fails when the first such wait passes the timeout. A rank
+ * blocked in a collective of a hung step waits forever. */
+typedef struct {
+    int found;
+    int rank;                       /* the rank whose wait fired first */
+    op_kind op;
+    group_kind group_kind;
+    int group, layer, mb;
+    double arrived_s;               /* when it entered the collective */
+    double waited_s;                /* its whole wait (INFINITY: the step hung) */
+    double fired_s;                 /* arrived_s + the timeout: when the step fails */
+} step_timeout;
+
 typedef struct {
     double step_time_s;
     int n_ranks;
@@ -129,6 +143,8 @@ typedef struct {
      * conventions above (rank r's is timelines[sim_rank[r]]); else NULL */
     op_time **timelines;
     step_hang hang;
+    step_timeout timeout;
+    double max_collective_wait_s;   /* the longest wait of a rank inside a collective that completed */
 } step_exec_result;
 
 /* The pricing an executor runs with: o->price/o->price_ctx, or (o->price == NULL) step_price_costmodel
@@ -136,7 +152,16 @@ typedef struct {
  * context. For executors (step_exec.c, exec_full.c). */
 step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, step_pricing *own, void **ctx);
 
-/* 0: the step completed. EXIT_RUNTIME with r->hang.found: the step hung (r is filled; see above).
+/* The all-to-all pattern the executor prices for routing pattern `pattern` (program.patterns) on
+ * EP group g: the group's GPUs, its byte matrix (a combine kind as its mirror image), the DeepEP
+ * per-node payloads and the concurrent groups. Its arrays live in *buf: free with step_a2a_buf_free. */
+typedef struct { int *gpus, *nodes; double *mirror; } step_a2a_buf;
+void step_a2a_pattern(const program *p, int pattern, int g, a2a_pattern *pat, step_a2a_buf *buf);
+void step_a2a_buf_free(step_a2a_buf *b);
+
+/* 0: the step completed. EXIT_RUNTIME with r->hang.found: the step hung (r is filled; see above);
+ * EXIT_RUNTIME with r->timeout.found: a collective waited past faults.collective_timeout_s (r is
+ * filled; with a hang too when the step hung and the timeout is set).
  * Other errors leave r empty. Free r with step_exec_result_free in every case. */
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r, moe_error *err);
 void step_exec_result_free(step_exec_result *r);

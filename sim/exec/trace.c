@@ -299,6 +299,26 @@ static cJSON *int_array(const int *v, int n) {
     return a;
 }
 
+cJSON *step_timeout_json(const program *p, const step_timeout *t) {
+    if (!t->found) return cJSON_CreateNull();
+    int gpu = program_gpu_of_rank(p, t->rank), gpn = p->scn->cluster.gpus_per_node;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "timeout_s", p->scn->faults.collective_timeout_s);
+    cJSON_AddNumberToObject(o, "rank", t->rank);
+    cJSON_AddNumberToObject(o, "gpu", gpu);
+    cJSON_AddNumberToObject(o, "node", gpu / gpn);
+    cJSON_AddStringToObject(o, "op", op_kind_label(t->op));
+    cJSON_AddStringToObject(o, "group_kind", group_kind_name(t->group_kind));
+    cJSON_AddNumberToObject(o, "group", t->group);
+    cJSON_AddNumberToObject(o, "layer", t->layer);
+    cJSON_AddNumberToObject(o, "micro_batch", t->mb);
+    cJSON_AddNumberToObject(o, "arrived_s", t->arrived_s);
+    if (isfinite(t->waited_s)) cJSON_AddNumberToObject(o, "waited_s", t->waited_s);
+    else cJSON_AddNullToObject(o, "waited_s");   /* forever: the step hung */
+    cJSON_AddNumberToObject(o, "fired_s", t->fired_s);
+    return o;
+}
+
 static cJSON *hang_json(const program *p, const step_hang *h) {
     if (!h->found) return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
@@ -384,11 +404,16 @@ cJSON *step_trace_build(const program *p, const step_exec_result *r, const char 
     for (int e = 0; e < s->model.experts && p->n_moe_layers > 0; e++)
         cJSON_AddItemToArray(er, cJSON_CreateNumber(p->step_expert_routed[e]));
     cJSON_AddItemToObject(od, "hang", hang_json(p, &r->hang));
+    cJSON_AddItemToObject(od, "collective_timeout", step_timeout_json(p, &r->timeout));
     return doc;
 }
 
-int step_trace_write(const char *path, const program *p, const step_exec_result *r, moe_error *err) {
+int step_trace_write(const char *path, const program *p, const step_exec_result *r, const cJSON *other_extra,
+                     moe_error *err) {
     cJSON *doc = step_trace_build(p, r, "simulated");
+    cJSON *od = cJSON_GetObjectItemCaseSensitive(doc, "otherData");
+    for (const cJSON *e = other_extra ? other_extra->child : NULL; e; e = e->next)
+        cJSON_AddItemToObject(od, e->string, cJSON_Duplicate(e, 1));
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     int rc = text ? write_file_atomic(path, text, err) : moe_error_set(err, EXIT_RUNTIME, "trace: out of memory");

@@ -88,9 +88,14 @@ int step_trace_default_ranks(const program *p, const step_exec_result *r, int *o
  * slowest first (ties: lower rank first); returns min(k, n_ranks). */
 int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int *out);
 
+/* The collective-timeout record of otherData ("collective_timeout": null when none; SCENARIO.md). */
+struct cJSON *step_timeout_json(const program *p, const step_timeout *t);
+
 /* Build the trace document (caller frees with cJSON_Delete). `source` is "simulated" or "live". */
 struct cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source);
-/* Build ("simulated") and write it to `path` atomically. */
-int step_trace_write(const char *path, const program *p, const step_exec_result *r, moe_error *err);
+/* Build ("simulated") and write it to `path` atomically; the members of `other_extra` (an object, may
+ * be NULL: e.g. the lossless fabric's report, step_pfc.h, as "pfc") are copied into otherData. */
+int step_trace_write(const char *path, const program *p, const step_exec_result *r, const struct cJSON *other_extra,
+                     moe_error *err);
 
 #endif

@@ -97,6 +97,8 @@ typedef struct {
     /* GPUs of one NVLink domain (consecutive GPU ids): 0 = "auto" = gpus_per_node; NVL72 racks: 72
      * (or the 64 of them a job uses) over trays of gpus_per_node GPUs, each with its NICs on the rails */
     int nvlink_domain_gpus;
+    int pfc;                 /* bool: the RoCE fabric is lossless (PFC): an incast pauses the ports
+                                upstream of it and stalls every flow behind them (sim/exec/pfc_spread.h) */
 } cluster_cfg;
 
 /* ---- layout ----------------------------------------------------------------------------------- */
@@ -300,6 +302,9 @@ typedef struct {
     link_fault links[SCN_MAX_FAULTS];
     int n_stalls;
     stall_fault stalls[SCN_MAX_FAULTS];
+    /* NCCL's watchdog: a rank that waits longer than this inside one collective fails the step, and
+     * the run level counts it as a failure detected after this delay (0 = no timeout: a hang hangs) */
+    double collective_timeout_s;
 } faults_cfg;
 
 /* Bandwidth factor of GPU `gpu`'s NIC or NVLink under faults.links: 1 when healthy, the product of
@@ -334,8 +339,14 @@ typedef struct {
     int trace_ranks[SCN_MAX_TRACE_RANKS];
 } output_cfg;
 
+/* How the MoE all-to-all moves its bytes (step level): DeepEP's two-level aggregation (one RDMA
+ * copy per destination node on the sender's rail, then NVLink) or NCCL's all_to_all (one transfer
+ * per rank pair, cross-rail ones through PXN). */
+typedef enum { A2A_IMPL_DEEPEP = 0, A2A_IMPL_NCCL } a2a_impl_kind;
+
 typedef struct {
     fidelity_kind fidelity;
+    a2a_impl_kind a2a;
 } step_cfg;
 
 /* ---- the whole scenario --------------------------------------------------------------------------- */

@@ -37,6 +37,7 @@ const char *const scn_ckpt_mode_names[] = {"sync", "async", NULL};
 const char *const scn_spike_action_names[] = {"rollback", "skip", "defend", NULL};
 const char *const scn_link_kind_names[] = {"nic", "nvlink", NULL};
 const char *const scn_fidelity_names[] = {"fast", "full", NULL};
+const char *const scn_a2a_impl_names[] = {"deepep", "nccl", NULL};
 /* bit i of output.levels <-> scn_level_names[i] (LEVEL_PLAN = 1, LEVEL_STEP = 2, LEVEL_RUN = 4) */
 const char *const scn_level_names[] = {"plan", "step", "run", NULL};
 const char *const scn_failure_class_names[] = {"gpu", "hbm", "nic", "nvlink", "switch", "host",
@@ -192,6 +193,11 @@ const scn_field scn_fields[] = {
     F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE, "", "rails of the rail-optimized fabric (GPU k of every node on rail k)"),
     F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX, "", "nodes (NICs) under one leaf switch per rail"),
     F_POS("cluster.oversubscription", cluster.oversubscription, "ratio", "leaf downlink to uplink bandwidth ratio (1 = non-blocking)"),
+    F_BOOL("cluster.pfc", cluster.pfc, "",
+           "the RoCE fabric is lossless (priority flow control): an incast pauses the switch ports upstream of the hot "
+           "receiver and every flow queued behind them waits too (head-of-line blocking); the step reports the paused "
+           "links and the slowed flows (sim/exec/pfc_spread.h)",
+           "off; seed 000 section 0.2 incident 1: PFC back-pressure spread up the switch tree"),
     F_NONNEG("cluster.latency_us.nvlink", cluster.latency_us.nvlink, "us", "latency of one NVLink/NVSwitch transfer",
              "assumed typical value, not from a publication: calibrate it"),
     F_NONNEG("cluster.latency_us.same_leaf", cluster.latency_us.same_leaf, "us", "GPU to GPU latency through NICs and one leaf switch",
@@ -432,8 +438,20 @@ const scn_field scn_fields[] = {
      DOC("", "step level: stalled ranks, [{\"gpu\": G, \"layer\": L, \"micro_batch\": M}]: the rank stops there and never "
              "arrives at its next collective (a hang, for simdiag)")},
 
+    F_NONNEG("faults.collective_timeout_s", faults.collective_timeout_s, "s",
+             "NCCL watchdog: a rank that waits longer than this inside one collective fails the step (a hung step "
+             "fails after it); the run level counts such a step as a failure detected after this delay, then "
+             "restarts; 0 = no timeout",
+             "off; PyTorch ProcessGroupNCCL's default timeout is 10 min (600 s)"),
+
     F_ENUM("step.fidelity", step.fidelity, scn_fidelity_names, "",
            "fast: every distinct communication pattern timed once at flow level and memoized; full: every transfer at flow level (<= 256 GPUs)"),
+    F_ENUM("step.a2a", step.a2a, scn_a2a_impl_names, "",
+           "how the MoE all-to-all moves its bytes at step level: deepep = one RDMA copy per destination node on the "
+           "sender's rail, then NVLink fan-out (DeepEP, seed 003); nccl = NCCL all_to_all, one transfer per rank pair, "
+           "cross-rail ones forwarded over NVLink to the destination's rail (PXN): a hot expert's GPU is then an incast "
+           "on its own NIC. The plan level keeps DeepEP's form",
+           "deepep: seed 003 step 3; seed 000 section 0.2: the incident's fix adopted DeepEP"),
 
     F_POS("run.tokens", run.tokens, "tokens", "training tokens to reach", REF_DESIGN ": 15T tokens (DeepSeek-V3 trained on 14.8T)"),
     F_POS("run.max_days", run.max_days, "days", "a trial stops at this wall-clock time (the deadline)", REF_DESIGN ": a 60-day delivery limit"),

@@ -139,6 +139,7 @@ static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
     if (p->n < 1 || !p->gpus) return -1;
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0xA2A);
+    if (p->pairwise) sig_word(&s, 0x9A1);   /* NCCL pairwise flows (DeepEP signatures unchanged) */
     sig_word(&s, (uint64_t)p->n);
     sig_word(&s, (uint64_t)a2a_copies(&x->c, p));
     const int base = sig_base_gpu(x, p->gpus, p->n);

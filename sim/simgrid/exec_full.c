@@ -7,6 +7,7 @@
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/rail_fabric.h"
 #include "sim/simgrid/rail_flows.h"
+#include "sim/scenario/scenario_fields.h"
 
 #include <simgrid/actor.h>
 #include <simgrid/cond.h>
@@ -384,6 +385,14 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
                              "%s%sfaults.stalls: not supported by step.fidelity \"full\" (a stalled rank would leave "
                              "the other ranks' SimGrid actors blocked for good); use \"fast\", which runs the stall "
                              "and names the culprit", s->file, s->file[0] ? ": " : "");
+    if (s->step.a2a != A2A_IMPL_DEEPEP)
+        return moe_error_input(err, s->file, "step.a2a", scn_a2a_impl_names[s->step.a2a],
+                               "\"deepep\" with step.fidelity \"full\" (its all-to-all issues DeepEP's flows); use "
+                               "\"fast\" for NCCL's pairwise all-to-all");
+    if (s->faults.collective_timeout_s > 0)
+        return moe_error_set(err, EXIT_BADINPUT,
+                             "%s%sfaults.collective_timeout_s: not supported by step.fidelity \"full\"; use \"fast\", "
+                             "which times every rank's wait inside its collectives", s->file, s->file[0] ? ": " : "");
     scenario fab;
     if (sg_fabric_scenario(s, &fab, err) || rail_fabric_init(&fab, err)) return err->code;
     full_ctx x;

@@ -29,6 +29,7 @@
 #include "sim/simgrid/exec_full.h"
 #include "sim/exec/step_accounting.h"
 #include "sim/exec/step_exec.h"
+#include "sim/exec/step_pfc.h"
 #include "sim/exec/trace.h"
 
 static double wall_now(void) {
@@ -159,19 +160,33 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
      * that simdiag can read it. */
     eo.keep_timelines = opt && opt->trace_path;
     int rc = run_executor(s, p, &eo, &xr, err);
-    if ((rc == 0 || xr.hang.found) && opt && opt->trace_path) {
+    /* a lossless fabric: where the worst incast's pause spreads (and, on a hang, the storm's reach) */
+    cJSON *pfc = s->cluster.pfc && (rc == 0 || xr.hang.found || xr.timeout.found) ? step_pfc_report(p, &xr) : NULL;
+    cJSON *trace_extra = cJSON_CreateObject();
+    int trace_failed = 0;
+    if (pfc) cJSON_AddItemToObject(trace_extra, "pfc", cJSON_Duplicate(pfc, 1));
+    if ((rc == 0 || xr.hang.found || xr.timeout.found) && opt && opt->trace_path) {
         if (s->output.n_trace_ranks == SCN_TRACE_SLOWEST)
             n_trace = step_trace_slowest_ranks(&xr, p->n_ranks, s->output.trace_ranks[0], trace_ranks);
         if (n_trace == 0) n_trace = step_trace_default_ranks(p, &xr, trace_ranks, SCN_MAX_TRACE_RANKS);
         step_exec_trace(p, &xr, n_trace, trace_ranks);
         moe_error werr = {0};
-        if (step_trace_write(opt->trace_path, p, &xr, &werr)) { *err = werr; rc = werr.code; }
+        if (step_trace_write(opt->trace_path, p, &xr, trace_extra, &werr)) { *err = werr; rc = werr.code; trace_failed = 1; }
+    }
+    cJSON_Delete(trace_extra);
+    /* a timed-out step is a result, not an error: the step failed after the timeout, which the run
+     * level turns into a failure with that detection delay */
+    if (!trace_failed && rc == EXIT_RUNTIME && xr.timeout.found) {
+        out->timed_out = 1;
+        out->timeout_fraction = 1.0;
+        rc = 0;
     }
     if (rc == 0) {
         int G = p->n_ranks;
         step_split mean;
         step_split_mean(xr.split, G, &mean);
-        out->step_time_s = xr.step_time_s;
+        out->step_time_s = out->timed_out ? xr.timeout.fired_s : xr.step_time_s;
+        out->max_collective_wait_s = xr.max_collective_wait_s;
         out->compute_s = mean.compute_s; out->exposed_comm_s = mean.exposed_comm_s;
         out->bubble_s = mean.bubble_s; out->optimizer_s = mean.optimizer_s;
         double tokens = (double)s->layout.global_batch * s->model.seq_len;
@@ -180,10 +195,11 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
          * count) less the routed-expert FLOPs of the dropped pairs, not the work the ranks executed:
          * replicated TP work and recomputation are real time but not model FLOPs */
         double dropped = p->dropped_token_fraction;
-        out->tokens_per_s_per_gpu = tokens * (1.0 - dropped) / xr.step_time_s / G;
+        if (out->timed_out) tokens = 0;   /* the failed step's work is lost */
+        out->tokens_per_s_per_gpu = tokens * (1.0 - dropped) / out->step_time_s / G;
         model_counts mc;
         model_count(&s->model, &mc);
-        out->tflops_per_gpu = model_flops_per_token_processed(&mc, dropped) * tokens / xr.step_time_s / G / 1e12;
+        out->tflops_per_gpu = model_flops_per_token_processed(&mc, dropped) * tokens / out->step_time_s / G / 1e12;
         out->mfu = out->tflops_per_gpu / s->cluster.gpu.bf16_tflops;
         out->dropped_token_fraction = dropped;
         out->expert_load_cv = p->expert_load_cv;
@@ -212,8 +228,11 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
         cJSON_AddNumberToObject(ct, "closed_form", (double)cs.closed_form);
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
+        cJSON_AddItemToObject(bd, "collective_timeout", step_timeout_json(p, &xr.timeout));
+        if (pfc) { cJSON_AddItemToObject(bd, "pfc", pfc); pfc = NULL; }
         out->breakdown = bd;
     }
+    cJSON_Delete(pfc);
     step_exec_result_free(&xr);
     free(trace_ranks);
     step_pricing_free(&pricing);
@@ -237,6 +256,9 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
     cJSON_AddNumberToObject(obj, "expert_load_max_min", r->expert_load_max_min);
     cJSON_AddNumberToObject(obj, "expert_load_gini", r->expert_load_gini);
     cJSON_AddNumberToObject(obj, "slowest_rank", r->slowest_rank);
+    cJSON_AddBoolToObject(obj, "timed_out", r->timed_out);
+    cJSON_AddNumberToObject(obj, "timeout_fraction", r->timeout_fraction);
+    cJSON_AddNumberToObject(obj, "max_collective_wait_s", r->max_collective_wait_s);
     cJSON_AddNumberToObject(obj, "sim_wall_s", r->sim_wall_s);
     if (r->breakdown) cJSON_AddItemToObject(obj, "breakdown", cJSON_Duplicate(r->breakdown, 1));
 }

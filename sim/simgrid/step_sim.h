@@ -13,6 +13,11 @@ typedef struct {
     double compute_s, exposed_comm_s, bubble_s, optimizer_s;
     double dropped_token_fraction, expert_load_cv, expert_load_max_min, expert_load_gini;
     int slowest_rank;
+    /* NCCL timeout (faults.collective_timeout_s): the step failed when a rank's wait inside one
+     * collective passed it; step_time_s is then the time until it fired, and no work is counted */
+    int timed_out;
+    double timeout_fraction;       /* of the simulated steps, those that timed out (the run level's rate) */
+    double max_collective_wait_s;  /* the longest wait of a rank inside a completed collective */
     double sim_wall_s;
     struct cJSON *breakdown;   /* per-stage and per-rank breakdowns (owned; freed by step_result_free) */
 } step_result;

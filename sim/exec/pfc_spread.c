@@ -1,0 +1,194 @@
+/* pfc_spread.c — PFC congestion spreading in closed form (pfc_spread.h). */
+#include "sim/exec/pfc_spread.h"
+#include "sim/base/alloc.h"
+#include "sim/exec/deepep_flows.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lossless (PFC) ports in route order; the spine layer and NVLink are passed through. */
+static int is_port(fabric_link_class k) {
+    return k == FL_NIC_UP || k == FL_UPLINK_UP || k == FL_UPLINK_DOWN || k == FL_NIC_DOWN;
+}
+
+typedef struct {
+    double *drain[FL_NCLASSES];    /* per link: bytes / bandwidth */
+    double *held[FL_NCLASSES];     /* per link: held time under PFC */
+    fabric_hop *cause[FL_NCLASSES];
+} link_tables;
+
+static void tables_free(link_tables *t) {
+    for (int k = 0; k < FL_NCLASSES; k++) {
+        free(t->drain[k]); free(t->held[k]); free(t->cause[k]);
+    }
+}
+
+static int tables_init(link_tables *t, const cluster_cfg *c) {
+    memset(t, 0, sizeof *t);
+    for (int k = 0; k < FL_NCLASSES; k++) {
+        size_t n = (size_t)fabric_class_size(c, (fabric_link_class)k);
+        t->drain[k] = moe_xcalloc(n, sizeof(double));
+        t->held[k] = moe_xcalloc(n, sizeof(double));
+        t->cause[k] = moe_xcalloc(n, sizeof(fabric_hop));
+        if (!t->drain[k] || !t->held[k] || !t->cause[k]) return -1;
+    }
+    return 0;
+}
+
+static double *slot(double *const tab[FL_NCLASSES], fabric_hop h) { return &tab[h.cls][h.index]; }
+
+void pfc_result_free(pfc_result *r) {
+    free(r->finish_lossy_s); free(r->finish_s); free(r->paused);
+    memset(r, 0, sizeof *r);
+}
+
+void pfc_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len) {
+    int L = fabric_leaves_per_rail(c);
+    switch (h.cls) {
+    case FL_NVL_UP: snprintf(buf, len, "nvl-%d_UP", h.index); break;
+    case FL_NVL_DOWN: snprintf(buf, len, "nvl-%d_DOWN", h.index); break;
+    case FL_NIC_UP: snprintf(buf, len, "nic-%d_UP", h.index); break;
+    case FL_NIC_DOWN: snprintf(buf, len, "nic-%d_DOWN", h.index); break;
+    case FL_UPLINK_UP: snprintf(buf, len, "up-r%d-l%d_UP", h.index / L, h.index % L); break;
+    case FL_UPLINK_DOWN: snprintf(buf, len, "up-r%d-l%d_DOWN", h.index / L, h.index % L); break;
+    case FL_SPINE: snprintf(buf, len, "spine-r%d", h.index); break;
+    default: snprintf(buf, len, "?"); break;
+    }
+}
+
+/* Route of every flow (FABRIC_MAX_HOPS per flow), computed once. */
+typedef struct {
+    fabric_hop h[FABRIC_MAX_HOPS];
+    int n;
+    double lat_s;
+} flow_route;
+
+int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, size_t n, const pfc_opts *o,
+               pfc_result *r) {
+    memset(r, 0, sizeof *r);
+    r->hot_gpu = -1;
+    r->worst_victim = -1;
+    r->root.cls = FL_NCLASSES;
+    const int G = c->nodes * c->gpus_per_node;
+    int stalled = o && o->stalled_gpu >= 0 && o->stalled_gpu < G ? o->stalled_gpu : -1;
+    link_tables t;
+    flow_route *rt = n ? moe_xmalloc(n * sizeof *rt) : NULL;
+    double *recv = moe_xcalloc((size_t)G, sizeof *recv);
+    unsigned char *held_gpu = moe_xcalloc((size_t)G, 1);
+    r->n_flows = n;
+    r->finish_lossy_s = n ? moe_xmalloc(n * sizeof(double)) : NULL;
+    r->finish_s = n ? moe_xmalloc(n * sizeof(double)) : NULL;
+    int rc = -1;
+    if (tables_init(&t, c) || (n && (!rt || !r->finish_lossy_s || !r->finish_s)) || !recv || !held_gpu) goto out;
+
+    /* per-link bytes -> drain times; received bytes per GPU */
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].src_gpu < 0 || v[i].src_gpu >= G || v[i].dst_gpu < 0 || v[i].dst_gpu >= G) goto out;
+        rt[i].n = fabric_gpu_route(c, v[i].src_gpu, v[i].dst_gpu, rt[i].h);
+        rt[i].lat_s = 0;
+        for (int j = 0; j < rt[i].n; j++) {
+            fabric_hop h = rt[i].h[j];
+            *slot(t.drain, h) += v[i].bytes;
+            rt[i].lat_s += fabric_hop_lat_s(c, h);
+            if (h.cls == FL_NIC_DOWN || h.cls == FL_NVL_DOWN) recv[h.index] += v[i].bytes;
+        }
+    }
+    for (int k = 0; k < FL_NCLASSES; k++) {
+        int m = fabric_class_size(c, (fabric_link_class)k);
+        for (int x = 0; x < m; x++) {
+            fabric_hop h = {(fabric_link_class)k, x};
+            if (t.drain[k][x] > 0) t.drain[k][x] /= fabric_hop_Bps(c, f, h);
+            t.held[k][x] = t.drain[k][x];
+            t.cause[k][x] = h;
+        }
+    }
+    if (stalled >= 0) {
+        fabric_hop root = {FL_NIC_DOWN, stalled};
+        if (*slot(t.drain, root) > 0) *slot(t.held, root) = INFINITY;
+    }
+
+    /* the pause climbs from the receivers: the class order of every route is NIC up < uplink up <
+     * uplink down < NIC down, so when a class is processed every port downstream of it is final */
+    static const fabric_link_class up_order[] = {FL_UPLINK_DOWN, FL_UPLINK_UP, FL_NIC_UP};
+    for (size_t k = 0; k < sizeof up_order / sizeof *up_order; k++)
+        for (size_t i = 0; i < n; i++)
+            for (int j = 0; j < rt[i].n; j++) {
+                if (rt[i].h[j].cls != up_order[k]) continue;
+                int m = j + 1;
+                while (m < rt[i].n && !is_port(rt[i].h[m].cls)) m++;
+                if (m == rt[i].n) continue;
+                fabric_hop a = rt[i].h[j], b = rt[i].h[m];
+                if (*slot(t.held, b) > *slot(t.held, a)) {
+                    *slot(t.held, a) = *slot(t.held, b);
+                    t.cause[a.cls][a.index] = t.cause[b.cls][b.index];
+                }
+            }
+
+    /* per flow: lossy and lossless finish; the hot receiver; victims */
+    double best = 0;
+    for (int g = 0; g < G; g++)
+        if (recv[g] > best) { best = recv[g]; r->hot_gpu = g; }
+    r->hot_gpu_bytes = best;
+    for (size_t i = 0; i < n; i++) {
+        double lossy = 0, pfc = 0;
+        for (int j = 0; j < rt[i].n; j++) {
+            fabric_hop h = rt[i].h[j];
+            double d = *slot(t.drain, h), hd = is_port(h.cls) ? *slot(t.held, h) : d;
+            if (d > lossy) lossy = d;
+            if (hd > pfc) pfc = hd;
+            /* a root is a switch egress, where a queue builds and PAUSE frames start (a NIC's own
+             * send link has no switch queue behind it) */
+            if (is_port(h.cls) && h.cls != FL_NIC_UP && d > r->root_drain_s) { r->root_drain_s = d; r->root = h; }
+        }
+        r->finish_lossy_s[i] = lossy + rt[i].lat_s;
+        r->finish_s[i] = pfc + rt[i].lat_s;
+        if (r->finish_s[i] > r->finish_lossy_s[i] * (1 + 1e-9)) {
+            held_gpu[v[i].src_gpu] = held_gpu[v[i].dst_gpu] = 1;
+            if (v[i].src_gpu != r->hot_gpu && v[i].dst_gpu != r->hot_gpu) {
+                double slow = r->finish_s[i] / r->finish_lossy_s[i];
+                r->n_victims++;
+                if (slow > r->max_victim_slowdown) {
+                    r->max_victim_slowdown = slow;
+                    r->worst_victim = (long)i;
+                    r->worst_victim_src = v[i].src_gpu;
+                    r->worst_victim_dst = v[i].dst_gpu;
+                }
+            }
+        }
+    }
+    for (int g = 0; g < G; g++) r->n_held_gpus += held_gpu[g];
+
+    /* paused links, by class then index (deterministic order) */
+    for (int k = 0; k < FL_NCLASSES; k++) {
+        if (!is_port((fabric_link_class)k)) continue;
+        int m = fabric_class_size(c, (fabric_link_class)k);
+        for (int x = 0; x < m; x++) {
+            double d = t.drain[k][x], hd = t.held[k][x];
+            if (d <= 0 || !(hd > d * (1 + 1e-9))) continue;
+            pfc_link *nv = moe_xrealloc(r->paused, (size_t)r->n_paused + 1, sizeof *nv);
+            if (!nv) goto out;
+            r->paused = nv;
+            r->paused[r->n_paused++] = (pfc_link){{(fabric_link_class)k, x}, d, hd, t.cause[k][x]};
+        }
+    }
+    rc = 0;
+out:
+    tables_free(&t);
+    free(rt); free(recv); free(held_gpu);
+    return rc;
+}
+
+int pfc_spread_a2a(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *p, const pfc_opts *o,
+                   pfc_result *r) {
+    gpu_flow_list fl = {0};
+    memset(r, 0, sizeof *r);
+    if (a2a_flows_build(c, p, &fl)) {
+        gpu_flow_list_free(&fl);
+        return -1;
+    }
+    int rc = pfc_spread(c, f, fl.v, fl.n, o, r);
+    gpu_flow_list_free(&fl);
+    return rc;
+}

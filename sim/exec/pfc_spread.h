@@ -1,0 +1,93 @@
+/* pfc_spread.h — congestion spreading on a lossless (PFC) RoCE fabric, in closed form (core; no
+ * SimGrid). The companion of the bottleneck model (comm_analytic.c): the same flows
+ * (sim/exec/flows.h), the same links and routes (platforms/fabric_geometry.h).
+ *
+ * What it models. A RoCE fabric run lossless (cluster.pfc) never drops a packet: when the egress
+ * queue of a switch port fills, the switch sends PFC PAUSE frames to the ingress ports that feed it,
+ * and their senders stop transmitting on that priority. An incast at one receiver (a hot expert's
+ * GPU) thus pauses the ports upstream of it, and every flow queued behind the paused traffic on those
+ * ports waits too, whatever its destination: head-of-line blocking. The pause then climbs the tree:
+ * a paused uplink fills the queues of the leaf ports that feed it, which pause their NICs.
+ *
+ * The fluid form computed here, for flows that start together:
+ *   drain(l)  = bytes crossing link l / its bandwidth        (the bottleneck model's per-link time)
+ *   lossy     flow f ends at max over its links of drain(l)  (+ its route latency): every link serves
+ *             its flows FIFO-mixed at line rate; congestion control paces what a full egress drops
+ *   lossless  held(l) = max(drain(l), held(m) for every link m directly downstream of l on any flow
+ *             through l), and flow f ends at max over its links of held(l) (+ latency).
+ * "Directly downstream" follows the lossless hops of a route: NIC up -> leaf uplink up -> (the spine
+ * layer, non-blocking, is passed through) -> leaf uplink down -> NIC down. The rule is what FIFO ports
+ * give: a port that carries bytes for a paused egress forwards them at the rate that egress grants,
+ * and everything mixed with them in its queue at the same pace, so the port drains when the paused
+ * egress does. Routes follow the link classes in a fixed order, so one pass per class from the
+ * receivers up computes the fixed point exactly.
+ *
+ * Assumptions and limits (say them when quoting a result):
+ *   - one lossless priority for all traffic (what RoCE training fabrics run), FIFO per ingress port,
+ *     switch buffers small against the transfers (a pause reaches upstream at once); PFC XON/XOFF
+ *     hysteresis, pause-frame latency and headroom are not modelled (they only add to the stalls);
+ *   - every link serves its flows mixed in proportion to their bytes; a real port may favour some
+ *     (parking-lot unfairness) and let a victim finish earlier or later than the paused egress;
+ *   - NVLink hops (intra-node, and the PXN / DeepEP forwarding hop) are not PFC ports: they neither
+ *     pause nor are paused (NVLink is credit-based and private to a node);
+ *   - work conservation: the pause never lengthens the most loaded link, so the makespan of one set
+ *     of flows is unchanged; what spreads is who finishes late. In a synchronous step every group
+ *     waits for its hot receiver anyway, so the step time moves only through traffic that shares the
+ *     paused ports and does not wait for it (other groups, other jobs), and through a receiver that
+ *     stops draining altogether (stalled_gpu below: the pause storm of the cascading hang);
+ *   - no PFC deadlock (cyclic buffer dependencies): routes on the rail fabric are up-down, acyclic.
+ */
+#ifndef MOESIM_PFC_SPREAD_H
+#define MOESIM_PFC_SPREAD_H
+
+#include <stddef.h>
+
+#include "sim/exec/comm.h"
+#include "sim/exec/flows.h"
+#include "platforms/fabric_geometry.h"
+
+typedef struct {
+    fabric_hop link;
+    double drain_s;            /* its own bytes / bandwidth */
+    double held_s;             /* how long it is busy under PFC (> drain_s: paused); INFINITY: never
+                                  drains (behind a stalled receiver) */
+    fabric_hop cause;          /* the congested link whose pause reaches it (the root of its tree) */
+} pfc_link;
+
+typedef struct {
+    int stalled_gpu;           /* >= 0: this GPU's NIC stops draining (a receiver that does not
+                                  consume: the pause storm); -1: none */
+} pfc_opts;
+
+typedef struct {
+    size_t n_flows;
+    double *finish_lossy_s;    /* per flow: without PFC */
+    double *finish_s;          /* per flow: with PFC (INFINITY: held forever by a stalled receiver) */
+    int hot_gpu;               /* the GPU that receives the most bytes (NIC + NVLink down); -1: none */
+    double hot_gpu_bytes;
+    fabric_hop root;           /* the lossless link with the largest drain time (the incast) */
+    double root_drain_s;
+    int n_paused;              /* lossless links held longer than their own drain, by class, index */
+    pfc_link *paused;
+    size_t n_victims;          /* flows that neither start nor end at hot_gpu and finish later with
+                                  PFC than without */
+    double max_victim_slowdown;/* finish_s / finish_lossy_s of the worst victim (INFINITY: held) */
+    long worst_victim;         /* its flow index; -1: no victim */
+    int worst_victim_src, worst_victim_dst;   /* its GPUs (the last hop's: a landing GPU for DeepEP RDMA) */
+    int n_held_gpus;           /* GPUs with a flow (sent or received) that PFC delays; with a stalled
+                                  receiver: that never completes */
+} pfc_result;
+
+/* Analyse flows v[0, n) on the fabric of c (faults f applied to link bandwidths). 0, or -1 when out
+ * of memory or a flow names a GPU outside the cluster. Free r with pfc_result_free in every case. */
+int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, size_t n, const pfc_opts *o,
+               pfc_result *r);
+/* The same for one all-to-all (its DeepEP flows and its concurrent copies: deepep_flows.h). */
+int pfc_spread_a2a(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *p, const pfc_opts *o,
+                   pfc_result *r);
+void pfc_result_free(pfc_result *r);
+
+/* A link's name as the SimGrid platform spells it (rail_fabric.h: "nic-G_UP", "up-rR-lL_DOWN", ...). */
+void pfc_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len);
+
+#endif
