@@ -5,47 +5,58 @@
 
 #include <cjson/cJSON.h>
 
+void step_split_begin(step_split_acc *a) { memset(a, 0, sizeof *a); }
+
+void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, int i, double busy_s) {
+    const program_op *o = &ops[i];
+    step_split *out = &a->s;
+    double bind = -1;
+    int bind_kind = -1;
+    for (int k = 0; k < o->n_deps; k++) {
+        int d = o->deps[k];
+        if (t[d].end_s > bind) {
+            bind = t[d].end_s;
+            bind_kind = ops[d].kind;
+        }
+    }
+    double start = t[i].start_s, free_t = a->free_t;
+    if (start > free_t) {
+        /* idle until the binding dependency ended, then (live only) until the op started */
+        double ready = bind > free_t ? (bind < start ? bind : start) : free_t;
+        double wait = ready - free_t, host = start - ready;
+        if (wait > 0) {
+            if (bind_kind == OP_RECV) out->bubble_s += wait;
+            else if (bind_kind != OP_COMPUTE) out->exposed_comm_s += wait;
+            else out->overhead_s += wait;
+        }
+        if (host > 0) out->overhead_s += host;
+    }
+    if (o->kernel == K_OPTIMIZER) out->optimizer_s += busy_s;
+    else out->compute_s += busy_s;
+    a->free_t = t[i].end_s;
+    a->last_compute_end = t[i].end_s;
+}
+
+void step_split_finish(const step_split_acc *a, double end_s, double step_time_s, step_split *out) {
+    *out = a->s;
+    if (step_time_s >= 0) {
+        if (end_s > a->last_compute_end) out->exposed_comm_s += end_s - a->last_compute_end;
+        out->bubble_s += step_time_s - end_s;
+    }
+    out->end_s = end_s;
+}
+
 void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const double *busy_s,
                      double step_time_s, step_split *out) {
-    memset(out, 0, sizeof *out);
-    double free_t = 0, last_compute_end = 0, end = 0;
+    double end = 0;
     for (int i = 0; i < n_ops; i++)
         if (ops[i].kind != OP_RECV && t[i].end_s > end) end = t[i].end_s;
-    for (int i = 0; i < n_ops; i++) {
-        const program_op *o = &ops[i];
-        if (o->kind != OP_COMPUTE || t[i].start_s < 0 || t[i].end_s < 0) continue;
-        double bind = -1;
-        int bind_kind = -1;
-        for (int k = 0; k < o->n_deps; k++) {
-            int d = o->deps[k];
-            if (t[d].end_s > bind) {
-                bind = t[d].end_s;
-                bind_kind = ops[d].kind;
-            }
-        }
-        double start = t[i].start_s;
-        if (start > free_t) {
-            /* idle until the binding dependency ended, then (live only) until the op started */
-            double ready = bind > free_t ? (bind < start ? bind : start) : free_t;
-            double wait = ready - free_t, host = start - ready;
-            if (wait > 0) {
-                if (bind_kind == OP_RECV) out->bubble_s += wait;
-                else if (bind_kind != OP_COMPUTE) out->exposed_comm_s += wait;
-                else out->overhead_s += wait;
-            }
-            if (host > 0) out->overhead_s += host;
-        }
-        double busy = busy_s ? busy_s[i] : t[i].end_s - start;
-        if (o->kernel == K_OPTIMIZER) out->optimizer_s += busy;
-        else out->compute_s += busy;
-        free_t = t[i].end_s;
-        last_compute_end = t[i].end_s;
-    }
-    if (step_time_s >= 0) {
-        if (end > last_compute_end) out->exposed_comm_s += end - last_compute_end;
-        out->bubble_s += step_time_s - end;
-    }
-    out->end_s = end;
+    step_split_acc a;
+    step_split_begin(&a);
+    for (int i = 0; i < n_ops; i++)
+        if (ops[i].kind == OP_COMPUTE && t[i].start_s >= 0 && t[i].end_s >= 0)
+            step_split_add(&a, ops, t, i, busy_s ? busy_s[i] : t[i].end_s - t[i].start_s);
+    step_split_finish(&a, end, step_time_s, out);
 }
 
 void step_split_program_rank(const program *p, int rank, const op_time *t, const double *busy_s,

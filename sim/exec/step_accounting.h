@@ -50,6 +50,19 @@ typedef struct {
 void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const double *busy_s,
                      double step_time_s, step_split *out);
 
+/* The same rules as the ops run, for an executor that knows each COMPUTE op's busy time when it ends
+ * and need not keep them: step_split_begin, then step_split_add for each COMPUTE op that ran, in list
+ * order (the order of the rank's compute stream), once its deps' times and its own are final, then
+ * step_split_finish with the rank's end (its last stream op's end, 0 when none ran).
+ * step_split_rank is this walk over a finished timeline. */
+typedef struct {
+    double free_t, last_compute_end;
+    step_split s;
+} step_split_acc;
+void step_split_begin(step_split_acc *a);
+void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, int i, double busy_s);
+void step_split_finish(const step_split_acc *a, double end_s, double step_time_s, step_split *out);
+
 /* The same for global rank `rank` of program p, over its stage's op list. */
 void step_split_program_rank(const program *p, int rank, const op_time *t, const double *busy_s,
                              double step_time_s, step_split *out);

@@ -86,7 +86,8 @@ typedef struct {
     int head_at[STREAM_N];
     op_time *t;                    /* per op: the timeline (end < 0: not done); a collective's start is
                                       this rank's arrival, a RECV's the start of its matching SEND */
-    double *busy;                  /* per COMPUTE op: its priced duration (step_accounting.h) */
+    step_split_acc split;          /* the step accounting, fed as the COMPUTE ops end with their
+                                      priced durations as busy times (step_accounting.h) */
     double *recv_at;               /* per tag: arrival time of the matching SEND; < 0: not yet */
     double *recv_from;             /* per tag: start of the matching SEND */
     int stop_at;                   /* stalled rank: first op index it never issues; else STEP_NO_STALL */
@@ -283,11 +284,10 @@ static void advance(exec_ctx *x, int si) {
                 }
                 if (!ok) break;
                 double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
-                double t_end;
+                double t_end, busy = 0;
                 if (op->kind == OP_COMPUTE) {
-                    double dur = x->price(x->price_ctx, p, r->rank, op) * r->slow;
-                    t_end = t0 + dur;
-                    r->busy[i] = dur;
+                    busy = x->price(x->price_ctx, p, r->rank, op) * r->slow;
+                    t_end = t0 + busy;
                     r->t[i].start_s = t0;
                 } else if (op->kind == OP_SEND) {
                     t_end = t0 + p2p_time(x, r->rank, op->peer, op->bytes);
@@ -336,6 +336,7 @@ static void advance(exec_ctx *x, int si) {
                     r->t[i].start_s = r->arr_t;
                 }
                 r->t[i].end_s = t_end;
+                if (op->kind == OP_COMPUTE) step_split_add(&r->split, r->list, r->t, i, busy);
                 r->free_t[st] = t_end;
                 if (t_end > r->end_s) r->end_s = t_end;
                 r->cur[st]++;
@@ -501,7 +502,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->list = rs->mat ? rs->mat : p->stage_ops[s];
         for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = -1;
         rs->t = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
-        rs->busy = moe_xcalloc((size_t)(rs->n_ops + 1), sizeof(double));
+        step_split_begin(&rs->split);
         for (int i = 0; i < rs->n_ops; i++) rs->t[i] = (op_time){-1, -1};
         rs->recv_at = moe_xmalloc((size_t)x.n_tags * sizeof(double));
         rs->recv_from = moe_xmalloc((size_t)x.n_tags * sizeof(double));
@@ -588,8 +589,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         step_split *sim_split = moe_xcalloc((size_t)x.n_sim + 1, sizeof *sim_split);
         for (int si = 0; si < x.n_sim; si++) {
             rank_state *rs = &x.rs[si];
-            if (rs->mat) step_split_rank(rs->mat, rs->n_ops, rs->t, rs->busy, hung ? -1 : step, &sim_split[si]);
-            else step_split_program_rank(p, rs->rank, rs->t, rs->busy, hung ? -1 : step, &sim_split[si]);
+            step_split_finish(&rs->split, rs->end_s, hung ? -1 : step, &sim_split[si]);
         }
         for (int r = 0; r < p->n_ranks; r++) {
             int sr = rep_of[r];
@@ -621,7 +621,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     free(rep_of);
 
     for (int si = 0; si < x.n_sim; si++) {
-        free(x.rs[si].t); free(x.rs[si].busy); free(x.rs[si].recv_at); free(x.rs[si].recv_from);
+        free(x.rs[si].t); free(x.rs[si].recv_at); free(x.rs[si].recv_from);
     }
     free(x.rs);
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
