@@ -367,6 +367,7 @@ static void expect_bad(const char *key, const char *value, const char *path_in_m
     cJSON *od = cJSON_GetObjectItem(doc, "otherData");
     if (strcmp(key, "traceEvents") == 0) cJSON_ReplaceItemInObject(doc, key, cJSON_Parse(value));
     else if (!value) cJSON_DeleteItemFromObject(od, key);
+    else if (!cJSON_GetObjectItem(od, key)) cJSON_AddItemToObject(od, key, cJSON_Parse(value));   /* optional keys */
     else cJSON_ReplaceItemInObject(od, key, cJSON_Parse(value));
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
@@ -593,8 +594,84 @@ static void test_cli(void **state) {
     assert_non_null(strstr(err, "bad-truncated.json"));
 }
 
+
+/* A lossless fabric's report and a watchdog record (sim/exec/step_pfc.h, trace.h): simdiag names the
+ * hot GPU, its root link and the paused links, and the timeout; a victim held 6.6x is a finding, one
+ * held 1.02x (the noise of a uniform draw) is not. */
+static const char PFC_OBJ[] =
+    "{\"hot_gpu\": 99, \"hot_node\": 12, \"hot_local_gpu\": 3, \"root_link\": \"nic-99_DOWN\","
+    " \"root_drain_s\": 0.048, \"stalled_gpu\": -1, \"paused_links_count\": 2,"
+    " \"paused_links\": [{\"link\": \"up-r3-l0_UP\", \"drain_s\": 0.005, \"held_s\": 0.048},"
+    " {\"link\": \"nic-83_UP\", \"drain_s\": 0.007, \"held_s\": null}],"
+    " \"victim_flows\": 14224, \"max_victim_slowdown\": 6.6, \"held_gpus\": 128}";
+static const char TIMEOUT_OBJ[] =
+    "{\"timeout_s\": 600, \"rank\": 0, \"gpu\": 0, \"node\": 0, \"op\": \"A2A_DISPATCH\", \"group_kind\": \"EP\","
+    " \"group\": 0, \"layer\": 10, \"micro_batch\": 1, \"arrived_s\": 4.15, \"waited_s\": null, \"fired_s\": 604.15}";
+
+static char *with_members(const char *pfc, const char *timeout) {
+    cJSON *doc = cJSON_Parse(BASE), *od = cJSON_GetObjectItem(doc, "otherData");
+    if (pfc) cJSON_AddItemToObject(od, "pfc", cJSON_Parse(pfc));
+    if (timeout) cJSON_AddItemToObject(od, "collective_timeout", cJSON_Parse(timeout));
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return text;
+}
+
+static void test_pfc_and_timeout(void **state) {
+    (void)state;
+    char *text = with_members(PFC_OBJ, TIMEOUT_OBJ);
+    diag_trace t;
+    moe_error err = {0};
+    assert_int_equal(diag_trace_parse(text, "pfc.json", &t, &err), 0);
+    free(text);
+    assert_non_null(t.pfc);
+    assert_non_null(t.timeout);
+    assert_true(isinf(t.pfc->links[1].held_s));
+    assert_true(isinf(t.timeout->waited_s));
+    diag_rules rules;
+    diag_rules_default(&rules);
+    diag_report r;
+    assert_int_equal(diag_check(&t, &rules, &r), 0);
+    assert_true(r.timeout && r.pfc_spread);
+    assert_true(r.problems >= 2);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    diag_report_print(f, &t, &r, &rules);
+    fclose(f);
+    assert_non_null(strstr(out, "node 12 GPU 3 (global GPU 99)"));
+    assert_non_null(strstr(out, "nic-99_DOWN"));
+    assert_non_null(strstr(out, "up-r3-l0_UP"));
+    assert_non_null(strstr(out, "6.60x"));
+    assert_non_null(strstr(out, "NCCL timeout: rank 0 (node 0 GPU 0) waited forever in A2A_DISPATCH"));
+    free(out);
+    diag_report_free(&r);
+    diag_trace_free(&t);
+
+    /* a victim at 1.02x: reported, not a finding */
+    cJSON *pf = cJSON_Parse(PFC_OBJ);
+    cJSON_ReplaceItemInObject(pf, "max_victim_slowdown", cJSON_CreateNumber(1.02));
+    char *mild = cJSON_PrintUnformatted(pf);
+    cJSON_Delete(pf);
+    text = with_members(mild, NULL);
+    free(mild);
+    assert_int_equal(diag_trace_parse(text, "pfc.json", &t, &err), 0);
+    free(text);
+    assert_int_equal(diag_check(&t, &rules, &r), 0);
+    assert_false(r.pfc_spread);
+    assert_false(r.timeout);
+    diag_report_free(&r);
+    diag_trace_free(&t);
+
+    expect_bad("pfc", "[]", "otherData.pfc");
+    expect_bad("pfc", "{\"hot_gpu\": 99, \"hot_node\": 12, \"hot_local_gpu\": 3, \"stalled_gpu\": -1, \"held_gpus\": 1}",
+               "otherData.pfc.root_link");
+    expect_bad("collective_timeout", "{\"timeout_s\": 600, \"rank\": 4}", "otherData.collective_timeout.rank");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pfc_and_timeout),
         cmocka_unit_test(test_seed_mock_straggler),
         cmocka_unit_test(test_seed_mock_expert_load),
         cmocka_unit_test(test_healthy),

@@ -54,7 +54,7 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         validate_band_add(po, "tokens_per_s_per_gpu", 0, &band);
         validate_band_add(po, "step_time_s", 1, &band);
     }
-    double step_time_s = plan.step_time_s;
+    double step_time_s = plan.step_time_s, timeout_fraction = 0;
     if (opt->levels & LEVEL_STEP) {
         step_result st;
         memset(&st, 0, sizeof st);
@@ -69,11 +69,15 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
             validate_band_add(step, "step_time_s", 1, &band);
         }
         step_time_s = st.step_time_s;
+        /* a timed-out step ran until it hung, then the watchdog's timeout: the run level adds the
+         * timeout as the failure's detection delay */
+        if (st.timed_out) step_time_s -= s->faults.collective_timeout_s;
+        timeout_fraction = st.timeout_fraction;
         step_result_free(&st);
     }
     if (opt->levels & LEVEL_RUN) {
         trainrun_result tr;
-        if (trainrun_simulate(s, &plan, step_time_s, &tr, err)) goto fail;
+        if (trainrun_simulate_timeouts(s, &plan, step_time_s, timeout_fraction, &tr, err)) goto fail;
         cJSON *run = cJSON_AddObjectToObject(pt, "run");
         trainrun_result_to_json(&tr, run);
         point_warn_run(s, &plan, &tr, cJSON_AddArrayToObject(run, "warnings"));

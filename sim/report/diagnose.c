@@ -321,8 +321,10 @@ int diag_check(const diag_trace *t, const diag_rules *rules, diag_report *out) {
         if (!has_straggler) out->links.groups[kept++] = *g;
     }
     out->links.n = kept;
+    out->timeout = t->timeout != NULL;
+    out->pfc_spread = t->pfc && t->pfc->max_victim_slowdown >= DIAG_PFC_VICTIM_SLOWDOWN;
     out->problems = out->compute.n_stragglers + out->hang + (out->load.present && out->load.experts.severe) +
-                    out->links.n;
+                    out->links.n + out->timeout + out->pfc_spread;
     /* a step-time straggler that is not already a compute straggler is a separate finding */
     for (int i = 0; i < out->step.n_stragglers; i++) {
         int dup = 0;

@@ -19,7 +19,15 @@
  *                "hang": null | {"op", "group_kind", "group", "layer", "micro_batch",
  *                                "waiting": [ranks], "missing": [ranks],
  *                                "missing_last_op": [{"rank", "op", "layer", "micro_batch"}],
- *                                "blocked_elsewhere": n}}
+ *                                "blocked_elsewhere": n},
+ *                "collective_timeout": null | {"timeout_s", "rank", "gpu", "node", "op", "group_kind",
+ *                                "group", "layer", "micro_batch", "arrived_s", "waited_s" (null:
+ *                                forever), "fired_s"}   (optional: NCCL's watchdog fired),
+ *                "pfc": {"hot_gpu", "hot_node", "hot_local_gpu", "root_link", "root_drain_s",
+ *                        "stalled_gpu", "paused_links_count", "paused_links": [{"link", "drain_s",
+ *                        "held_s" (null: forever), ...}], "victim_flows", "max_victim_slowdown"
+ *                        (null: forever), "held_gpus", ...}   (optional: a lossless fabric's worst
+ *                        incast, sim/exec/step_pfc.h)}
  *
  * Ranks are numbered rank = ((d * pp + s) * ep + e) * tp + t (sim/program/program.h); rank_gpu places them
  * (any permutation: a live job's scheduler decides); node = gpu / G, the GPU's index on its node =
@@ -37,6 +45,10 @@
  *                none more than 0.26% over its stage mean. min_excess = 0 gives the seed's rule.
  *   imbalance  cv > 0.4 or max / (min + 1e-5) > 3 is severe   (sim/program/expert_load.h; Gini reported too)
  *   hang       all ranks but one wait inside a collective; the odd one out is the culprit (§3.1).
+ *   timeout    NCCL's watchdog fired (collective_timeout): who waited where, and for how long.
+ *   PFC        on a lossless fabric, an incast whose pause holds victim flows (flows that never touch
+ *              the hot GPU) at least DIAG_PFC_VICTIM_SLOWDOWN x longer than a lossy fabric would: the
+ *              hot GPU and the paused links are named (seed 000 §0.2 incident 1).
  */
 #ifndef MOESIM_DIAGNOSE_H
 #define MOESIM_DIAGNOSE_H
@@ -58,6 +70,10 @@ enum { DIAG_EXIT_PROBLEM = 3 };
  * more than this (percent), unless --tolerance says otherwise. */
 #define DIAG_COMPARE_TOLERANCE_PCT 20.0
 #define DIAG_NAME_MAX 64
+/* A lossless fabric's congestion spreading is a finding when a victim flow is held this many times
+ * longer than on a lossy fabric (the straggler rule's 1.25x, applied to a flow) */
+#define DIAG_PFC_VICTIM_SLOWDOWN 1.25
+#define DIAG_PFC_LINKS_MAX 32
 
 /* ---- the parsed trace ------------------------------------------------------------------------ */
 
@@ -76,6 +92,25 @@ typedef struct {
     diag_last_op *last;              /* where each missing rank last was */
     int blocked_elsewhere;           /* ranks stuck behind the hang in other ops */
 } diag_hang;
+
+typedef struct {
+    double timeout_s, arrived_s, waited_s, fired_s;   /* waited_s INFINITY: the step hung */
+    int rank, gpu, node, group, layer, micro_batch;
+    char op[DIAG_NAME_MAX], group_kind[DIAG_NAME_MAX];
+} diag_timeout;
+
+typedef struct {
+    char link[DIAG_NAME_MAX];
+    double drain_s, held_s;          /* held_s INFINITY: forever (behind a stalled receiver) */
+} diag_paused_link;
+
+typedef struct {
+    int hot_gpu, hot_node, hot_local_gpu, stalled_gpu, held_gpus;
+    char root_link[DIAG_NAME_MAX];
+    double root_drain_s, victim_flows, max_victim_slowdown;   /* INFINITY: held forever */
+    int paused_links_count, n_links;
+    diag_paused_link links[DIAG_PFC_LINKS_MAX];
+} diag_pfc;
 
 /* One op class (trace event name) aggregated over the complete ("ph": "X") events of a trace. */
 typedef struct {
@@ -98,6 +133,8 @@ typedef struct {
     double *expert_tokens;     /* [n_experts] or NULL: tokens the experts received */
     double *expert_routed;     /* [n_experts] or NULL: tokens the router assigned (before capacity) */
     diag_hang *hang;           /* NULL: the step completed */
+    diag_timeout *timeout;     /* NULL: no collective timed out */
+    diag_pfc *pfc;             /* NULL: no lossless-fabric report */
     int n_classes;
     diag_op_class *classes;    /* sorted by name */
 } diag_trace;
@@ -209,7 +246,10 @@ typedef struct {
     diag_expert_report load;
     diag_link_report links;
     int hang;                       /* bool: t->hang != NULL */
-    int problems;                   /* findings: stragglers + slow EP groups + severe imbalance + hang */
+    int timeout;                    /* bool: t->timeout != NULL */
+    int pfc_spread;                 /* bool: t->pfc holds a victim >= DIAG_PFC_VICTIM_SLOWDOWN x */
+    int problems;                   /* findings: stragglers + slow EP groups + severe imbalance + hang +
+                                       timeout + PFC spreading */
 } diag_report;
 
 int diag_check(const diag_trace *t, const diag_rules *rules, diag_report *out);

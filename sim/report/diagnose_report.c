@@ -238,6 +238,43 @@ static void print_hang(FILE *f, const diag_trace *t, const diag_hang *h) {
     }
 }
 
+static void print_seconds(FILE *f, double s) {
+    if (isfinite(s)) fprintf(f, "%.4f s", s);
+    else fprintf(f, "forever");
+}
+
+/* NCCL's watchdog (seed 000 §3.1: NCCL_ASYNC_ERROR_HANDLING makes a hang an error). */
+static void print_timeout(FILE *f, const diag_timeout *x) {
+    fprintf(f, "NCCL timeout: rank %d (node %d GPU %d) waited ", x->rank, x->node, x->gpu);
+    print_seconds(f, x->waited_s);
+    fprintf(f, " in %s (layer %d, micro-batch %d) of %s group %d, past the %.0f s timeout: the job fails at t = %.3f s\n"
+               "  and restarts from its last checkpoint (the run level counts it with the timeout as detection delay)\n",
+            x->op, x->layer, x->micro_batch, x->group_kind, x->group, x->timeout_s, x->fired_s);
+}
+
+/* The lossless fabric's worst incast (sim/exec/step_pfc.h). */
+static void print_pfc(FILE *f, const diag_pfc *x) {
+    fprintf(f, "Lossless fabric (PFC): the hottest receiver is node %d GPU %d (global GPU %d); its incast at %s drains in %.3f ms\n",
+            x->hot_node, x->hot_local_gpu, x->hot_gpu, x->root_link, x->root_drain_s * 1e3);
+    if (x->stalled_gpu >= 0)
+        fprintf(f, "  GPU %d stopped draining (it never arrived): its pause never clears (a PFC storm)\n", x->stalled_gpu);
+    fprintf(f, "  %d links paused by its back-pressure (longest held first):\n", x->paused_links_count);
+    for (int i = 0; i < x->n_links && i < 8; i++) {
+        fprintf(f, "    %-16s own drain %.3f ms, held ", x->links[i].link, x->links[i].drain_s * 1e3);
+        if (isfinite(x->links[i].held_s)) fprintf(f, "%.3f ms\n", x->links[i].held_s * 1e3);
+        else fprintf(f, "forever\n");
+    }
+    if (x->paused_links_count > 8) fprintf(f, "    ... and %d more\n", x->paused_links_count - 8);
+    fprintf(f, "  %.0f flows that never touch the hot GPU are held up (head-of-line blocking), the worst ", x->victim_flows);
+    if (isfinite(x->max_victim_slowdown)) fprintf(f, "%.2fx", x->max_victim_slowdown);
+    else fprintf(f, "forever");
+    fprintf(f, "; %d GPUs have traffic behind the pause\n", x->held_gpus);
+    if (x->max_victim_slowdown >= DIAG_PFC_VICTIM_SLOWDOWN)
+        fprintf(f, "  advice (seed 000 §0.2): balance the router (auxiliary loss or DeepSeek-V3's bias), cap the hot expert\n"
+                   "         (capacity factor), or move the all-to-all to DeepEP (one RDMA copy per node); ECN/DCQCN\n"
+                   "         congestion control keeps PFC as the last resort\n");
+}
+
 void diag_report_print(FILE *f, const diag_trace *t, const diag_report *r, const diag_rules *rules) {
     fprintf(f, "simdiag: %s (%s; %d ranks = tp %d x pp %d x ep %d x dp %d, %d GPUs/node", t->file, t->source,
             t->ranks, t->tp, t->pp, t->ep, t->dp, t->gpus_per_node);
@@ -259,6 +296,14 @@ void diag_report_print(FILE *f, const diag_trace *t, const diag_report *r, const
                            "        agree even when one rank is slow; busy time is what tells it apart\n");
             if (!r->compute.signal) print_rule(f, rules, t->pp);
         }
+    }
+    if (t->timeout) {
+        fprintf(f, "\n");
+        print_timeout(f, t->timeout);
+    }
+    if (t->pfc) {
+        fprintf(f, "\n");
+        print_pfc(f, t->pfc);
     }
     fprintf(f, "\n");
     print_load(f, &r->load);
@@ -417,6 +462,38 @@ cJSON *diag_report_json(const diag_trace *t, const diag_report *r, const diag_ru
         cJSON_AddItemToArray(sl, x);
     }
     cJSON_AddItemToObject(o, "hang", hang_json(t));
+    if (t->timeout) {
+        const diag_timeout *x = t->timeout;
+        cJSON *to = cJSON_AddObjectToObject(o, "collective_timeout");
+        cJSON_AddNumberToObject(to, "rank", x->rank);
+        cJSON_AddNumberToObject(to, "node", x->node);
+        cJSON_AddNumberToObject(to, "gpu", x->gpu);
+        cJSON_AddStringToObject(to, "op", x->op);
+        cJSON_AddNumberToObject(to, "layer", x->layer);
+        cJSON_AddNumberToObject(to, "micro_batch", x->micro_batch);
+        if (isfinite(x->waited_s)) cJSON_AddNumberToObject(to, "waited_s", x->waited_s);
+        else cJSON_AddNullToObject(to, "waited_s");
+        cJSON_AddNumberToObject(to, "fired_s", x->fired_s);
+    } else {
+        cJSON_AddNullToObject(o, "collective_timeout");
+    }
+    if (t->pfc) {
+        const diag_pfc *x = t->pfc;
+        cJSON *pf = cJSON_AddObjectToObject(o, "pfc");
+        cJSON_AddBoolToObject(pf, "finding", r->pfc_spread);
+        cJSON_AddNumberToObject(pf, "hot_gpu", x->hot_gpu);
+        cJSON_AddNumberToObject(pf, "hot_node", x->hot_node);
+        cJSON_AddNumberToObject(pf, "hot_local_gpu", x->hot_local_gpu);
+        cJSON_AddStringToObject(pf, "root_link", x->root_link);
+        cJSON_AddNumberToObject(pf, "paused_links_count", x->paused_links_count);
+        cJSON *pl = cJSON_AddArrayToObject(pf, "paused_links");
+        for (int i = 0; i < x->n_links; i++) cJSON_AddItemToArray(pl, cJSON_CreateString(x->links[i].link));
+        cJSON_AddNumberToObject(pf, "victim_flows", x->victim_flows);
+        if (isfinite(x->max_victim_slowdown)) cJSON_AddNumberToObject(pf, "max_victim_slowdown", x->max_victim_slowdown);
+        else cJSON_AddNullToObject(pf, "max_victim_slowdown");
+    } else {
+        cJSON_AddNullToObject(o, "pfc");
+    }
     return o;
 }
 

@@ -200,6 +200,9 @@ static int parse_layout(const cJSON *od, diag_trace *t, moe_error *err) {
     return 0;
 }
 
+static int parse_timeout(const cJSON *o, diag_trace *t, moe_error *err);
+static int parse_pfc(const cJSON *o, diag_trace *t, moe_error *err);
+
 static int parse_other(const cJSON *od, diag_trace *t, moe_error *err) {
     char fmt[64];
     if (get_string(od, "format", "otherData.format", fmt, sizeof fmt, t, err)) {
@@ -257,6 +260,77 @@ static int parse_other(const cJSON *od, diag_trace *t, moe_error *err) {
     }
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(od, "hang");
     if (h && !cJSON_IsNull(h) && parse_hang(h, t, err)) return err->code;
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(od, "collective_timeout");
+    if (to && !cJSON_IsNull(to) && parse_timeout(to, t, err)) return err->code;
+    const cJSON *pf = cJSON_GetObjectItemCaseSensitive(od, "pfc");
+    if (pf && !cJSON_IsNull(pf) && parse_pfc(pf, t, err)) return err->code;
+    return 0;
+}
+
+/* A time that may be null (forever). */
+static int get_time_or_null(const cJSON *obj, const char *key, const char *path, double *out, const diag_trace *t,
+                            moe_error *err) {
+    const cJSON *v = json_member(obj, key);
+    if (cJSON_IsNull(v)) { *out = INFINITY; return 0; }
+    json_reader r = {t->file, err};
+    return json_number_value(&r, v, path, JSON_REQUIRED, 0, INFINITY, out);
+}
+
+static int parse_timeout(const cJSON *o, diag_trace *t, moe_error *err) {
+    if (!cJSON_IsObject(o)) return bad(err, t, "otherData.collective_timeout", o, "null or an object {\"rank\", \"op\", ...}");
+    diag_timeout *x = moe_xcalloc(1, sizeof *x);
+    t->timeout = x;
+    json_reader r = {t->file, err};
+    const int big = 1 << 30;
+    if (json_get_number(&r, o, "otherData.collective_timeout", "timeout_s", JSON_REQUIRED, 0, INFINITY, &x->timeout_s) ||
+        get_int(o, "rank", "otherData.collective_timeout.rank", 0, t->ranks - 1, &x->rank, t, err) ||
+        get_int(o, "gpu", "otherData.collective_timeout.gpu", 0, big, &x->gpu, t, err) ||
+        get_int(o, "node", "otherData.collective_timeout.node", 0, big, &x->node, t, err) ||
+        get_string(o, "op", "otherData.collective_timeout.op", x->op, sizeof x->op, t, err) ||
+        get_string(o, "group_kind", "otherData.collective_timeout.group_kind", x->group_kind, sizeof x->group_kind, t, err) ||
+        get_int(o, "group", "otherData.collective_timeout.group", -1, big, &x->group, t, err) ||
+        get_int(o, "layer", "otherData.collective_timeout.layer", -1, big, &x->layer, t, err) ||
+        get_int(o, "micro_batch", "otherData.collective_timeout.micro_batch", -1, big, &x->micro_batch, t, err) ||
+        json_get_number(&r, o, "otherData.collective_timeout", "arrived_s", JSON_REQUIRED, 0, INFINITY, &x->arrived_s) ||
+        get_time_or_null(o, "waited_s", "otherData.collective_timeout.waited_s", &x->waited_s, t, err) ||
+        json_get_number(&r, o, "otherData.collective_timeout", "fired_s", JSON_REQUIRED, 0, INFINITY, &x->fired_s))
+        return err->code;
+    return 0;
+}
+
+static int parse_pfc(const cJSON *o, diag_trace *t, moe_error *err) {
+    if (!cJSON_IsObject(o)) return bad(err, t, "otherData.pfc", o, "an object {\"hot_gpu\", \"paused_links\", ...}");
+    diag_pfc *x = moe_xcalloc(1, sizeof *x);
+    t->pfc = x;
+    json_reader r = {t->file, err};
+    const int big = 1 << 30;
+    const cJSON *links;
+    if (get_int(o, "hot_gpu", "otherData.pfc.hot_gpu", -1, big, &x->hot_gpu, t, err) ||
+        get_int(o, "hot_node", "otherData.pfc.hot_node", -1, big, &x->hot_node, t, err) ||
+        get_int(o, "hot_local_gpu", "otherData.pfc.hot_local_gpu", -1, big, &x->hot_local_gpu, t, err) ||
+        get_int(o, "stalled_gpu", "otherData.pfc.stalled_gpu", -1, big, &x->stalled_gpu, t, err) ||
+        get_int(o, "held_gpus", "otherData.pfc.held_gpus", 0, big, &x->held_gpus, t, err) ||
+        get_string(o, "root_link", "otherData.pfc.root_link", x->root_link, sizeof x->root_link, t, err) ||
+        json_get_number(&r, o, "otherData.pfc", "root_drain_s", JSON_REQUIRED, 0, INFINITY, &x->root_drain_s) ||
+        json_get_number(&r, o, "otherData.pfc", "victim_flows", JSON_REQUIRED, 0, INFINITY, &x->victim_flows) ||
+        get_time_or_null(o, "max_victim_slowdown", "otherData.pfc.max_victim_slowdown", &x->max_victim_slowdown, t, err) ||
+        get_int(o, "paused_links_count", "otherData.pfc.paused_links_count", 0, big, &x->paused_links_count, t, err) ||
+        json_get_array(&r, o, "otherData.pfc", "paused_links", JSON_REQUIRED, &links))
+        return err->code;
+    int i = 0;
+    for (const cJSON *e = links->child; e; e = e->next, i++) {
+        char p[96];
+        snprintf(p, sizeof p, "otherData.pfc.paused_links[%d]", i);
+        if (i >= DIAG_PFC_LINKS_MAX) return bad(err, t, p, e, "at most 32 paused links listed");
+        diag_paused_link *l = &x->links[x->n_links++];
+        char pl[128], ph[128];
+        snprintf(pl, sizeof pl, "%s.link", p);
+        snprintf(ph, sizeof ph, "%s.held_s", p);
+        if (get_string(e, "link", pl, l->link, sizeof l->link, t, err) ||
+            json_get_number(&r, e, p, "drain_s", JSON_REQUIRED, 0, INFINITY, &l->drain_s) ||
+            get_time_or_null(e, "held_s", ph, &l->held_s, t, err))
+            return err->code;
+    }
     return 0;
 }
 
@@ -305,6 +379,8 @@ void diag_trace_free(diag_trace *t) {
         free(t->hang);
     }
     free(t->classes);
+    free(t->timeout);
+    free(t->pfc);
     char file[sizeof t->file];
     memcpy(file, t->file, sizeof file);
     memset(t, 0, sizeof *t);

@@ -68,11 +68,18 @@
  *   "defend": the defences decide between the two, or let clipping tame it at no cost (spike_defence:
  *   the activation-norm monitor, armed once its window has filled after each (re)start; clipping;
  *   under FP16 compute a share of the batches overflow, which only the monitor catches).
+ * Collective timeouts (faults.collective_timeout_s, with the share of steps that time out from the
+ *   step level: trainrun_simulate_timeouts). Poisson in steps processed, like spikes: the job hangs
+ *   in the collective until NCCL's watchdog fires (the timeout is the detection delay), then restarts
+ *   in place (full_restart_min) from the last checkpoint, as a failure that takes no node down.
+ *   Nothing is broken, so a step that always times out (fraction 1) never gets past it: the run hangs
+ *   and restarts until run.max_days, the incident of seed 000 section 0.2 before its fix.
  * Ties between events at the same instant resolve in the order: write completion, end of a pause,
- *   recovery or training segment, spike, straggler detection, straggler onset, failure, cutoff.
+ *   recovery or training segment, spike, collective timeout, straggler detection, straggler onset,
+ *   failure, cutoff.
  *
  * ---- Monte Carlo --------------------------------------------------------------------------------
- * Trial i draws from three gsl_rng mt19937 streams (failures, stragglers, spikes) seeded with
+ * Trial i draws from four gsl_rng mt19937 streams (failures, stragglers, spikes, timeouts) seeded with
  *   splitmix64(splitmix64(splitmix64(seed) ^ i) ^ stream), folded to 32 bits (mt19937 takes 32-bit
  *   seeds). Separate streams make every candidate interval of the search see the same failures,
  *   stragglers and spikes in trial i (common random numbers).
@@ -123,7 +130,7 @@ const char *const CHECKPOINT_TIER_NAMES[N_TIERS] = {"host", "peer", "nvme", "pfs
 typedef enum { REC_NONE = 0, REC_RELOAD, REC_SWAP, REC_RESTART } recovery_kind;
 #define MAX_DOWN 16                     /* node ranges lost in one recovery episode (more: all) */
 typedef enum { PH_TRAIN = 0, PH_PAUSE, PH_DRAIN, PH_RECOVER, PH_DONE } phase_kind;
-enum { STREAM_FAILURES = 1, STREAM_STRAGGLERS = 2, STREAM_SPIKES = 3 };
+enum { STREAM_FAILURES = 1, STREAM_STRAGGLERS = 2, STREAM_SPIKES = 3, STREAM_TIMEOUTS = 4 };
 
 /* Everything a trial needs, resolved once from the scenario. */
 typedef struct {
@@ -141,6 +148,8 @@ typedef struct {
     spike_action_kind spike_action;
     loss_spikes_cfg spike;         /* the defences (spike_action = SPIKE_DEFEND) */
     int fp16;                      /* precision.compute fp16: spiking batches may overflow */
+    double timeout_mean_steps;     /* steps between collective timeouts (INF: none) */
+    double timeout_s;              /* faults.collective_timeout_s: the hang before detection */
     uint64_t seed;
     double mtbf_s;                 /* INF: no drawn failures */
     int has_failures;              /* drawn or replayed */
@@ -162,6 +171,7 @@ typedef struct {
     double lost_by_tier_s[N_TIERS], restore_by_tier_s[N_TIERS];
     int spikes_skipped, spikes_clipped, spikes_rolled_back;
     double spike_skip_s, spike_rollback_s;   /* discarded steps; rolled-back compute and reloads */
+    int timeouts;
 } trial_totals;
 
 /* Spares out for repair: when they return to the pool, and how many nodes. */
@@ -172,7 +182,7 @@ typedef struct {
 
 /* Memory reused across trials: RNG streams, the failure process, straggler onsets, repair slots. */
 typedef struct {
-    gsl_rng *rng_fail, *rng_slow, *rng_spike;
+    gsl_rng *rng_fail, *rng_slow, *rng_spike, *rng_timeout;
     failure_process fp;
     double *onsets;
     repair_job *repairs;           /* spares out for repair */
@@ -191,6 +201,7 @@ typedef struct {
     double train_s, train_s_at_snap, train_s_at_ckpt;   /* cumulative compute time and its marks */
     double pw, pw_spike;                /* steps processed incl. rework; next spike at */
     double pw_armed;                    /* the spike monitor watches from here (its window filled) */
+    double pw_timeout;                  /* next collective timeout at (steps processed) */
     phase_kind phase;
     recovery_kind rec_kind;
     int pending;                        /* a boundary was deferred behind a running write */
@@ -231,6 +242,7 @@ static void trial_begin(trial_ctx *cx, const run_params *pr, int trial, long k, 
     gsl_rng_set(cx->rng_fail, stream_seed(pr->seed, trial, STREAM_FAILURES));
     gsl_rng_set(cx->rng_slow, stream_seed(pr->seed, trial, STREAM_STRAGGLERS));
     gsl_rng_set(cx->rng_spike, stream_seed(pr->seed, trial, STREAM_SPIKES));
+    gsl_rng_set(cx->rng_timeout, stream_seed(pr->seed, trial, STREAM_TIMEOUTS));
     failure_process_reset(&cx->fp, cx->rng_fail);
     for (int i = 0; i < pr->n_stragglers; i++)
         cx->onsets[i] = gsl_rng_uniform(cx->rng_slow) * pr->straggler_horizon_s;
@@ -250,6 +262,8 @@ static void trial_begin(trial_ctx *cx, const run_params *pr, int trial, long k, 
     st->p_next = next_boundary(pr, k, 0);
     st->pw_spike = isfinite(pr->spike_mean_steps)
                        ? gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps) : INF;
+    st->pw_timeout = isfinite(pr->timeout_mean_steps)
+                         ? gsl_ran_exponential(cx->rng_timeout, pr->timeout_mean_steps) : INF;
 }
 
 /* A replication to the peer tier is running: training shares the NICs with it. */
@@ -605,6 +619,17 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     for (int i = 0; i < TIER_PFS; i++) st->tmark[i] += wasted;
 }
 
+/* A step whose collective timed out (faults.collective_timeout_s, from the step level): the job hangs
+ * in it until NCCL's watchdog fires, timeout_s later, and restarts in place from the last checkpoint,
+ * like a failure that takes no node down (nothing is broken: the same routing can hang it again). */
+static void on_timeout(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx) {
+    st->pw = st->pw_timeout;
+    st->pw_timeout += gsl_ran_exponential(cx->rng_timeout, pr->timeout_mean_steps);
+    tot->timeouts++;
+    emit(cx, st->t, TR_EV_COLLECTIVE_TIMEOUT, -1, -1, 0, pr->timeout_s);
+    interrupt(st, pr, tot, cx, 0, 0, pr->timeout_s, 0);
+}
+
 /* The next event that ends a steady stretch: a failure, a straggler onset or detection, the cutoff. */
 static double next_disruption(const trial_ctx *cx, const run_params *pr, const trial_state *st) {
     double te = failure_process_peek(&cx->fp);
@@ -621,8 +646,10 @@ static double whole_cycles(const run_params *pr, const trial_state *st, double c
     double n = floor((te - st->t) / cycle);
     double n_end = floor(((double)pr->n_steps - 1.0 - st->p) / k);   /* stay before the last boundary */
     double n_spike = floor((st->pw_spike - st->pw) / k);
+    double n_timeout = floor((st->pw_timeout - st->pw) / k);
     if (n_end < n) n = n_end;
     if (n_spike < n) n = n_spike;
+    if (n_timeout < n) n = n_timeout;
     if (!(n >= 1)) return 0;
     while (n >= 1 && st->t + n * cycle > te) n -= 1;   /* rounding guard */
     return n;
@@ -709,7 +736,7 @@ static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, t
     st->p_next = next_boundary(pr, k, st->p);
 }
 
-enum { E_WRITE = 0, E_TIER, E_PHASE, E_SPIKE, E_DETECT, E_ONSET, E_FAIL, E_CUTOFF, N_EVENT_KINDS };
+enum { E_WRITE = 0, E_TIER, E_PHASE, E_SPIKE, E_TIMEOUT, E_DETECT, E_ONSET, E_FAIL, E_CUTOFF, N_EVENT_KINDS };
 
 static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, trial_totals *tot) {
     trial_state st;
@@ -725,6 +752,7 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
         when[E_PHASE] = st.phase == PH_TRAIN ? st.t + (st.p_next - st.p) * d
                         : st.phase == PH_DRAIN ? INF : st.phase_end;
         when[E_SPIKE] = st.phase == PH_TRAIN ? st.t + (st.pw_spike - st.pw) * d : INF;
+        when[E_TIMEOUT] = st.phase == PH_TRAIN ? st.t + (st.pw_timeout - st.pw) * d : INF;
         when[E_DETECT] = st.next_detect < st.next_onset ? cx->onsets[st.next_detect] + pr->detect_s
                                                         : INF;
         when[E_ONSET] = st.next_onset < pr->n_stragglers ? cx->onsets[st.next_onset] : INF;
@@ -753,6 +781,7 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
             }
             break;
         case E_SPIKE: on_spike(&st, pr, tot, cx, d); break;
+        case E_TIMEOUT: on_timeout(&st, pr, tot, cx); break;
         case E_DETECT:
             st.next_detect++;
             st.slow_active--;
@@ -788,10 +817,11 @@ static int trial_ctx_init(trial_ctx *cx, const run_params *pr, const scenario *s
     cx->rng_fail = gsl_rng_alloc(gsl_rng_mt19937);
     cx->rng_slow = gsl_rng_alloc(gsl_rng_mt19937);
     cx->rng_spike = gsl_rng_alloc(gsl_rng_mt19937);
+    cx->rng_timeout = gsl_rng_alloc(gsl_rng_mt19937);
     cx->onsets = moe_xmalloc(sizeof(double) * (size_t)(pr->n_stragglers + 1));
     cx->repairs = moe_xmalloc(sizeof(repair_job) * (size_t)(pr->spare_pool + 1));
     cx->slot_free = moe_xcalloc((size_t)pr->repair_slots + 1, sizeof(double));
-    if (!cx->rng_fail || !cx->rng_slow || !cx->rng_spike)
+    if (!cx->rng_fail || !cx->rng_slow || !cx->rng_spike || !cx->rng_timeout)
         return moe_error_set(err, EXIT_RUNTIME, "trainrun: out of memory");
     failure_process_init(&cx->fp, s, trace);
     return 0;
@@ -801,6 +831,7 @@ static void trial_ctx_free(trial_ctx *cx) {
     if (cx->rng_fail) gsl_rng_free(cx->rng_fail);
     if (cx->rng_slow) gsl_rng_free(cx->rng_slow);
     if (cx->rng_spike) gsl_rng_free(cx->rng_spike);
+    if (cx->rng_timeout) gsl_rng_free(cx->rng_timeout);
     free(cx->onsets);
     free(cx->repairs);
     free(cx->slot_free);
@@ -826,10 +857,14 @@ static int load_trace(const scenario *s, failure_trace *trace, moe_error *err) {
 }
 
 static int resolve_params(const scenario *s, const plan_result *plan, double step_time_s,
-                          run_params *pr, moe_error *err) {
+                          double timeout_fraction, run_params *pr, moe_error *err) {
     const reliability_cfg *rc = &s->reliability;
     const checkpoint_cfg *ck = &rc->checkpoint;
     memset(pr, 0, sizeof *pr);
+    if (!(timeout_fraction >= 0 && timeout_fraction <= 1))
+        return bad(err, s, "step.timeout_fraction", timeout_fraction, "a fraction of steps in [0, 1]");
+    pr->timeout_s = s->faults.collective_timeout_s;
+    pr->timeout_mean_steps = timeout_fraction > 0 && pr->timeout_s > 0 ? 1.0 / timeout_fraction : INF;
     if (!(step_time_s > 0) || !isfinite(step_time_s))
         return bad(err, s, "step_time_s", step_time_s, "a step time > 0 s (step level or plan)");
     if (!(s->run.tokens > 0)) return bad(err, s, "run.tokens", s->run.tokens, "> 0");
@@ -937,7 +972,7 @@ static long policy_steps(const scenario *s, const run_params *pr, double *tau_s)
 
 typedef struct {
     double wall_s, useful_s, ettr, lost_s, recover_s, detect_s, ckpt_s, replicate_slow_s;
-    double failures, restarts, swaps, stragglers, spikes, completed, shortfalls, correlated;
+    double failures, restarts, swaps, stragglers, spikes, completed, shortfalls, correlated, timeouts;
     double by_source[FAILURE_MAX_SOURCES];
     double restores[N_TIERS], lost_by_tier_s[N_TIERS], restore_by_tier_s[N_TIERS];
     double spikes_skipped, spikes_clipped, spikes_rolled_back, spike_skip_s, spike_rollback_s;
@@ -975,6 +1010,7 @@ static void run_trials(trial_ctx *cx, const run_params *pr, long k, int first_tr
         sum->swaps += tt.swaps;
         sum->stragglers += tt.stragglers;
         sum->spikes += tt.spikes;
+        sum->timeouts += tt.timeouts;
         sum->completed += tt.completed;
     }
 }
@@ -1139,6 +1175,8 @@ static void fill_result(trainrun_result *out, const run_params *pr, const failur
     }
     out->stragglers_mean = sum->stragglers / n;
     out->loss_spikes_mean = sum->spikes / n;
+    out->collective_timeouts_mean = sum->timeouts / n;
+    out->timeout_fraction = isfinite(pr->timeout_mean_steps) ? 1.0 / pr->timeout_mean_steps : 0;
     out->completed_fraction_pct = (int)lround(100.0 * sum->completed / n);
     out->checkpoint_interval_min = isfinite(tau_s) ? tau_s / 60.0 : NAN;
     out->checkpoint_write_s = pr->write_s;
@@ -1150,11 +1188,11 @@ static void fill_result(trainrun_result *out, const run_params *pr, const failur
     out->best_interval_min = NAN;
 }
 
-static int simulate(const scenario *s, const plan_result *plan, double step_time_s, int first_trial,
-                    int trials, int search, trainrun_event_fn fn, void *user, trainrun_result *out,
-                    moe_error *err) {
+static int simulate(const scenario *s, const plan_result *plan, double step_time_s, double timeout_fraction,
+                    int first_trial, int trials, int search, trainrun_event_fn fn, void *user,
+                    trainrun_result *out, moe_error *err) {
     run_params pr;
-    int rc = resolve_params(s, plan, step_time_s, &pr, err);
+    int rc = resolve_params(s, plan, step_time_s, timeout_fraction, &pr, err);
     if (rc) return rc;
     failure_trace trace = {0, NULL};
     if (s->reliability.failure_trace[0] && (rc = load_trace(s, &trace, err)) != 0) return rc;
@@ -1185,17 +1223,28 @@ static int simulate(const scenario *s, const plan_result *plan, double step_time
 
 int trainrun_simulate(const scenario *s, const plan_result *plan, double step_time_s,
                       trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, 0, s->run.trials, 1, NULL, NULL, out, err);
+    return simulate(s, plan, step_time_s, 0, 0, s->run.trials, 1, NULL, NULL, out, err);
+}
+
+int trainrun_simulate_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
+                               double timeout_fraction, trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, step_time_s, timeout_fraction, 0, s->run.trials, 1, NULL, NULL, out, err);
 }
 
 int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, double step_time_s,
                                 trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, 0, s->run.trials, 0, NULL, NULL, out, err);
+    return simulate(s, plan, step_time_s, 0, 0, s->run.trials, 0, NULL, NULL, out, err);
 }
 
 int trainrun_trial_events(const scenario *s, const plan_result *plan, double step_time_s, int trial,
                           trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, trial, 1, 0, fn, user, out, err);
+    return simulate(s, plan, step_time_s, 0, trial, 1, 0, fn, user, out, err);
+}
+
+int trainrun_trial_events_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
+                                   double timeout_fraction, int trial, trainrun_event_fn fn, void *user,
+                                   trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, step_time_s, timeout_fraction, trial, 1, 0, fn, user, out, err);
 }
 
 static void add_number(cJSON *obj, const char *key, double v) {
@@ -1241,6 +1290,8 @@ void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
     add_number(obj, "checkpoint_hours_mean", r->checkpoint_hours_mean);
     add_number(obj, "stragglers_mean", r->stragglers_mean);
     add_number(obj, "loss_spikes_mean", r->loss_spikes_mean);
+    add_number(obj, "collective_timeouts_mean", r->collective_timeouts_mean);
+    add_number(obj, "step_timeout_fraction", r->timeout_fraction);
     cJSON *sp = cJSON_AddObjectToObject(obj, "loss_spikes");
     add_number(sp, "skipped_mean", r->spikes_skipped_mean);
     add_number(sp, "clipped_mean", r->spikes_clipped_mean);

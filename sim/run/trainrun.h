@@ -53,6 +53,10 @@ typedef struct {
     double failures_by_source_mean[FAILURE_MAX_SOURCES];   /* failures_mean by class / component */
     double checkpoint_hours_mean;      /* training stopped for checkpoints (sync write / snapshot) */
     double stragglers_mean, loss_spikes_mean;
+    /* steps whose collective timed out (faults.collective_timeout_s; the step level's
+     * timeout_fraction of steps): each hangs the job for the timeout, then restarts it in place */
+    double collective_timeouts_mean;
+    double timeout_fraction;
     double checkpoint_write_s;         /* delta: one checkpoint's write to the file system */
     double checkpoint_pause_s;         /* training pause per checkpoint (sync: write; async: snapshot) */
     double mtbf_cluster_h;             /* M used by the young/daly policies */
@@ -65,6 +69,13 @@ typedef struct {
 int trainrun_simulate(const scenario *s, const plan_result *plan, double step_time_s,
                       trainrun_result *out, moe_error *err);
 void trainrun_result_to_json(const trainrun_result *r, struct cJSON *obj);
+
+/* The same for a step that times out in `timeout_fraction` of the steps (step.timeout_fraction): such
+ * a step runs step_time_s, then hangs until NCCL's watchdog fires faults.collective_timeout_s later,
+ * and the job restarts in place from its last checkpoint (no node is lost). Timeouts are Poisson in
+ * steps processed (rework included), mean 1 / timeout_fraction steps. */
+int trainrun_simulate_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
+                               double timeout_fraction, trainrun_result *out, moe_error *err);
 
 /* The same with the interval search switched off (best_interval_min = NAN): the Monte Carlo alone,
  * for sweeps that only need the policy's result, and for timing it. */
@@ -81,7 +92,8 @@ typedef enum {
                               3 full restart */
     TR_EV_RESUME,
     TR_EV_CHECKPOINT_START, TR_EV_CHECKPOINT_DONE,   /* value: steps the checkpoint protects */
-    TR_EV_DONE, TR_EV_CUTOFF                          /* run.tokens reached / run.max_days hit */
+    TR_EV_DONE, TR_EV_CUTOFF,                         /* run.tokens reached / run.max_days hit */
+    TR_EV_COLLECTIVE_TIMEOUT                          /* value: the timeout (the hang before detection) */
 } trainrun_event_kind;
 
 typedef struct {
@@ -97,5 +109,8 @@ typedef void (*trainrun_event_fn)(const trainrun_event *ev, void *user);
  * event to `fn`. `out` receives the run's summary over this one trial. */
 int trainrun_trial_events(const scenario *s, const plan_result *plan, double step_time_s, int trial,
                           trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err);
+int trainrun_trial_events_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
+                                   double timeout_fraction, int trial, trainrun_event_fn fn, void *user,
+                                   trainrun_result *out, moe_error *err);
 
 #endif
