@@ -239,6 +239,22 @@ static void zero3_shortcut_equals_materialized(void **st) {
     assert_true(run_fixed(&s, 1) < a);
 }
 
+/* An MoE model: collectives on the comm stream (all-to-alls) and on the data-parallel stream at the
+ * same time, over the dense and the expert groups, under 1F1B, interleaved 1F1B and DualPipe: every
+ * step completes, and the shortcut equals the run over every rank's materialised program. */
+static void zero_moe_streams_complete(void **st) {
+    (void)st;
+    const schedule_kind kinds[] = {SCHED_1F1B, SCHED_INTERLEAVED, SCHED_DUALPIPE};
+    for (int zero = 2; zero <= 3; zero++)
+        for (int k = 0; k < 3; k++) {
+            scenario s;
+            fx_scenario(&s, 8, 16, 2, 4, 2, 8, kinds[k], kinds[k] == SCHED_INTERLEAVED ? 2 : 1, 8);
+            s.layout.zero = zero;
+            double a = run_fixed(&s, 1), b = run_fixed(&s, 0);
+            assert_true(a > 0 && a == b);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(zero3_gather_bytes_equal_plan),
@@ -246,6 +262,7 @@ int main(void) {
         cmocka_unit_test(zero_prefetch_hides_gathers),
         cmocka_unit_test(zero3_pp_step_is_slower),
         cmocka_unit_test(zero3_shortcut_equals_materialized),
+        cmocka_unit_test(zero_moe_streams_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,8 +93,9 @@ typedef struct {
     int stop_at;                   /* stalled rank: first op index it never issues; else STEP_NO_STALL */
     int cur[STREAM_N];
     double free_t[STREAM_N];
-    int arrived, arr_seq;          /* comm stream: arrived at the current collective */
-    double arr_t;
+    int arrived[STREAM_N], arr_seq[STREAM_N];   /* per stream (comm; ZeRO's data-parallel one):
+                                                   arrived at its current collective */
+    double arr_t[STREAM_N];
     double slow;
     double end_s;
     double a2a_s;                  /* time inside all-to-alls from the last arrival to the end (the
@@ -247,16 +248,16 @@ static double dep_end(rank_state *r, int j) {
 
 /* A rank's wait inside a collective (arrival to end): the longest one, and the first to pass the
  * timeout (by the time it fires). */
-static void note_wait(exec_ctx *x, const rank_state *r, const program_op *o, double wait_s) {
+static void note_wait(exec_ctx *x, const rank_state *r, const program_op *o, double arrived_s, double wait_s) {
     step_exec_result *res = x->res;
     if (wait_s > res->max_collective_wait_s) res->max_collective_wait_s = wait_s;
     double T = x->p->scn->faults.collective_timeout_s;
     if (!(T > 0) || !(wait_s > T)) return;
-    double fired = r->arr_t + T;
+    double fired = arrived_s + T;
     if (res->timeout.found && fired >= res->timeout.fired_s) return;
     res->timeout = (step_timeout){.found = 1, .rank = r->rank, .op = (op_kind)o->kind,
                                   .group_kind = x->p->groups[o->group].kind, .group = o->group,
-                                  .layer = o->layer, .mb = o->mb, .arrived_s = r->arr_t, .waited_s = wait_s,
+                                  .layer = o->layer, .mb = o->mb, .arrived_s = arrived_s, .waited_s = wait_s,
                                   .fired_s = fired};
 }
 
@@ -300,8 +301,8 @@ static void advance(exec_ctx *x, int si) {
                     r->t[i].start_s = t0;
                 } else {
                     group_state *G = &x->gs[op->group];
-                    if (!r->arrived) {
-                        r->arrived = 1; r->arr_seq = G->seq_done; r->arr_t = t0;
+                    if (!r->arrived[st]) {
+                        r->arrived[st] = 1; r->arr_seq[st] = G->seq_done; r->arr_t[st] = t0;
                         if (G->n_arrived == 0 || t0 > G->max_arr) { G->last_rank = r->rank; G->max_arr = t0; }
                         if (G->n_arrived == 0 || t0 < G->min_arr) G->min_arr = t0;
                         if (++G->n_arrived == G->expected) {
@@ -328,12 +329,12 @@ static void advance(exec_ctx *x, int si) {
                             }
                         }
                     }
-                    if (G->seq_done <= r->arr_seq) break;   /* still waiting for members */
+                    if (G->seq_done <= r->arr_seq[st]) break;   /* still waiting for members */
                     t_end = G->end;
-                    note_wait(x, r, op, G->end - r->arr_t);
+                    note_wait(x, r, op, r->arr_t[st], G->end - r->arr_t[st]);
                     if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
-                    r->arrived = 0;
-                    r->t[i].start_s = r->arr_t;
+                    r->arrived[st] = 0;
+                    r->t[i].start_s = r->arr_t[st];
                 }
                 r->t[i].end_s = t_end;
                 if (op->kind == OP_COMPUTE) step_split_add(&r->split, r->list, r->t, i, busy);
@@ -375,7 +376,7 @@ static int last_executed(const rank_state *r) {
 /* Is (sim) rank r blocked inside the collective instance `ref` of its stage list (same op index:
  * members of one group run the same stage list, and twins in mirrored replicas too)? */
 static int waits_in(const exec_ctx *x, const rank_state *r, int ref) {
-    return r->arrived && current_comm_op(x, r) == ref;
+    return r->arrived[STREAM_COMM] && current_comm_op(x, r) == ref;
 }
 
 static void describe_hang(exec_ctx *x, const int *rep_sim_of_rank, step_hang *h) {
@@ -539,10 +540,10 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int si = 0; si < x.n_sim; si++) {
             rank_state *r = &x.rs[si];
             int ci = current_comm_op(&x, r);
-            if (!r->arrived || ci < 0) continue;
+            if (!r->arrived[STREAM_COMM] || ci < 0) continue;
             program_op op;
             get_op(&x, r, ci, &op);
-            note_wait(&x, r, &op, INFINITY);
+            note_wait(&x, r, &op, r->arr_t[STREAM_COMM], INFINITY);
         }
     if (hung) {
         describe_hang(&x, rep_of, &res->hang);
@@ -606,7 +607,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int si = 0; si < x.n_sim; si++) {
             rank_state *rs = &x.rs[si];
             int pend = current_comm_op(&x, rs);
-            if (hung && rs->arrived && pend >= 0) rs->t[pend] = (op_time){rs->arr_t, -1};
+            if (hung && rs->arrived[STREAM_COMM] && pend >= 0) rs->t[pend] = (op_time){rs->arr_t[STREAM_COMM], -1};
             res->timelines[rs->rank] = rs->t;
             rs->t = NULL;
         }

@@ -325,8 +325,8 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
     const scenario *s = x->s;
     const layout_cfg *l = &s->layout;
     if (l->zero >= 3 && l->pp > 1)
-        warn(out, "ZeRO-3 with PP=%d: parameter all-gathers repeat for each of the %d micro-batches "
-                  "; use ZeRO-1", l->pp, x->m);
+        warn(out, "ZeRO-3 with PP=%d: parameter all-gathers repeat for each of the %d micro-batches; "
+                  "use ZeRO-1", l->pp, x->m);
     else if (l->zero == 2 && l->pp > 1)
         warn(out, "ZeRO-2 with PP=%d: sharded gradients are reduce-scattered after each of the %d "
                   "micro-batches; use ZeRO-1", l->pp, x->m);
