@@ -10,7 +10,7 @@ trap 'rm -rf "$TMP"' EXIT
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
-for name in deepseek-v3-1024-h100 llama31-405b-1024-h100 qwen3-235b-256-h100; do
+for name in deepseek-v3-1024-h100 llama31-405b-1024-h100 qwen3-235b-256-h100 deepseek-v3-256-gb200; do
     for run in a b; do
         out="$TMP/$name-$run"
         if ! "$BIN/simrun" run "$SRC/scenarios/$name.json" --levels plan,step --reproducible --out "$out" -q -j 1 \
