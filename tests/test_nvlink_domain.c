@@ -116,9 +116,11 @@ static void node_limit_counts_domains(void **state) {
 }
 
 /* One MoE layer, EP 16 inside one domain of 16 (built-in roofline: NVLink 900 GB/s, alpha 3.3 us):
- * the plan's all-to-all per micro-batch is the NVLink transfer of K (ep-1)/ep copies of every token
- * for each of dispatch and combine, forward and backward: 2 x 2 x (alpha + 8 x 15/16 x 4096 x 7168 x 2
- * B / 900 GB/s). With a domain per tray the same group crosses NICs and takes longer. */
+ * with the alltoall dispatcher (a copy per token-expert pair) the plan's all-to-all per micro-batch
+ * is the NVLink transfer of K (ep-1)/ep copies of every token for each of dispatch and combine,
+ * forward and backward: 2 x 2 x (alpha + 8 x 15/16 x 4096 x 7168 x 2 B / 900 GB/s). DeepEP sends a
+ * token once per rank however many of its experts the rank holds: fewer bytes. With a domain per
+ * tray the same group crosses NICs and takes longer. */
 static void plan_all_to_all_inside_a_domain(void **state) {
     (void)state;
     scenario s;
@@ -128,7 +130,7 @@ static void plan_all_to_all_inside_a_domain(void **state) {
     s.calibration[0] = '\0';
     s.model.layers = 2; s.model.dense_layers = 1;
     s.layout.tp = 1; s.layout.pp = 1; s.layout.ep = 16; s.layout.dp = 1; s.layout.schedule = SCHED_1F1B;
-    s.layout.global_batch = 16; s.routing.node_limit = 0;
+    s.layout.global_batch = 16; s.routing.node_limit = 0; s.routing.dispatcher = DISPATCH_ALLTOALL;
     s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
     moe_error err = {0};
     if (scenario_validate(&s, &err)) fail_msg("%s", err.msg);
@@ -141,6 +143,11 @@ static void plan_all_to_all_inside_a_domain(void **state) {
     plan_result q;
     assert_int_equal(plan_evaluate(&t, &q, &err), 0);
     assert_true(q.comm_mb_s > 2 * p.comm_mb_s);
+    scenario d = s;
+    d.routing.dispatcher = DISPATCH_DEEPEP;
+    plan_result r;
+    assert_int_equal(plan_evaluate(&d, &r, &err), 0);
+    assert_true(r.comm_mb_s < p.comm_mb_s);
 }
 
 /* The presets against the datasheets (sources in sim/scenario/presets.c): per GPU dense BF16 / FP8 /

@@ -183,6 +183,29 @@ static void test_seed_top2_dedup(void **state) {
     routing_ctx_free(c);
 }
 
+/* The same tokens through Megatron's alltoall dispatcher: every token-expert pair is a copy of its
+ * own. 0->0: t0 twice, t2 once = 3; 0->1: t1 twice, t2 once = 3; likewise for rank 1. Two ranks on
+ * two nodes (1 GPU per node): the RDMA copies are the remote pairs, 3 each way. */
+static void test_alltoall_no_dedup(void **state) {
+    (void)state;
+    scenario s = make_scn(2, 1, 4, 2, 3);
+    s.routing.dispatcher = DISPATCH_ALLTOALL;
+    routing_ctx *c = ctx_or_fail(&s, 0);
+    routing_sample r;
+    sample_or_fail(c, &r);
+    const int32_t ex[2 * 3 * 2] = {0, 1, 2, 3, 1, 2, 2, 3, 0, 1, 3, 0};
+    assert_int_equal(routing_assign(c, ex, &r), 0);
+    for (int a = 0; a < 4; a++) assert_float_equal(r.dispatch_tokens[a], 3.0, 0.0);
+    assert_float_equal(r.dispatch_bytes[1], 24.0, 0.0);   /* 3 pairs x 4 hidden x 2 B */
+    assert_float_equal(r.node_tokens[0 * 2 + 1], 3.0, 0.0);
+    assert_float_equal(r.node_tokens[1 * 2 + 0], 3.0, 0.0);
+    /* what the experts compute does not depend on the dispatcher */
+    assert_float_equal(r.rank_tokens[0], 6.0, 0.0);
+    for (int e = 0; e < 4; e++) assert_float_equal(r.expert_tokens[e], 3.0, 0.0);
+    routing_sample_free(&r);
+    routing_ctx_free(c);
+}
+
 /* Capacity factor 1.5 with drop: 4 experts (2 per rank), 2 ranks x 4 tokens, top-1. Each source rank
  * applies the capacity to its own tokens: ceil(1.5 * 4 * 1 / 4) = 2 pairs per (rank, expert).
  *   rank 0 routes 0 0 0 1: expert 0 keeps t0 t1 and drops t2;   rank 1 routes 1 2 3 2: nothing over 2.
@@ -700,6 +723,7 @@ int main(void) {
         cmocka_unit_test(test_expert_load_hand_cases),
         cmocka_unit_test(test_seed_tiny_calculator),
         cmocka_unit_test(test_seed_top2_dedup),
+        cmocka_unit_test(test_alltoall_no_dedup),
         cmocka_unit_test(test_capacity_drop_by_hand),
         cmocka_unit_test(test_capacity_forced_draw_and_dropless),
         cmocka_unit_test(test_uniform_chi_square),

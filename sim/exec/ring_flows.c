@@ -14,7 +14,6 @@ int ring_steps(coll_kind kind, int n) {
 }
 
 ring_plan ring_plan_make(const cluster_cfg *c, const int *gpus, int n, double bytes) {
-    ring_plan rp = {0, 0, n, 0, bytes};
     /* count GPUs per NVLink domain (a node unless cluster.nvlink_domain_gpus spans several);
      * hierarchical when >1 domain and all domains hold the same g > 1 */
     int n_nodes = 0, g = -1, uniform = 1;
@@ -30,14 +29,7 @@ ring_plan ring_plan_make(const cluster_cfg *c, const int *gpus, int n, double by
         if (g < 0) g = count;
         else if (g != count) uniform = 0;
     }
-    if (n_nodes > 1 && uniform && g > 1) {
-        rp.hierarchical = 1;
-        rp.n_intra = g;
-        rp.n_inter = n_nodes;
-        rp.intra_bytes = bytes;
-        rp.inter_bytes = bytes / g;
-    }
-    return rp;
+    return ring_split_of(n, n_nodes, uniform ? g : 0, bytes);
 }
 
 int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_plan *rp, int phase,

@@ -4,16 +4,11 @@
 
 #include "sim/exec/comm.h"
 #include "sim/exec/flows.h"
+#include "sim/plan/ring_split.h"
 
-/* Ring collectives (NCCL): the group's GPUs in the order given form the ring; when the group spans
- * several nodes with the same number g > 1 of GPUs on each, the collective is hierarchical: an
- * NVLink ring inside every node over the full buffer, and g concurrent rings across nodes (one per
- * rail) over bytes/g each. */
-typedef struct {
-    int hierarchical;     /* bool */
-    int n_intra, n_inter; /* ring sizes: GPUs per node, nodes (flat: n_intra = 0, n_inter = n) */
-    double intra_bytes, inter_bytes; /* buffer each ring phase works on */
-} ring_plan;
+/* Ring collectives (NCCL): the group's GPUs in the order given form the ring, flat or hierarchical
+ * by the rule of sim/plan/ring_split.h (which the plan's closed form follows too). */
+typedef ring_split ring_plan;
 
 ring_plan ring_plan_make(const cluster_cfg *c, const int *gpus, int n, double bytes);
 /* Ring steps of a collective over a ring of `n` (reduce-scatter, all-gather: n-1; all-reduce: 2(n-1)). */

@@ -48,6 +48,7 @@
 #include "sim/plan/plan_compute.h"
 #include "sim/plan/plan_costs.h"
 #include "sim/plan/rank_numbering.h"
+#include "sim/plan/ring_split.h"
 #include "sim/plan/reliability.h"
 
 #define GiB 1073741824.0
@@ -76,10 +77,13 @@ typedef struct {
     double tokens_mb;          /* tokens of one micro-batch on one attention-DP rank (TP group) */
     double a2a_layer_s;        /* the 4 all-to-alls of one MoE layer, one micro-batch */
     double p2p_msg_s;          /* one stage-boundary message */
-    double tp_layer_s;         /* the TP collectives of one layer, one micro-batch */
+    double tp_layer_s;         /* the TP collectives of one dense layer, one micro-batch */
+    double moe_tp_layer_s;     /* ... of one MoE layer: the attention's, and the MoE block's when
+                                  the experts use the attention's TP (etp = tp, as the step program) */
     double cp_layer_s;         /* context parallelism's exposed key/value exchange of one layer */
     double sm_slow;            /* compute slowdown from SMs given to overlapped communication */
     rank_group_span ep_span, exp_dp_span;   /* where the groups land (rank_numbering.h) */
+    rank_group_span attn_dp_span;           /* the dense data-parallel group (attention DP x CP) */
     int attn_dp_one_node;                   /* the dense data-parallel group within one node */
     stage_census *cz;          /* what each pipeline position holds (pipeline_census) */
 } plan_ctx;
@@ -87,6 +91,14 @@ typedef struct {
 /* A transfer of `bytes` per rank in one direction over a link class (0 bytes: free). */
 static double link_s(const plan_ctx *x, cm_link_class link, double bytes) {
     return bytes > 0 ? costmodel_link_s(x->cm, link, bytes) : 0.0;
+}
+
+/* Probability that a token's k distinct experts, drawn uniformly from E, include one of a given set
+ * of `held` experts (a rank's or a node's): 1 - C(E - held, k) / C(E, k). */
+static double hit_probability(double E, double held, int k) {
+    double miss = 1.0;
+    for (int i = 0; i < k; i++) miss *= E - held - i > 0 ? (E - held - i) / (E - i) : 0.0;
+    return 1.0 - miss;
 }
 
 /* Per GPU, per MoE layer and micro-batch: dispatch and combine, forward and backward. */
@@ -106,19 +118,28 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
 
     int ep = s->layout.ep;
     int q = x->ep_span.max_per_node, n = x->ep_span.nodes;
+    int dedup = s->routing.dispatcher == DISPATCH_DEEPEP;
+    /* deepep: a token goes once to each rank holding one of its experts, with probability P_r for a
+     * given rank (its E/ep experts among the K distinct picks), and once over RDMA to each other node
+     * holding one; the landing GPU forwards it to the other hit ranks of its node, so every GPU sends
+     * (q - 1) P_r copies per token of each of the n nodes' senders on its rail over NVLink */
+    double P_r = hit_probability(m->experts, (double)m->experts / ep, m->top_k);
     double nvl_copies, rdma_copies = 0;
     if (n <= 1) {
-        nvl_copies = K * (ep - 1) / ep;
+        nvl_copies = dedup ? (ep - 1) * P_r : K * (ep - 1) / ep;
+    } else if (dedup && s->routing.node_limit <= 0) {
+        rdma_copies = (n - 1) * hit_probability(m->experts, (double)m->experts / n, m->top_k);
+        nvl_copies = n * (q - 1) * P_r;
     } else {
         double remote = K * (double)(ep - q) / ep;      /* copies whose expert is on another node */
-        if (s->routing.node_limit > 0) {
+        if (dedup) {
             /* DeepEP: one RDMA copy per distinct destination node; tokens pick at most M nodes and
              * spread their K experts over them uniformly: E[distinct] = M (1 - (1 - 1/M)^K) */
             double M = s->routing.node_limit < n ? s->routing.node_limit : n;
             double distinct = M * (1.0 - pow(1.0 - 1.0 / M, K));
             rdma_copies = distinct * (n - 1) / n;
         } else {
-            rdma_copies = remote;                        /* one transfer per remote expert */
+            rdma_copies = remote;                        /* alltoall: one transfer per remote pair */
         }
         /* NVLink: copies to peers on the own node, and the fan-out at each destination node from
          * the rail-aligned receiving GPU to the GPU that holds the expert */
@@ -183,6 +204,8 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     rank_group_span pipe = rank_group_nodes(&grid, RANK_VARY_STAGE, gpn);
     int tp_one_node = rank_stage_group_on_one_node(&grid, 1, lay->tp, gpn);
     x->attn_dp_one_node = rank_stage_group_on_one_node(&grid, lay->tp, per_stage / lay->tp, gpn);
+    x->attn_dp_span = x->attn_dp_one_node ? (rank_group_span){per_stage / lay->tp, 1, per_stage / lay->tp}
+                                          : rank_stage_group_span(&grid, lay->tp, per_stage / lay->tp, gpn);
     x->cp_layer_s = cp > 1 ? cp_exchange_s(x, rank_stage_group_on_one_node(&grid, lay->tp, cp, gpn)) : 0.0;
 
     x->a2a_layer_s = 0;
@@ -192,11 +215,15 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     cm_link_class pp_link = pipe.members > 1 && pipe.max_per_node == 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
     x->p2p_msg_s = link_s(x, pp_link, x->tokens_mb / lay->tp * s->model.hidden * 2.0);
 
-    x->tp_layer_s = 0;
+    x->tp_layer_s = x->moe_tp_layer_s = 0;
     if (lay->tp > 1) {
+        /* sequence parallelism: an all-gather and a reduce-scatter around each of a layer's two
+         * blocks, forward and backward (8 ring passes); an MoE block whose experts fold the TP ranks
+         * apart (etp < tp) routes each rank's own tokens and has none */
         cm_link_class tp_link = tp_one_node ? CM_LINK_NVLINK : CM_LINK_RDMA;
         double ring = (lay->tp - 1.0) / lay->tp * x->tokens_mb * s->model.hidden * 2.0;
         x->tp_layer_s = 8.0 * link_s(x, tp_link, ring);
+        x->moe_tp_layer_s = (scn_etp(s) == lay->tp ? 8.0 : 4.0) * link_s(x, tp_link, ring);
     }
 
     x->sm_slow = overlap_compute_slowdown(s, c);
@@ -233,7 +260,21 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
     int msgs = (stage > 0) + (stage < lay->pp - 1);
     double v = lay->schedule == SCHED_INTERLEAVED && lay->vpp > 1 ? lay->vpp : 1;
     /* messages sent per micro-batch: activation to the next stage, gradient to the previous one */
-    st->comm_mb = nm * x->a2a_layer_s + msgs * v * x->p2p_msg_s + (nd + nm) * (x->tp_layer_s + x->cp_layer_s);
+    st->comm_mb = nm * (x->a2a_layer_s + x->moe_tp_layer_s) + msgs * v * x->p2p_msg_s +
+                  (nd + nm) * x->cp_layer_s + nd * x->tp_layer_s;
+}
+
+/* One ring collective of `bytes` per GPU (ar: 1 reduce-scatter or all-gather, 2 all-reduce) over a
+ * group of g ranks that lands as `sp`, split into its NVLink and NIC phases as the step runs it
+ * (ring_split.h): hierarchical across nodes holding the same number of members, flat otherwise. */
+static double ring_s(const plan_ctx *x, rank_group_span sp, double g, double bytes, double ar) {
+    if (g < 2 || bytes <= 0) return 0.0;
+    int uniform = sp.members == (double)sp.nodes * sp.max_per_node && sp.members == g;
+    ring_split r = ring_split_of((int)g, sp.nodes, uniform ? sp.max_per_node : 0, bytes);
+    if (!r.hierarchical)
+        return link_s(x, sp.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK, ar * (g - 1) / g * bytes);
+    return link_s(x, CM_LINK_NVLINK, ar * (r.n_intra - 1.0) / r.n_intra * r.intra_bytes) +
+           link_s(x, CM_LINK_RDMA, ar * (r.n_inter - 1.0) / r.n_inter * r.inter_bytes);
 }
 
 /* DP synchronization of one GPU holding `ne` non-expert and `ex` expert parameters, replicated over
@@ -242,13 +283,11 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
 static void dp_sync_s(const plan_ctx *x, double ne, double ex, double g_ne, double g_ex,
                       double *t_rs, double *t_ag) {
     const scenario *s = x->s;
-    cm_link_class l_ne = x->attn_dp_one_node ? CM_LINK_NVLINK : CM_LINK_RDMA;
-    cm_link_class l_ex = x->exp_dp_span.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK;
-    double f_ne = g_ne > 1 ? (g_ne - 1) / g_ne : 0, f_ex = g_ex > 1 ? (g_ex - 1) / g_ex : 0;
     double w_b = x->sb.weight, g_b = x->sb.grad;
     double ar = s->layout.zero == 0 ? 2.0 : 1.0;   /* all-reduce = reduce-scatter + all-gather */
-    *t_rs = link_s(x, l_ne, ar * f_ne * g_b * ne) + link_s(x, l_ex, ar * f_ex * g_b * ex);
-    *t_ag = s->layout.zero == 0 ? 0.0 : link_s(x, l_ne, f_ne * w_b * ne) + link_s(x, l_ex, f_ex * w_b * ex);
+    *t_rs = ring_s(x, x->attn_dp_span, g_ne, g_b * ne, ar) + ring_s(x, x->exp_dp_span, g_ex, g_b * ex, ar);
+    *t_ag = s->layout.zero == 0 ? 0.0
+                                : ring_s(x, x->attn_dp_span, g_ne, w_b * ne, 1.0) + ring_s(x, x->exp_dp_span, g_ex, w_b * ex, 1.0);
 }
 
 static int check_input(const scenario *s, moe_error *err) {

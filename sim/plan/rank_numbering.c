@@ -1,6 +1,9 @@
 /* rank_numbering.c — where a communication group lands (the numbering itself is inline in
  * rank_numbering.h). */
 #include "sim/plan/rank_numbering.h"
+#include "sim/base/alloc.h"
+
+#include <stdlib.h>
 
 /* Both placements are mixed-radix numberings of the GPUs (ep-inner: radices tp, ep, pp, dp; dp-inner:
  * tp, dp, ep, pp), so a group's GPUs are sum_i k_i * stride_i (k_i < count_i) over its varying
@@ -62,4 +65,31 @@ int rank_stage_group_on_one_node(const rank_grid *g, int q_stride, int count, in
         else if (node != first) return 0;
     }
     return 1;
+}
+
+rank_group_span rank_stage_group_span(const rank_grid *g, int q_stride, int count, int gpus_per_node) {
+    rank_group_span sp = {.members = count, .nodes = count, .max_per_node = 1};
+    /* stage 0's GPUs are not contiguous under dp-inner: count members per node over the nodes the
+     * members can fall on (GPU ids below the highest member's) */
+    int hi = 0;
+    for (int k = 0; k < count; k++) {
+        int q = k * q_stride;
+        rank_coords c = {.replica = q / (g->tp * g->ep), .stage = 0, .ep = q / g->tp % g->ep, .tp = q % g->tp};
+        int gpu = rank_gpu(g, rank_of(g, c));
+        if (gpu > hi) hi = gpu;
+    }
+    int n_slots = hi / gpus_per_node + 1;
+    int *per = moe_xcalloc((size_t)n_slots, sizeof *per);
+    if (!per) return sp;   /* out of memory: every member on a node of its own (the NIC bound) */
+    sp.nodes = 0;
+    sp.max_per_node = 0;
+    for (int k = 0; k < count; k++) {
+        int q = k * q_stride;
+        rank_coords c = {.replica = q / (g->tp * g->ep), .stage = 0, .ep = q / g->tp % g->ep, .tp = q % g->tp};
+        int node = rank_gpu(g, rank_of(g, c)) / gpus_per_node;
+        if (per[node]++ == 0) sp.nodes++;
+        if (per[node] > sp.max_per_node) sp.max_per_node = per[node];
+    }
+    free(per);
+    return sp;
 }

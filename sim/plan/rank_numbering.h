@@ -102,6 +102,8 @@ rank_group_span rank_group_nodes(const rank_grid *g, unsigned vary, int gpus_per
  * count cp; dense data parallelism (attention DP x CP): stride attn_tp, count ranks per stage /
  * attn_tp. (What the plan needs of them: NVLink or RDMA.) */
 int rank_stage_group_on_one_node(const rank_grid *g, int q_stride, int count, int gpus_per_node);
+/* Where such a group lands (members, nodes, the most members on one node). */
+rank_group_span rank_stage_group_span(const rank_grid *g, int q_stride, int count, int gpus_per_node);
 
 #ifdef __cplusplus
 }

@@ -379,6 +379,15 @@ static int tp_ar(op_buf *b, const gen_ctx *g, op_phase ph, int layer, int chunk,
     return coll(b, OP_ALL_REDUCE, GROUP_TP, ph, layer, chunk, mb, g->li->T * g->li->act_bytes, -1, d0);
 }
 
+/* The MoE block's TP collective when the experts use the attention's tensor parallelism (etp = tp):
+ * the TP group gathers its sequence-parallel tokens before routing and reduce-scatters the experts'
+ * partial outputs after the combine (Megatron's alltoall dispatcher with tp > 1), one all-reduce's
+ * worth each way. With etp < tp every rank routes its own tokens: no TP collective. */
+static int moe_tp_coll(op_buf *b, const gen_ctx *g, op_phase ph, int layer, int chunk, int mb, int d0) {
+    if (g->p->tp != g->p->attn_tp) return d0;
+    return tp_ar(b, g, ph, layer, chunk, mb, d0);
+}
+
 /* Hidden states a pipeline message carries per token: the main one, and each MTP module's output
  * computed so far (its loss is on the loss stage). */
 static double hidden_states_after(const program *p, int ms) { return 1.0 + p->stage_mtp_end[ms]; }
@@ -563,8 +572,9 @@ static int fwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last
                          li->mc.shared / tp * li->wbytes + 4 * T * li->act_bytes, T, router, -1);
     int exp = expert_op(b, g, K_EXPERT_FWD, PHASE_F, l, c, mb, disp);
     int comb = coll(b, OP_A2A_COMBINE, GROUP_EP, PHASE_F, l, c, mb, 0, pattern_of(g, l, mb, A2A_COMBINE_F), exp);
-    return compute(b, K_UNPERMUTE_FWD, PHASE_F, l, c, mb, 0,
+    last = compute(b, K_UNPERMUTE_FWD, PHASE_F, l, c, mb, 0,
                    2 * R * s->model.top_k * h * dtype_bytes(s->precision.combine), T, comb, shared);
+    return moe_tp_coll(b, g, PHASE_F, l, c, mb, last);
 }
 
 /* The projection part of MTP module j (before its block, layer index model.layers + j): forward,
@@ -657,6 +667,7 @@ static int bwd_block(op_buf *b, const gen_ctx *g, int l, int c, int mb, int last
                        li->mc.dense_ffn / tp * li->wbytes + 4 * T * li->act_bytes, T, last, gate);
         last = tp_ar(b, g, PHASE_B, l, c, mb, last);
     } else {
+        last = moe_tp_coll(b, g, PHASE_B, l, c, mb, last);
         int unp = compute(b, K_UNPERMUTE_BWD, PHASE_B, l, c, mb, 0,
                           2 * R * s->model.top_k * h * 2.0, T, last, gate);
         int disp = coll(b, OP_A2A_DISPATCH, GROUP_EP, PHASE_B, l, c, mb, 0, pattern_of(g, l, mb, A2A_DISPATCH_B), unp);

@@ -63,6 +63,7 @@ struct routing_ctx {
     /* capacity: per (source rank, expert), moe_capacity.h */
     int64_t capacity;             /* -1 = uncapped */
     int drop;
+    int dedup;                    /* 1: deepep (one copy per destination rank and node), 0: alltoall */
     uint64_t seed;
 };
 
@@ -372,6 +373,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     c->hot_expert = s->routing.hot_expert;
     c->hot_share = s->routing.hot_share;
     c->drop = s->routing.drop;
+    c->dedup = s->routing.dispatcher == DISPATCH_DEEPEP;
     c->seed = s->seed;
     c->capacity = moe_capacity(s->routing.capacity_factor, tpr, c->K, c->E);
     /* node-limited routing and DeepEP's per-node copies count NVLink domains */
@@ -718,10 +720,15 @@ static inline __attribute__((always_inline)) void account_token(const routing_ct
         load[ex]++;
         if (rec) rec[k] = ex;
         int j = c->expert_rank[ex];
+        int nd = c->rank_node[j];
+        if (!c->dedup) {                         /* alltoall: every pair is a copy of its own */
+            pairs[j]++;
+            if (nd != own) node_pairs[nd]++;
+            continue;
+        }
         if (x->sent_rank[j] == tok) continue;    /* this token already goes to rank j: sent once */
         x->sent_rank[j] = tok;
         pairs[j]++;
-        int nd = c->rank_node[j];
         if (nd != own && x->sent_node[nd] != tok) {  /* one RDMA copy per destination node */
             x->sent_node[nd] = tok;
             node_pairs[nd]++;

@@ -69,15 +69,19 @@
  *   expert_tokens[e]           token-expert pairs expert e computes (after drops)
  *   rank_tokens[i]             token-expert pairs rank i computes = sum of its experts (expert GEMM M)
  *   dispatch_tokens[i*n+j]     distinct (token, destination rank) pairs rank i -> rank j after drops: a
- *                              token going to two experts on one rank is sent ONCE (DeepEP, Megatron's
- *                              token permutation). The diagonal holds tokens kept local (no transfer).
+ *                              token going to two experts on one rank is sent ONCE (DeepEP).
+ *                              routing.dispatcher alltoall (Megatron's MoEAlltoAllTokenDispatcher
+ *                              permutes by expert and splits the all-to-all by expert counts): every
+ *                              token-expert pair, no deduplication. The diagonal holds tokens kept
+ *                              local (no transfer).
  *   dispatch_bytes[i*n+j]      dispatch_tokens * hidden * dtype_bytes(precision.dispatch)
  *   combine_bytes[j*n+i]       dispatch_tokens[i*n+j] * hidden * dtype_bytes(precision.combine): the
  *                              combine sends every dispatched token back (transpose)
  *   node_tokens[i*n_nodes+k]   distinct (token, destination node) pairs rank i -> node k for k != own
  *                              node (0 on the own node): DeepEP sends one RDMA copy per destination
  *                              node, then fans out over NVLink. node_tokens[i][k] <= sum over ranks j
- *                              on node k of dispatch_tokens[i][j].
+ *                              on node k of dispatch_tokens[i][j]; alltoall: equal to that sum (every
+ *                              pair crosses the NIC itself).
  *   dispatch_node_bytes        node_tokens * hidden * dispatch dtype  (a2a_pattern.node_bytes)
  *   combine_node_bytes[i*n_nodes+k]  node_tokens * hidden * combine dtype: the combine direction,
  *                              node k -> rank i (partial outputs reduced inside node k, sent once)

@@ -146,6 +146,11 @@ enum {
 /* balanced: Megatron's forced load balance (moe_router_force_load_balancing), made exact: every
  * expert receives exactly its share T*K/E of the token-expert pairs (sim/program/routing.h). */
 typedef enum { ROUTE_UNIFORM = 0, ROUTE_ZIPF, ROUTE_HOT, ROUTE_TRACE, ROUTE_BALANCED } route_kind;
+/* The MoE token dispatcher (Megatron's moe_token_dispatcher_type): deepep, Megatron's "flex" with the
+ * DeepEP or HybridEP backend, sends a token once per destination rank and once per destination node
+ * over RDMA (then fans it out over NVLink); alltoall, Megatron's MoEAlltoAllTokenDispatcher, permutes
+ * the tokens by expert and moves every token-expert pair on its own through an NCCL all-to-all. */
+typedef enum { DISPATCH_DEEPEP = 0, DISPATCH_ALLTOALL } dispatcher_kind;
 
 typedef struct {
     route_kind distribution;
@@ -156,6 +161,7 @@ typedef struct {
     double capacity_factor;  /* <= 0: no cap */
     int drop;                /* bool: drop tokens over capacity (else dropless) */
     char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
+    dispatcher_kind dispatcher;
 } routing_cfg;
 
 /* ---- precision -------------------------------------------------------------------------------- */

@@ -28,6 +28,7 @@ const char *const scn_recompute_module_names[] = {"core_attn", "mla_up_proj", "l
 const char *const scn_placement_names[] = {"ep-inner", "dp-inner", NULL};
 const char *const scn_cp_comm_names[] = {"p2p", "all_gather", NULL};
 const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", "balanced", NULL};
+const char *const scn_dispatcher_names[] = {"deepep", "alltoall", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", NULL};
@@ -283,6 +284,11 @@ const scn_field scn_fields[] = {
              "Switch Transformer (Fedus et al. 2022): capacity factors of 1.0 to 1.25"),
     F_BOOL("routing.drop", routing.drop, "", "tokens over an expert's capacity are dropped (and reported); false = dropless, the hot rank takes longer"),
     F_NSTR("routing.trace", routing.trace, "path", "trace: the expert-load file (format below); relative to the current folder, then to the scenario's"),
+    F_ENUM("routing.dispatcher", routing.dispatcher, scn_dispatcher_names, "",
+           "the MoE token dispatcher: deepep (DeepEP or HybridEP) sends a token once per destination rank and one RDMA "
+           "copy per destination node, fanned out over NVLink; alltoall permutes the tokens by expert and sends every "
+           "token-expert pair on its own through an NCCL all-to-all (no deduplication)",
+           "Megatron-LM --moe-token-dispatcher-type flex (--moe-flex-dispatcher-backend deepep / hybridep) or alltoall"),
 
     F_ENUM("precision.compute", precision.compute, scn_compute_names, "",
            "GEMM precision and recipe: fp8 is DeepSeek's blockwise 1x128 / 128x128 scaling, fp8-cs per-tensor current "
