@@ -199,8 +199,10 @@ static void watchdog_fired(const program *p, live_mpi *m, const live_rank_state 
         }
         live_mpi_abort(EXIT_RUNTIME);
     }
-    /* not the reporter: give it time to print and abort everyone */
-    struct timespec ts = {(time_t)grace + 5, 0};
+    /* not the reporter: it aborts everyone once it has written watchdog.json and the hang trace; wait
+     * long enough for that on a loaded machine (a sanitized build took over 8 s), and abort only if
+     * the reporter itself never gets there */
+    struct timespec ts = {(time_t)grace + 60, 0};
     nanosleep(&ts, NULL);
     live_mpi_abort(EXIT_RUNTIME);
 }
