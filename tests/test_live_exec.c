@@ -339,6 +339,13 @@ static void test_live_refuses_links(void **st) {
     printf("  %s\n", err.msg);
     assert_non_null(strstr(err.msg, "faults.links: not supported by simlive"));
     program_free(p);
+    /* a collective timeout is simrun's; simlive's watchdog is its own option */
+    p = split_case_program_faulty(&s, 1, 1.0, want, &T);
+    s.faults.collective_timeout_s = 600;
+    assert_int_equal(live_check_faults(p, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "faults.collective_timeout_s"));
+    assert_non_null(strstr(err.msg, "--watchdog-s"));
+    program_free(p);
 }
 
 int main(void) {

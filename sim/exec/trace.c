@@ -366,7 +366,7 @@ cJSON *step_trace_build(const program *p, const step_exec_result *r, const char 
         rank_events(&l, p, r, k, traced);
     }
     /* sorted by time (metadata first): viewers and readers see the step in order */
-    qsort(l.v, (size_t)l.n, sizeof *l.v, by_time);
+    if (l.n > 0) qsort(l.v, (size_t)l.n, sizeof *l.v, by_time);   /* qsort(NULL, 0): UB */
     for (long i = 0; i < l.n; i++) cJSON_AddItemToArray(ev, l.v[i].ev);
     free(l.v);
     free(traced);

@@ -46,6 +46,11 @@ void live_rank_run_free(live_rank_run *r) {
 /* ---- faults -------------------------------------------------------------------------------------- */
 int live_check_faults(const program *p, moe_error *err) {
     const faults_cfg *f = &p->scn->faults;
+    if (f->collective_timeout_s > 0)
+        return moe_error_set(err, EXIT_BADINPUT,
+                             "%s%sfaults.collective_timeout_s: not used by simlive, whose watchdog is --watchdog-s "
+                             "(seconds without progress); remove it or simulate the timeout with simrun",
+                             p->scn->file, p->scn->file[0] ? ": " : "");
     if (p->faults.n_link_ranks == 0) return 0;
     return moe_error_set(err, EXIT_BADINPUT,
                          "%s%sfaults.links: not supported by simlive (a live run cannot degrade a real NIC or NVLink: "

@@ -60,7 +60,8 @@
  * whose launch thread hangs while its watchdog thread lives), or with opts.hard_stall it sleeps
  * without answering (a dead process). A slow GPU (faults.slow_gpus, factor k) holds its compute stream
  * after every kernel until k x the kernel's measured time has passed, as a GPU running k times slower
- * would. Degraded links (faults.links) cannot be made on real hardware: live_check_faults refuses them.
+ * would. Degraded links (faults.links) cannot be made on real hardware: live_check_faults refuses them,
+ * and faults.collective_timeout_s (simlive has its own watchdog, --watchdog-s).
  */
 #ifndef MOESIM_LIVE_EXEC_H
 #define MOESIM_LIVE_EXEC_H
