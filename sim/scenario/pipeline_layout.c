@@ -2,6 +2,7 @@
  * even split (pipeline_layout.h). */
 #include "sim/scenario/pipeline_layout.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 #include "sim/base/alloc.h"
@@ -12,9 +13,12 @@
 #define MAX_EXPANDED (1 << 20)   /* symbols after expanding the repetitions */
 #define MAX_DEPTH 16
 
+/* pp x vpp in 64 bits, saturated: the fields are only range-checked one by one before this is asked,
+ * so a huge vpp must come out as "too many stages", not as a wrapped product. */
 int pipeline_n_model_stages(const scenario *s) {
     const layout_cfg *L = &s->layout;
-    return L->schedule == SCHED_INTERLEAVED ? L->pp * (L->vpp > 0 ? L->vpp : 1) : L->pp;
+    long n = L->schedule == SCHED_INTERLEAVED ? (long)L->pp * (L->vpp > 0 ? L->vpp : 1) : L->pp;
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 void pipeline_layout_free(pl_layout *pl) {
@@ -100,8 +104,9 @@ static int from_string(const scenario *s, pl_layout *pl, moe_error *err) {
     if (rc == 0 && stages != want) {
         snprintf(val, sizeof val, "\"%s\" (%d stages)", text, stages);
         rc = moe_error_input(err, s->file, PATH, val,
-                             "one stage per model stage: pp x vpp = %d x %d = %d (\"|\" between stages)",
-                             s->layout.pp, s->layout.schedule == SCHED_INTERLEAVED ? s->layout.vpp : 1, want);
+                             "one stage per model stage: pp x vpp = %d x %d = %ld (\"|\" between stages)",
+                             s->layout.pp, s->layout.schedule == SCHED_INTERLEAVED ? s->layout.vpp : 1,
+                             (long)s->layout.pp * (s->layout.schedule == SCHED_INTERLEAVED ? s->layout.vpp : 1));
     }
     if (rc == 0) {
         pl->n = stages;
