@@ -46,6 +46,7 @@ static const bad_case CASES[] = {
     {"top_k_above_experts", "model.top_k", "got 300", "at most model.experts = 256", -1},
     {"top_k_zero_moe", "model.top_k", "got 0", ">= 1", -1},
     {"batch_not_divisible", "layout.global_batch", "got 1000", "multiple of", -1},
+    {"layers_above_bound", "model.layers", "got 14091629", "1..1024", -1},
     {"pp_above_layers", "layout.pp", "got 16", "model.layers = 8", -1},
     {"vpp_without_interleaved", "layout.vpp", "got 2", "interleaved", -1},
     {"vpp_layers_indivisible", "layout.vpp", "got 2", "divisible", -1},

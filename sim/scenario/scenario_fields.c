@@ -137,7 +137,10 @@ const scn_field scn_fields[] = {
 
     F_PRESET("model.preset", model.preset, preset_model_names, "",
              "a built-in model: sets every model.* field, which fields given beside it override; null = a model given field by field"),
-    F_INT("model.layers", model.layers, 1, NOMAX, "", "transformer blocks, dense and MoE (not counting embedding and head)"),
+    /* Bounded because a plan and a step program cost time linear in the blocks: 14 million took 1.2 s
+     * per plan point (a fuzzer's input), an unbounded count is a hang. */
+    F_INT("model.layers", model.layers, 1, 1024, "", "transformer blocks, dense and MoE (not counting embedding and head)",
+          "Llama 3 paper (arXiv:2407.21783), Table 3: 126 blocks, the deepest published LLM; the bound is 8x that"),
     F_INT("model.dense_layers", model.dense_layers, 0, NOMAX, "", "the first blocks, which have a dense FFN; the rest are MoE blocks"),
     F_INT("model.hidden", model.hidden, 1, NOMAX, "", "hidden (model) dimension"),
     F_INT("model.heads", model.heads, 1, NOMAX, "", "attention (query) heads"),
