@@ -208,6 +208,23 @@ static void test_search_sharded(void **state) {
     assert_same_points(all, m);
 }
 
+/* The results table never cuts a label: a swept value of 100 is printed as 100, a long label whole. */
+static void test_table_labels_whole(void **state) {
+    (void)state;
+    char path[4300], dir[4300];
+    snprintf(path, sizeof path, "%s/labels.json", tmpdir);
+    snprintf(dir, sizeof dir, "%s/labels", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"sweep\": {\"cluster.storage_GBps\": [10, 100], \"reliability.checkpoint.snapshot_GBps\": [12.5, 64]},"
+          " \"output\": {\"levels\": [\"plan\"], \"plots\": false}}", f);
+    fclose(f);
+    assert_int_equal(tool("simrun", path, "--out", dir, NULL), 0);
+    assert_non_null(strstr(out, "storage_GBps=100 snapshot_GBps=12.5 "));
+    assert_non_null(strstr(out, "storage_GBps=100 snapshot_GBps=64 "));
+    assert_non_null(strstr(out, "storage_GBps=10 snapshot_GBps=64 "));
+}
+
 /* --quiet is honoured by the commands that print tables. */
 static void test_quiet_everywhere(void **state) {
     (void)state;
@@ -226,6 +243,7 @@ int main(void) {
         cmocka_unit_test(test_merge_quiet),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_search_sharded),
+        cmocka_unit_test(test_table_labels_whole),
         cmocka_unit_test(test_quiet_everywhere),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
