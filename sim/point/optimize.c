@@ -185,7 +185,7 @@ static int step_time(const scenario *s, const optimize_opts *o, plan_result *pla
     memset(&st, 0, sizeof st);
     step_options so = {.trace_path = NULL};
     if (step_simulate(s, &so, &st, err)) return err->code;
-    *step_s = st.step_time_s;
+    *step_s = step_result_run_step_s(&st, s, NULL);
     step_result_free(&st);
     return 0;
 }

@@ -68,11 +68,7 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
             validate_band_add(step, "tflops_per_gpu", 0, &band);
             validate_band_add(step, "step_time_s", 1, &band);
         }
-        step_time_s = st.step_time_s;
-        /* a timed-out step ran until it hung, then the watchdog's timeout: the run level adds the
-         * timeout as the failure's detection delay */
-        if (st.timed_out) step_time_s -= s->faults.collective_timeout_s;
-        timeout_fraction = st.timeout_fraction;
+        step_time_s = step_result_run_step_s(&st, s, &timeout_fraction);
         step_result_free(&st);
     }
     if (opt->levels & LEVEL_RUN) {

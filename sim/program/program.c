@@ -197,8 +197,8 @@ static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
 }
 
 /* Draw the routing of the step: the pool's sample for every (MoE layer, micro-batch), its patterns,
- * and the statistics of the samples used. */
-static int build_routing(program *p, moe_error *err) {
+ * and the statistics of the samples used. `law`: a drifting step's law (NULL: the scenario's). */
+static int build_routing(program *p, const routing_law *law, moe_error *err) {
     const scenario *s = p->scn;
     int n = p->ep, E = s->model.experts, m = p->micro_batches;
     p->moe_first_layer = model_first_moe_layer(&s->model);
@@ -224,7 +224,7 @@ static int build_routing(program *p, moe_error *err) {
      * sequence-parallel tokens its expert-TP group gathered, T x etp / tp, through its 1/etp slice of
      * each expert (the expert GEMMs below divide expert_hidden by etp). etp = tp: the whole
      * micro-batch through every TP index's EP group; etp = 1: each rank its own T / tp tokens. */
-    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->routed_tokens};
+    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->routed_tokens, .law = law};
     routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
     free(gpus);
     if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
@@ -283,6 +283,16 @@ static int build_routing(program *p, moe_error *err) {
             n_uses += uses[d];
         }
         if (!capped) memcpy(p->step_expert_routed, p->step_expert_tokens, (size_t)E * sizeof(double));
+        /* the hottest expert's share of the routed tokens, and the busiest EP index's pairs over the mean */
+        double top = 0, *rank_load = moe_xcalloc((size_t)n, sizeof(double));
+        for (int e = 0; e < E; e++) top = p->step_expert_routed[e] > top ? p->step_expert_routed[e] : top;
+        p->max_expert_share = p->routed_pairs > 0 ? top * s->model.top_k / (double)p->routed_pairs : 0;
+        for (int d = 0; d < n_distinct; d++)
+            for (int j = 0; j < n; j++) rank_load[j] += uses[d] * p->recv_tokens[(size_t)d * n + j];
+        double most = 0, sum = 0;
+        for (int j = 0; j < n; j++) { sum += rank_load[j]; most = rank_load[j] > most ? rank_load[j] : most; }
+        p->rank_load_max_mean = sum > 0 ? most * n / sum : 1.0;
+        free(rank_load);
         p->dropped_token_fraction = p->routed_pairs > 0 ? (double)p->dropped_pairs / p->routed_pairs : 0;
         p->expert_load_cv = cv / n_uses; p->expert_load_max_min = mm / n_uses; p->expert_load_gini = gini / n_uses;
     }
@@ -915,8 +925,27 @@ int program_materialize(const program *p, int rank, program_op **ops) {
     return n;
 }
 
+/* model FLOPs of the step: every rank's compute ops, resolved */
+static void count_model_flops(program *p) {
+    double fl = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        int d, st, e, t;
+        program_coords(p, r, &d, &st, &e, &t);
+        if (d > 0) { continue; }   /* replicas run identical FLOPs: count one, scale below */
+        for (int i = 0; i < p->stage_n_ops[st]; i++) {
+            const program_op *o = &p->stage_ops[st][i];
+            if (o->kind != OP_COMPUTE || o->kernel == K_OPTIMIZER) continue;
+            if (o->pattern >= 0) { program_op ro; program_rank_op(p, r, i, &ro); fl += ro.flops; }
+            else fl += o->flops;
+        }
+    }
+    p->model_flops_per_step = fl * p->dp;
+}
+
 /* ---- build -------------------------------------------------------------------------------------------------- */
-int program_build(const scenario *s, program **out, moe_error *err) {
+int program_build(const scenario *s, program **out, moe_error *err) { return program_build_law(s, NULL, out, err); }
+
+int program_build_law(const scenario *s, const routing_law *law, program **out, moe_error *err) {
     *out = NULL;
     const layout_cfg *L = &s->layout;
     int gpus = scn_gpus(s), etp = scn_etp(s), cp = scn_cp(s);
@@ -987,7 +1016,7 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     }
     pipeline_layout_free(&pl);
     build_groups(p);
-    int rrc = build_routing(p, err);
+    int rrc = build_routing(p, law, err);
     if (rrc) { program_free(p); return rrc; }
 
     layer_info li;
@@ -1007,24 +1036,38 @@ int program_build(const scenario *s, program **out, moe_error *err) {
     p->stage_n_ops = moe_xcalloc((size_t)p->pp, sizeof(int));
     for (int st = 0; st < p->pp; st++) gen_stage(p, &li, &sp, st);
 
-    /* model FLOPs of the step: every rank's compute ops, resolved */
-    double fl = 0;
-    for (int r = 0; r < p->n_ranks; r++) {
-        int d, st, e, t;
-        program_coords(p, r, &d, &st, &e, &t);
-        if (d > 0) { continue; }   /* replicas run identical FLOPs: count one, scale below */
-        for (int i = 0; i < p->stage_n_ops[st]; i++) {
-            const program_op *o = &p->stage_ops[st][i];
-            if (o->kind != OP_COMPUTE || o->kernel == K_OPTIMIZER) continue;
-            if (o->pattern >= 0) { program_op ro; program_rank_op(p, r, i, &ro); fl += ro.flops; }
-            else fl += o->flops;
-        }
-    }
-    p->model_flops_per_step = fl * p->dp;
+    count_model_flops(p);
     int frc = step_faults_resolve(p, &p->faults, err);
     if (frc) { program_free(p); return frc; }
     *out = p;
     return 0;
+}
+
+static void free_routing(program *p) {
+    for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); free(p->patterns[i].sent_bytes); }
+    free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
+    free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
+}
+
+int program_redraw(program *p, const routing_law *law, moe_error *err) {
+    int n_old = p->n_moe_layers * p->micro_batches, old_draws = p->n_draws;
+    int *old_of = moe_xmalloc((size_t)(n_old > 0 ? n_old : 1) * sizeof(int));
+    if (n_old > 0) memcpy(old_of, p->draw_of, (size_t)n_old * sizeof(int));
+    free_routing(p);
+    p->patterns = NULL; p->recv_tokens = p->expert_tokens = NULL; p->draw_of = NULL;
+    p->step_expert_tokens = p->step_expert_routed = NULL;
+    p->n_patterns = 0;
+    p->routed_pairs = p->dropped_pairs = 0;
+    int rc = build_routing(p, law, err);
+    /* the ops name their patterns by sample index: a law of the same kind maps every (layer,
+     * micro-batch) to the same pool slot (routing_pool_get), so the indexes still hold */
+    if (rc == 0 && (p->n_draws != old_draws ||
+                    (n_old > 0 && memcmp(old_of, p->draw_of, (size_t)n_old * sizeof(int)) != 0)))
+        rc = moe_error_set(err, EXIT_RUNTIME, "program: a redrawn routing maps its samples differently (%d draws, was %d)",
+                           p->n_draws, old_draws);
+    free(old_of);
+    if (rc == 0) count_model_flops(p);
+    return rc;
 }
 
 void program_free(program *p) {
@@ -1034,9 +1077,7 @@ void program_free(program *p) {
     free(p->stage_layer_begin); free(p->stage_layer_end);
     free(p->stage_mtp_begin); free(p->stage_mtp_end);
     free(p->groups); free(p->group_members); free(p->rank_group);
-    for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); free(p->patterns[i].sent_bytes); }
-    free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
-    free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
+    free_routing(p);
     step_faults_free(&p->faults);
     free(p);
 }

@@ -97,6 +97,7 @@
 #include "sim/plan/kernels.h"
 #include "sim/plan/rank_numbering.h"
 #include "sim/program/faults.h"
+#include "sim/program/routing.h"
 
 /* ---- op vocabulary ---------------------------------------------------------------------------- */
 typedef enum {
@@ -212,6 +213,9 @@ typedef struct program {
      * use): dropped pairs / routed pairs; per-all-to-all expert-load CV, max/min and Gini (the mean
      * over uses of each sample's per-expert metrics) */
     double dropped_token_fraction, expert_load_cv, expert_load_max_min, expert_load_gini;
+    /* the most routed expert's pairs over the routed tokens (its share of the tokens, as
+     * routing.hot_share counts), and the busiest EP index's computed pairs over the mean */
+    double max_expert_share, rank_load_max_mean;
     /* where MoE layers start and which routing sample each (MoE layer, micro-batch) uses */
     int moe_first_layer;      /* first MoE transformer block (model.dense_layers) */
     int n_moe_layers;
@@ -233,6 +237,12 @@ typedef struct program {
  * success; on bad layout/schedule combinations (e.g. DualPipe with an odd pp) or a stall the program
  * never reaches fills err (EXIT_BADINPUT) and returns non-zero. */
 int program_build(const scenario *s, program **out, moe_error *err);
+/* The same with a drifting step's routing law (routing_drift.h) instead of the scenario's. */
+int program_build_law(const scenario *s, const routing_law *law, program **out, moe_error *err);
+/* Redraw only the routing of a built program under `law` (the next step of a drifting run): its
+ * patterns, token counts, routing statistics and model FLOPs; the op lists, groups and faults stay.
+ * EXIT_RUNTIME if the law maps its samples differently (a law of another kind). */
+int program_redraw(program *p, const routing_law *law, moe_error *err);
 void program_free(program *p);
 
 /* rank <-> coordinates and GPUs */

@@ -249,8 +249,18 @@ static int load_trace(const scenario *s, int E, int K, double **weights, int *n_
 }
 
 /* ---- context: construction ---------------------------------------------------------------------- */
-static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
+static int build_laws(routing_ctx *c, const scenario *s, const routing_law *law, moe_error *err) {
     int E = c->E;
+    if (law && law->weights) {
+        /* one law for every layer: the given popularities (the hot expert's zero: the hot law draws
+         * the token's other experts from this table) */
+        c->n_laws = 1;
+        c->weights = moe_xmalloc((size_t)E * sizeof *c->weights);
+        if (!c->weights) return moe_error_set(err, EXIT_RUNTIME, "out of memory");
+        for (int e = 0; e < E; e++)
+            c->weights[e] = (c->dist == ROUTE_HOT && e == c->hot_expert) ? 0.0 : law->weights[e];
+        goto tables;
+    }
     switch (c->dist) {
     case ROUTE_TRACE:
         if (load_trace(s, E, c->K, &c->weights, &c->n_laws, err)) return -1;
@@ -286,6 +296,7 @@ static int build_laws(routing_ctx *c, const scenario *s, moe_error *err) {
         for (int e = 0; e < E; e++) c->weights[e] = (c->dist == ROUTE_HOT && e == c->hot_expert) ? 0.0 : 1.0;
         return 0;
     }
+tables:
     c->tables = moe_xcalloc((size_t)c->n_laws, sizeof *c->tables);
     if (!c->tables) return moe_error_set(err, EXIT_RUNTIME, "out of memory");
     for (int l = 0; l < c->n_laws; l++) {
@@ -372,6 +383,12 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     c->dist = s->routing.distribution;
     c->hot_expert = s->routing.hot_expert;
     c->hot_share = s->routing.hot_share;
+    const routing_law *law = opts ? opts->law : NULL;
+    if (law) {   /* a step's drifting law (routing_drift.h) instead of the scenario's */
+        c->hot_expert = law->hot_expert;
+        c->hot_share = law->hot_share;
+        c->dist = law->hot_share > 0 ? ROUTE_HOT : law->weights ? ROUTE_TRACE : ROUTE_UNIFORM;
+    }
     c->drop = s->routing.drop;
     c->dedup = s->routing.dispatcher == DISPATCH_DEEPEP;
     c->seed = s->seed;
@@ -395,7 +412,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
             goto fail;
         }
     }
-    if (build_laws(c, s, err)) goto fail;
+    if (build_laws(c, s, law, err)) goto fail;
     uniform_below_init(c, c->dist == ROUTE_HOT ? c->E - 1 : c->E);
     return c;
 fail:
@@ -607,7 +624,8 @@ static void pick_by_scan(const routing_ctx *c, routing_scratch *x, pick_state *p
 static inline int draw_expert(const routing_ctx *c, gsl_rng *rng, const gsl_ran_discrete_t *table) {
     switch (c->dist) {
     case ROUTE_UNIFORM: return uniform_below(c, rng);
-    case ROUTE_HOT: {   /* uniform over the E-1 other experts */
+    case ROUTE_HOT: {   /* uniform over the E-1 other experts, or a given law's popularities */
+        if (table) return (int)gsl_ran_discrete(rng, table);
         int e = uniform_below(c, rng);
         return e + (e >= c->hot_expert);
     }

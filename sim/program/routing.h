@@ -127,9 +127,21 @@
 typedef struct routing_ctx routing_ctx;
 typedef struct routing_scratch routing_scratch;
 
+/* A law given instead of the scenario's (routing_drift.h: the law of one step of a drifting run),
+ * for routing.distribution "uniform" or "hot": expert hot_expert heads a token's ranking with
+ * probability hot_share (0: no hot expert), the token's other experts are Plackett-Luce over
+ * `weights` (E popularities, the hot expert's ignored; NULL: all equal, drawn exactly as "uniform" /
+ * "hot" draw them). */
+typedef struct {
+    double hot_share;
+    int hot_expert;
+    const double *weights;
+} routing_law;
+
 typedef struct {
     int tokens_per_rank;  /* 0: micro_batch * seq_len / tp of the scenario */
     int keep_choices;     /* bool: samples also record every token's experts (routing_sample.choices) */
+    const routing_law *law; /* NULL: the scenario's routing.distribution */
 } routing_opts;
 
 /* choices[] entries: expert id when kept, ROUTING_DROPPED(e) when dropped by capacity, ROUTING_NONE
@@ -199,7 +211,7 @@ int routing_ctx_layer_law(const routing_ctx *ctx, int layer);
 
 /* The documented seed mixing: four rounds of the splitmix64 finalizer over (seed, tag, layer,
  * micro_batch, group), folded to 32 bits (gsl_rng_mt19937 uses 32 bits of its seed). */
-enum { ROUTING_TAG_DRAW = 1, ROUTING_TAG_ZIPF = 2 };
+enum { ROUTING_TAG_DRAW = 1, ROUTING_TAG_ZIPF = 2, ROUTING_TAG_DRIFT = 3 };
 uint32_t routing_seed(uint64_t seed, uint32_t tag, int layer, int micro_batch, int group);
 
 /* ---- samples ----------------------------------------------------------------------------------- */

@@ -71,10 +71,15 @@ void print_results_table(FILE *out, const cJSON *doc) {
         if ((int)strlen(label) > width) width = (int)strlen(label);
     }
     if (ranked) qsort(rows, (size_t)n, sizeof *rows, by_key);
+    /* routing.steps > 1: the distribution of the steps' times beside step 0's */
+    int multi = 0;
+    for (i = 0; i < n; i++) multi |= num(rows[i].pt, "step.steps.count") > 1;
 
-    fprintf(out, "%4s %5s  %-*s %4s %9s %9s %6s %10s %6s %13s %8s %8s %6s %4s\n", ranked ? "rank" : "", "point", width,
-            "sweep / layout tp.pp.ep.dp", "fits", "plan_s", "step_s", "mfu", "tok/s/gpu", "drop%", "tok/s band", "mem_GiB",
-            "days_p50", "ettr", "warn");
+    fprintf(out, "%4s %5s  %-*s %4s %9s %9s", ranked ? "rank" : "", "point", width, "sweep / layout tp.pp.ep.dp", "fits",
+            "plan_s", "step_s");
+    if (multi) fprintf(out, " %9s %9s %9s", "p50_s", "p95_s", "max_s");
+    fprintf(out, " %6s %10s %6s %13s %8s %8s %6s %4s\n", "mfu", "tok/s/gpu", "drop%", "tok/s band", "mem_GiB", "days_p50",
+            "ettr", "warn");
     for (i = 0; i < n; i++) {
         const cJSON *p = rows[i].pt;
         char c[8][24];
@@ -102,8 +107,17 @@ void print_results_table(FILE *out, const cJSON *doc) {
         double fits = num(p, "plan.fits_memory");
         char rank[16] = "";
         if (ranked) snprintf(rank, sizeof rank, "%d", i + 1);
-        fprintf(out, "%4s %5.0f  %-*s %4s %9s %9s %6s %10s %6s %13s %8s %8s %6s %4d\n", rank, num(p, "id"), width, label,
-                isnan(fits) ? "-" : fits ? "yes" : "NO", c[0], c[1], c[2], c[3], c[7], bandtxt, c[4], c[5], c[6],
+        fprintf(out, "%4s %5.0f  %-*s %4s %9s %9s", rank, num(p, "id"), width, label, isnan(fits) ? "-" : fits ? "yes" : "NO",
+                c[0], c[1]);
+        if (multi) {
+            char q[3][24];
+            int many = num(p, "step.steps.count") > 1;
+            fmt(q[0], 24, "%.3f", many ? num(p, "step.steps.step_time_s_p50") : NAN);
+            fmt(q[1], 24, "%.3f", many ? num(p, "step.steps.step_time_s_p95") : NAN);
+            fmt(q[2], 24, "%.3f", many ? num(p, "step.steps.step_time_s_max") : NAN);
+            fprintf(out, " %9s %9s %9s", q[0], q[1], q[2]);
+        }
+        fprintf(out, " %6s %10s %6s %13s %8s %8s %6s %4d\n", c[2], c[3], c[7], bandtxt, c[4], c[5], c[6],
                 point_warning_count(p));
     }
     free(rows);

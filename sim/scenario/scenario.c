@@ -37,7 +37,8 @@ void scenario_defaults(scenario *s) {
                              .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
                              .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER, .cp = 1};
     s->routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .zipf_s = 1.2, .hot_expert = 3,
-                               .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1};
+                               .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1,
+                               .steps = 1, .drift = {.hot_decay_steps = 50, .bias_update_speed = 0.001}};
     s->precision = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16,
                                    .master = DT_FP32};
     snprintf(s->calibration, sizeof s->calibration, "%s", preset_cluster_calibration(s->cluster.preset));
@@ -386,6 +387,27 @@ static int check_routing(const scenario *s, moe_error *err) {
     if (r->distribution == ROUTE_HOT && r->hot_expert >= s->model.experts) {
         snprintf(exp, sizeof exp, "an expert index below model.experts = %d", s->model.experts);
         return bad_int(s, err, "routing.hot_expert", r->hot_expert, exp);
+    }
+    /* drifting routing (sim/program/routing_drift.h) walks the popularity of uniform routing or of the
+     * "hot" law's other experts; a zipf, trace or forced-balance law has no drift model */
+    int drifts = r->steps > 1 || r->drift.hot_peak_share > 0;
+    if (drifts && r->distribution != ROUTE_UNIFORM && r->distribution != ROUTE_HOT)
+        return moe_error_input(err, s->file, "routing.distribution", scn_route_names[r->distribution],
+                               "\"uniform\" or \"hot\" when the routing drifts (routing.steps > 1 or "
+                               "routing.drift.hot_peak_share > 0)");
+    if (r->drift.hot_peak_share > 0) {
+        if (r->distribution != ROUTE_UNIFORM)
+            return moe_error_input(err, s->file, "routing.drift.hot_peak_share", "> 0",
+                                   "0 with routing.distribution \"hot\" (its hot expert keeps routing.hot_share "
+                                   "at every step); an appearing hot expert needs \"uniform\"");
+        if (r->hot_expert >= s->model.experts) {
+            snprintf(exp, sizeof exp, "an expert index below model.experts = %d (the expert that turns hot)",
+                     s->model.experts);
+            return bad_int(s, err, "routing.hot_expert", r->hot_expert, exp);
+        }
+        if (s->model.top_k > s->model.experts - 1)
+            return bad_int(s, err, "model.top_k", s->model.top_k,
+                           "top_k <= experts - 1 for a hot expert (tokens without it pick among the others)");
     }
     int domains = scn_gpus(s) / scn_domain_gpus(&s->cluster);
     if (r->node_limit > domains) {

@@ -152,6 +152,16 @@ typedef enum { ROUTE_UNIFORM = 0, ROUTE_ZIPF, ROUTE_HOT, ROUTE_TRACE, ROUTE_BALA
  * the tokens by expert and moves every token-expert pair on its own through an NCCL all-to-all. */
 typedef enum { DISPATCH_DEEPEP = 0, DISPATCH_ALLTOALL } dispatcher_kind;
 
+/* routing.steps > 1: how the routing law drifts from step to step (sim/program/routing_drift.h) */
+typedef struct {
+    double walk_sigma;        /* logit per step: std of each expert's log-popularity step */
+    double walk_reversion;    /* per step: AR(1) pull of the log-popularity back to 0 */
+    int hot_onset_step;       /* the step routing.hot_expert turns hot */
+    double hot_peak_share;    /* its share of the tokens then (0: none) */
+    double hot_decay_steps;   /* e-folding time of that share, steps */
+    double bias_update_speed; /* DeepSeek-V3's gamma, logit per step */
+} routing_drift_cfg;
+
 typedef struct {
     route_kind distribution;
     double zipf_s;
@@ -162,6 +172,8 @@ typedef struct {
     int drop;                /* bool: drop tokens over capacity (else dropless) */
     char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
     dispatcher_kind dispatcher;
+    int steps;               /* consecutive steps simulated at the step level (1: one step) */
+    routing_drift_cfg drift;
 } routing_cfg;
 
 /* ---- precision -------------------------------------------------------------------------------- */

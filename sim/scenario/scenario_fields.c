@@ -292,6 +292,29 @@ const scn_field scn_fields[] = {
            "copy per destination node, fanned out over NVLink; alltoall permutes the tokens by expert and sends every "
            "token-expert pair on its own through an NCCL all-to-all (no deduplication)",
            "Megatron-LM --moe-token-dispatcher-type flex (--moe-flex-dispatcher-backend deepep / hybridep) or alltoall"),
+    F_INT("routing.steps", routing.steps, 1, 100000, "steps",
+          "consecutive training steps the step level simulates, the routing law drifting between them (routing.drift.*: "
+          "popularity walk, a hot expert that appears and decays, bias balancing); results add step.steps (p50/p95/max and "
+          "the per-step series) and the run level uses their mean; 1 = one step"),
+    F_NONNEG("routing.drift.walk_sigma", routing.drift.walk_sigma, "logit/step",
+             "routing.steps > 1: standard deviation of each expert's per-step Gaussian log-popularity step (a seeded random "
+             "walk; 0 = popularity fixed)", "assumption: 0"),
+    F_FRAC("routing.drift.walk_reversion", routing.drift.walk_reversion, "1/step",
+           "routing.steps > 1: share of its log-popularity each expert loses per step (an AR(1) walk; 0 = a pure random walk)",
+           "assumption: 0"),
+    F_INT("routing.drift.hot_onset_step", routing.drift.hot_onset_step, 0, 100000, "step",
+          "the step (0-based) at which routing.hot_expert turns hot, with routing.drift.hot_peak_share of the tokens",
+          "assumption: 0"),
+    F_FRAC("routing.drift.hot_peak_share", routing.drift.hot_peak_share, "fraction",
+           "share of the tokens routing.hot_expert takes at the onset step, decaying as exp(-(t - onset) / hot_decay_steps) "
+           "(routing.distribution \"uniform\" only; 0 = no hot expert appears)", "assumption: 0"),
+    F_POS("routing.drift.hot_decay_steps", routing.drift.hot_decay_steps, "steps",
+          "e-folding time of the hot expert's share after its onset", "assumption: 50 steps"),
+    F_NONNEG("routing.drift.bias_update_speed", routing.drift.bias_update_speed, "logit/step",
+             "DeepSeek-V3's auxiliary-loss-free balancing: after each step every expert's routing bias (added to its "
+             "affinity for the top-k choice only) moves by +this when the expert was underloaded, -this when overloaded; "
+             "0 = off. In logit units here (DeepSeek's affinities are sigmoid scores)",
+             DSV3_REPORT ", sections 2.1.2 and 4.2: bias update speed 0.001 for the first 14.3T tokens"),
 
     F_ENUM("precision.compute", precision.compute, scn_compute_names, "",
            "GEMM precision and recipe: fp8 is DeepSeek's blockwise 1x128 / 128x128 scaling, fp8-cs per-tensor current "

@@ -25,6 +25,8 @@
 #include "sim/plan/costmodel.h"
 #include "sim/plan/model.h"
 #include "sim/program/program.h"
+#include "sim/program/routing_drift.h"
+#include "sim/exec/step_series.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/exec_full.h"
 #include "sim/exec/step_accounting.h"
@@ -125,16 +127,93 @@ static int run_executor(const scenario *s, const program *p, const step_exec_opt
     return step_exec_run(p, eo, xr, err);
 }
 
+/* routing.steps > 1: steps 1..N-1 after step 0 (already in `out`), each with the routing law drifted
+ * by the step before's loads (routing_drift.h). The program, its groups and op lists, the cost model
+ * and the SimGrid platform and pattern memo are reused: only the routing is redrawn, and a pattern
+ * whose bytes did not change is a memo hit. Fills the series and their distribution. */
+static int run_steps(const scenario *s, program *p, const comm_model *comm, const costmodel *cm, drift_state *d,
+                     const step_options *opt, step_result *out, moe_error *err) {
+    int N = s->routing.steps;
+    out->n_steps = N;
+    out->series_step_time_s = moe_xcalloc((size_t)N, sizeof(double));
+    out->series_max_expert_share = moe_xcalloc((size_t)N, sizeof(double));
+    out->series_rank_load_max_mean = moe_xcalloc((size_t)N, sizeof(double));
+    out->series_hot_share = moe_xcalloc((size_t)N, sizeof(double));
+    double tokens = (double)s->layout.global_batch * s->model.seq_len;
+    double done_tokens = 0, total_s = 0;
+    double *completed_s = moe_xcalloc((size_t)N, sizeof(double));
+    int completed = 0;
+    double t_begin = wall_now();
+    for (int t = 0; t < N; t++) {
+        double step_s;
+        int timed;
+        if (t == 0) {
+            step_s = out->step_time_s;
+            timed = out->timed_out;
+        } else {
+            drift_advance(d, p->step_expert_routed);
+            if (program_redraw(p, drift_law_of(d), err)) { free(completed_s); return err->code; }
+            step_pricing pricing;
+            step_pricing_init(&pricing, p, cm);
+            step_exec_opts eo = {.comm = comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
+            step_exec_result xr;
+            int rc = run_executor(s, p, &eo, &xr, err);
+            timed = rc == EXIT_RUNTIME && xr.timeout.found;
+            step_s = timed ? xr.timeout.fired_s : xr.step_time_s;
+            step_exec_result_free(&xr);
+            step_pricing_free(&pricing);
+            if (rc && !timed) { free(completed_s); return rc; }
+            if (timed) memset(err, 0, sizeof *err);
+            if (opt && opt->progress) {
+                char text[64];
+                snprintf(text, sizeof text, "step %d of %d simulated", t + 1, N);
+                say(opt, text);
+            }
+        }
+        out->series_step_time_s[t] = step_s;
+        out->series_max_expert_share[t] = p->max_expert_share;
+        out->series_rank_load_max_mean[t] = p->rank_load_max_mean;
+        out->series_hot_share[t] = d->law.hot_share;
+        total_s += step_s;
+        if (timed) { out->steps_timed_out++; continue; }
+        completed_s[completed++] = step_s;
+        done_tokens += tokens * (1.0 - p->dropped_token_fraction);
+    }
+    out->per_step_wall_s = N > 1 ? (wall_now() - t_begin) / (N - 1) : 0;
+    step_series_stats st;
+    step_series_summarize(out->series_step_time_s, N, &st);
+    out->steps_mean_s = st.mean_s; out->steps_p50_s = st.p50_s; out->steps_p95_s = st.p95_s;
+    out->steps_min_s = st.min_s; out->steps_max_s = st.max_s;
+    /* the steps that completed: their mean is the run level's step time */
+    if (completed && step_series_summarize(completed_s, completed, &st) == 0) out->steps_completed_mean_s = st.mean_s;
+    free(completed_s);
+    out->steps_tokens_per_s_per_gpu = total_s > 0 ? done_tokens / total_s / p->n_ranks : 0;
+    out->timeout_fraction = (double)out->steps_timed_out / N;
+    return 0;
+}
+
 int step_simulate(const scenario *s, const step_options *opt, step_result *out, moe_error *err) {
     memset(out, 0, sizeof *out);
     double t_start = wall_now();
     program *p = NULL;
     say(opt, "building the step program");
-    if (program_build(s, &p, err)) return err->code;
+    /* drifting routing (routing.steps > 1 or an appearing hot expert): step 0 routes with the drift's
+     * law of step 0, which without drift is exactly the scenario's */
+    drift_state drift;
+    int drifting = drift_enabled(s);
+    if (drifting) {
+        drift_params dp;
+        drift_params_of(s, &dp);
+        if (drift_init(&drift, &dp, s->seed, err)) return err->code;
+    }
+    if (program_build_law(s, drifting ? drift_law_of(&drift) : NULL, &p, err)) {
+        if (drifting) drift_free(&drift);
+        return err->code;
+    }
     costmodel cm;
-    if (costmodel_for_scenario(s, &cm, err)) { program_free(p); return err->code; }
+    if (costmodel_for_scenario(s, &cm, err)) { program_free(p); if (drifting) drift_free(&drift); return err->code; }
     comm_model comm = sg_comm_create(s, err);
-    if (!comm.a2a_s) { program_free(p); return err->code ? err->code : EXIT_RUNTIME; }
+    if (!comm.a2a_s) { program_free(p); if (drifting) drift_free(&drift); return err->code ? err->code : EXIT_RUNTIME; }
 
     /* output.trace_ranks: a list, "all", "slowest:K" or the default subset (chosen after a first run) */
     int *trace_ranks = moe_xmalloc((size_t)(p->n_ranks + SCN_MAX_TRACE_RANKS + 8) * sizeof *trace_ranks), n_trace = 0;
@@ -236,6 +315,8 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     step_exec_result_free(&xr);
     free(trace_ranks);
     step_pricing_free(&pricing);
+    if (rc == 0 && drifting && s->routing.steps > 1) rc = run_steps(s, p, &comm, &cm, &drift, opt, out, err);
+    if (drifting) drift_free(&drift);
     if (comm.destroy) comm.destroy(comm.ctx);
     program_free(p);
     out->sim_wall_s = wall_now() - t_start;
@@ -260,10 +341,38 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
     cJSON_AddNumberToObject(obj, "timeout_fraction", r->timeout_fraction);
     cJSON_AddNumberToObject(obj, "max_collective_wait_s", r->max_collective_wait_s);
     cJSON_AddNumberToObject(obj, "sim_wall_s", r->sim_wall_s);
+    if (r->n_steps > 1) {
+        cJSON *st = cJSON_AddObjectToObject(obj, "steps");
+        cJSON_AddNumberToObject(st, "count", r->n_steps);
+        cJSON_AddNumberToObject(st, "step_time_s_mean", r->steps_mean_s);
+        cJSON_AddNumberToObject(st, "step_time_s_p50", r->steps_p50_s);
+        cJSON_AddNumberToObject(st, "step_time_s_p95", r->steps_p95_s);
+        cJSON_AddNumberToObject(st, "step_time_s_min", r->steps_min_s);
+        cJSON_AddNumberToObject(st, "step_time_s_max", r->steps_max_s);
+        cJSON_AddNumberToObject(st, "timed_out", r->steps_timed_out);
+        cJSON_AddNumberToObject(st, "tokens_per_s_per_gpu", r->steps_tokens_per_s_per_gpu);
+        cJSON_AddNumberToObject(st, "per_step_wall_s", r->per_step_wall_s);
+        cJSON *se = cJSON_AddObjectToObject(st, "series");
+        cJSON *idx = cJSON_AddArrayToObject(se, "step");
+        for (int t = 0; t < r->n_steps; t++) cJSON_AddItemToArray(idx, cJSON_CreateNumber(t));
+        cJSON_AddItemToObject(se, "step_time_s", cJSON_CreateDoubleArray(r->series_step_time_s, r->n_steps));
+        cJSON_AddItemToObject(se, "max_expert_share", cJSON_CreateDoubleArray(r->series_max_expert_share, r->n_steps));
+        cJSON_AddItemToObject(se, "rank_load_max_mean", cJSON_CreateDoubleArray(r->series_rank_load_max_mean, r->n_steps));
+        cJSON_AddItemToObject(se, "hot_share", cJSON_CreateDoubleArray(r->series_hot_share, r->n_steps));
+    }
     if (r->breakdown) cJSON_AddItemToObject(obj, "breakdown", cJSON_Duplicate(r->breakdown, 1));
 }
 
 void step_result_free(step_result *r) {
+    free(r->series_step_time_s); free(r->series_max_expert_share);
+    free(r->series_rank_load_max_mean); free(r->series_hot_share);
+    r->series_step_time_s = r->series_max_expert_share = r->series_rank_load_max_mean = r->series_hot_share = NULL;
     if (r->breakdown) cJSON_Delete(r->breakdown);
     r->breakdown = NULL;
+}
+
+double step_result_run_step_s(const step_result *r, const scenario *s, double *timeout_fraction) {
+    if (timeout_fraction) *timeout_fraction = r->timeout_fraction;
+    if (r->n_steps > 1 && r->steps_completed_mean_s > 0) return r->steps_completed_mean_s;
+    return r->timed_out ? r->step_time_s - s->faults.collective_timeout_s : r->step_time_s;
 }

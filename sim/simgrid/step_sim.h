@@ -19,6 +19,18 @@ typedef struct {
     double timeout_fraction;       /* of the simulated steps, those that timed out (the run level's rate) */
     double max_collective_wait_s;  /* the longest wait of a rank inside a completed collective */
     double sim_wall_s;
+    /* routing.steps > 1 (routing_drift.h): the other fields are step 0's (its breakdown and trace);
+     * these are every step's, in order, and their distribution */
+    int n_steps;
+    double *series_step_time_s;         /* [n_steps] */
+    double *series_max_expert_share;    /* [n_steps] the most routed expert's share of the tokens */
+    double *series_rank_load_max_mean;  /* [n_steps] busiest EP index's expert pairs / the mean */
+    double *series_hot_share;           /* [n_steps] the law's hot share after its bias (0: none) */
+    int steps_timed_out;
+    double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
+    double steps_completed_mean_s;      /* mean over the steps that did not time out (the run level's) */
+    double steps_tokens_per_s_per_gpu;  /* all the steps' tokens over all their time */
+    double per_step_wall_s;             /* wall time of one more step (steps 1..n-1: routing redrawn, program reused) */
     struct cJSON *breakdown;   /* per-stage and per-rank breakdowns (owned; freed by step_result_free) */
 } step_result;
 
@@ -34,5 +46,10 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
 /* Adds the step keys of SCENARIO.md (and "breakdown") to `obj`. */
 void step_result_to_json(const step_result *r, struct cJSON *obj);
 void step_result_free(step_result *r);
+/* The step time the run level replays: one step's (less the watchdog's timeout when it timed out:
+ * the run level adds it as the failure's detection delay); with routing.steps > 1 the mean over the
+ * steps that completed, since a run's days are the sum of its step times and a long run samples the
+ * drift's whole distribution. *timeout_fraction: the share of the steps that timed out. */
+double step_result_run_step_s(const step_result *r, const scenario *s, double *timeout_fraction);
 
 #endif

@@ -1,0 +1,182 @@
+/* test_multistep.c — routing.steps > 1 at the step level (sim/simgrid/step_sim.c with the drift of
+ * sim/program/routing_drift.h), on tests/data/scenarios/small-moe.json (32 GPUs, 16 experts, top-2):
+ *   - without drift (no walk, no hot expert, no bias) every one of N steps takes exactly the one-step
+ *     time: the program is reused and the routing redrawn under the same law gives the same step;
+ *   - a hot expert with onset t0, peak h and decay tau: the law's share is h exp(-(t - t0) / tau) to
+ *     the last bit, the measured share of the routed tokens within sampling error of it, none before;
+ *   - bias balancing pulls the hot share under the unbiased closed form and shortens the steps;
+ *   - the same seed gives the same series bit for bit, and the run level replays the mean of the
+ *     completed steps;
+ *   - bad drift fields exit 2 naming the file, the path, the value and the expectation. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/step_sim.h"
+
+#define SMALL "tests/data/scenarios/small-moe.json"
+
+static void load(scenario *s) {
+    moe_error err = {0};
+    assert_int_equal(scenario_load(SMALL, s, NULL, &err), 0);
+    s->routing.drift.bias_update_speed = 0;
+}
+
+static void simulate(const scenario *s, step_result *r) {
+    moe_error err = {0};
+    step_options so = {0};
+    memset(r, 0, sizeof *r);
+    int rc = step_simulate(s, &so, r, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+static void no_drift_equal_steps(void **state) {
+    (void)state;
+    scenario s;
+    load(&s);
+    step_result one, many;
+    simulate(&s, &one);
+    assert_int_equal(one.n_steps, 0);   /* one step: no series */
+    s.routing.steps = 6;
+    simulate(&s, &many);
+    assert_int_equal(many.n_steps, 6);
+    /* SimGrid's clock runs on across the two simulations of this process, so the pattern times of
+     * the second may differ from the first's in their last bits (in two processes, `simrun` gives
+     * the same bits); inside one simulation the N steps are equal exactly */
+    double t1 = one.step_time_s;
+    assert_true(fabs(many.step_time_s - t1) <= 1e-9 * t1);
+    for (int t = 0; t < 6; t++) assert_true(many.series_step_time_s[t] == many.step_time_s);
+    assert_true(many.steps_p50_s == many.step_time_s && many.steps_p95_s == many.step_time_s &&
+                many.steps_max_s == many.step_time_s && many.steps_min_s == many.step_time_s);
+    double tf = -1;
+    assert_true(step_result_run_step_s(&many, &s, &tf) == many.step_time_s);
+    assert_true(fabs(many.steps_mean_s - t1) <= 1e-9 * t1);
+    assert_true(tf == 0);
+    step_result_free(&one);
+    step_result_free(&many);
+}
+
+static void hot_expert_decays(void **state) {
+    (void)state;
+    scenario s;
+    load(&s);
+    s.routing.steps = 9;
+    s.routing.drop = 0;
+    s.routing.hot_expert = 3;
+    s.routing.drift.hot_onset_step = 2;
+    s.routing.drift.hot_peak_share = 0.5;
+    s.routing.drift.hot_decay_steps = 3;
+    moe_error err = {0};
+    assert_int_equal(scenario_validate(&s, &err), 0);
+    step_result r;
+    simulate(&s, &r);
+    for (int t = 0; t < 9; t++) {
+        double want = t < 2 ? 0 : 0.5 * exp(-(t - 2) / 3.0);
+        assert_true(r.series_hot_share[t] == want);
+        /* 8 ranks x 1024 tokens per sample: the share's standard error is under 0.006 */
+        if (t >= 2) assert_true(fabs(r.series_max_expert_share[t] - want) < 0.03 || want < 0.2);
+        else assert_true(r.series_max_expert_share[t] < 0.2);   /* uniform: 2/16 each */
+    }
+    /* the hot step is the slowest; the load on the hot rank follows the share down */
+    assert_true(r.series_step_time_s[2] == r.steps_max_s);
+    assert_true(r.series_step_time_s[2] > r.series_step_time_s[1]);
+    assert_true(r.series_rank_load_max_mean[2] > r.series_rank_load_max_mean[5]);
+
+    /* bias balancing: while overloaded, the hot expert's share falls below the unbiased decay, and
+     * the steps shorten (once under the mean the bias pulls it back up, towards balance; before the onset the bias follows the uniform draws' noise, +-gamma a step, so the onset step
+     * itself may start a little above or below) */
+    scenario b = s;
+    b.routing.drift.bias_update_speed = 0.2;
+    step_result rb;
+    simulate(&b, &rb);
+    for (int t = 3; t < 9; t++)   /* while the unbiased share is above the mean share 2/16 */
+        if (r.series_hot_share[t] > 0.125) assert_true(rb.series_hot_share[t] < r.series_hot_share[t]);
+    assert_true(rb.steps_mean_s < r.steps_mean_s);
+    step_result_free(&r);
+    step_result_free(&rb);
+}
+
+static void same_seed_same_series(void **state) {
+    (void)state;
+    scenario s;
+    load(&s);
+    s.routing.steps = 5;
+    s.routing.drift.walk_sigma = 0.3;
+    s.routing.drift.bias_update_speed = 0.05;
+    step_result a, b;
+    simulate(&s, &a);
+    simulate(&s, &b);
+    assert_memory_equal(a.series_step_time_s, b.series_step_time_s, 5 * sizeof(double));
+    assert_memory_equal(a.series_max_expert_share, b.series_max_expert_share, 5 * sizeof(double));
+    assert_memory_equal(a.series_rank_load_max_mean, b.series_rank_load_max_mean, 5 * sizeof(double));
+    /* the walk moves the law: the steps differ */
+    assert_true(a.steps_max_s > a.steps_min_s);
+    step_result_free(&a);
+    step_result_free(&b);
+}
+
+/* the run level's step time: the mean of the completed steps (a timed-out one is the run level's
+ * failure, counted in the fraction) */
+static void run_level_uses_the_mean(void **state) {
+    (void)state;
+    scenario s;
+    load(&s);
+    /* steps of 1, 2 and 4 s and one that timed out */
+    step_result r = {.n_steps = 4, .step_time_s = 1.0, .steps_timed_out = 1,
+                     .steps_completed_mean_s = (1.0 + 2.0 + 4.0) / 3, .timeout_fraction = 0.25};
+    double tf = 0;
+    assert_true(step_result_run_step_s(&r, &s, &tf) == 7.0 / 3);
+    assert_true(tf == 0.25);
+}
+
+static void bad_input(const char *routing, const char *path, const char *value) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"format\": \"moesim-scenario/1\", \"model\": {\"preset\": \"mixtral-8x7b\"}, \"cluster\": "
+             "{\"nodes\": 4}, \"layout\": {\"tp\": 1, \"pp\": 1, \"ep\": 8, \"dp\": 4, \"global_batch\": 64, "
+             "\"schedule\": \"1f1b\"}, \"routing\": %s}", routing);
+    scenario s;
+    moe_error err = {0};
+    int rc = scenario_parse("drift.json", text, &s, NULL, &err);
+    if (rc == 0) rc = scenario_validate(&s, &err);
+    assert_int_equal(rc, 2);
+    if (!strstr(err.msg, "drift.json") || !strstr(err.msg, path) || !strstr(err.msg, value))
+        fail_msg("error lacks file/path/value %s=%s: %s", path, value, err.msg);
+}
+
+static void bad_drift_fields(void **state) {
+    (void)state;
+    bad_input("{\"steps\": 0}", "routing.steps", "0");
+    bad_input("{\"steps\": -3}", "routing.steps", "-3");
+    bad_input("{\"steps\": 2.5}", "routing.steps", "2.5");
+    bad_input("{\"drift\": {\"hot_decay_steps\": 0}}", "routing.drift.hot_decay_steps", "0");
+    bad_input("{\"drift\": {\"hot_decay_steps\": -1}}", "routing.drift.hot_decay_steps", "-1");
+    bad_input("{\"drift\": {\"walk_sigma\": -0.1}}", "routing.drift.walk_sigma", "-0.1");
+    bad_input("{\"drift\": {\"hot_peak_share\": 1.5}}", "routing.drift.hot_peak_share", "1.5");
+    bad_input("{\"drift\": {\"bias_update_speed\": -0.001}}", "routing.drift.bias_update_speed", "-0.001");
+    bad_input("{\"drift\": {\"walk_reversion\": 2}}", "routing.drift.walk_reversion", "2");
+    bad_input("{\"drift\": {\"hot_onset_step\": -1}}", "routing.drift.hot_onset_step", "-1");
+    bad_input("{\"drift\": {\"walk_sigmaa\": 1}}", "routing.drift.walk_sigmaa", "walk_sigma");   /* did you mean */
+    bad_input("{\"steps\": 4, \"distribution\": \"zipf\"}", "routing.distribution", "zipf");
+    bad_input("{\"distribution\": \"hot\", \"drift\": {\"hot_peak_share\": 0.5}}", "routing.drift.hot_peak_share", "> 0");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(no_drift_equal_steps),
+        cmocka_unit_test(hot_expert_decays),
+        cmocka_unit_test(same_seed_same_series),
+        cmocka_unit_test(run_level_uses_the_mean),
+        cmocka_unit_test(bad_drift_fields),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
