@@ -3,8 +3,9 @@
  *
  * Truths: routes read off the fabric's definition by hand (fabric_geometry.h), DeepEP's aggregation
  * counted by hand (one RDMA transfer per sender and destination domain), node-limited routing
- * checked token by token, the plan's all-to-all time as an alpha-beta NVLink transfer by hand, and
- * the published per-GPU figures of the presets typed from the datasheets. */
+ * checked token by token, the plan's all-to-all time as an alpha-beta NVLink transfer by hand, the
+ * published per-GPU figures of the presets typed from the datasheets, and the Blackwell presets' cost
+ * models against the published HybridEP figure they are fitted on. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 
 #include "platforms/fabric_geometry.h"
 #include "sim/exec/deepep_flows.h"
+#include "sim/plan/costmodel.h"
 #include "sim/plan/plan.h"
 #include "sim/program/routing.h"
 #include "sim/scenario/presets.h"
@@ -170,6 +172,40 @@ static void blackwell_presets_match_datasheets(void **state) {
     }
 }
 
+/* The Blackwell presets' default cost models (calibration/models/b200-published.json,
+ * gb200-published.json): NVLink 5 at HybridEP's published rate, everything else the built-in
+ * roofline. Truths: the figure's two cells (GB200 NVL36, 32 CUDA blocks: dispatch 714.66, combine
+ * 657.72 GB/s algorithm bandwidth, NVIDIA/Megatron-LM deepseek-v3-gb200-optimization.md at eb0783b6)
+ * bound the fitted port rate at 35/36 of each (EP36: 1/36 of the payload stays on the rank); the
+ * compute prices and the NIC are the roofline's, which the spec base copies. */
+static void blackwell_models_run_nvlink_at_hybridep_rate(void **state) {
+    (void)state;
+    const char *names[] = {"b200-8rail", "gb200-nvl72"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        scenario s;
+        scenario_defaults(&s);
+        assert_int_equal(preset_cluster(names[i], &s.cluster), 0);
+        snprintf(s.calibration, sizeof s.calibration, "%s", preset_cluster_calibration(names[i]));
+        assert_true(strstr(s.calibration, "-published.json") != NULL);
+        costmodel cm, roof = costmodel_from_cluster(&s.cluster);
+        moe_error err = {0};
+        if (costmodel_for_scenario(&s, &cm, &err)) fail_msg("%s", err.msg);
+        assert_string_equal(cm.basis, "published");
+        double nvl = cm.link[CM_LINK_NVLINK].beta_Bps / 1e9;
+        assert_true(nvl > 657.72 * 35 / 36 && nvl < 714.66 * 35 / 36);
+        assert_true(cm.link[CM_LINK_NVLINK].line_Bps == 900e9);
+        assert_true(cm.link[CM_LINK_RDMA].beta_Bps == roof.link[CM_LINK_RDMA].beta_Bps);
+        const dtype_kind dts[] = {DT_BF16, DT_FP8, DT_MXFP8};
+        for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+            assert_true(costmodel_gemm_s(&cm, 4096, 7168, 2048, dts[d]) == costmodel_gemm_s(&roof, 4096, 7168, 2048, dts[d]));
+            assert_true(costmodel_gemm_s(&cm, 16, 4096, 7168, dts[d]) == costmodel_gemm_s(&roof, 16, 4096, 7168, dts[d]));
+        }
+        assert_true(costmodel_memory_bound_s(&cm, 1e9) == costmodel_memory_bound_s(&roof, 1e9));
+        cm_attn_shape a = {.batch = 1, .heads = 128, .seq_q = 4096, .seq_k = 4096, .d_qk = 192, .d_v = 128, .causal = 1};
+        assert_true(costmodel_attention_core_s(&cm, &a, 1) == costmodel_attention_core_s(&roof, &a, 1));
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(routes_by_domain),
@@ -177,6 +213,7 @@ int main(void) {
         cmocka_unit_test(node_limit_counts_domains),
         cmocka_unit_test(plan_all_to_all_inside_a_domain),
         cmocka_unit_test(blackwell_presets_match_datasheets),
+        cmocka_unit_test(blackwell_models_run_nvlink_at_hybridep_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -264,3 +264,28 @@ for op, gbps, elt in (("dispatch", 153, 1 + 4 / 128), ("combine", 158, 2.0)):
 write("published-deepep-h800.json",
       prov("NVIDIA H800 SXM5 (8 per node, NVLink 400 GB/s bidirectional)", 132, "DeepEP V1 normal kernels, "
            "intranode EP8 (NVLink-bound): achieved NVLink rate"), pts)
+
+# HybridEP (NVIDIA's EP library, the flex dispatcher backend of the GB200 recipes) on NVLink 5: the figure
+# "Performance test on GB200 NVL36, TOPK = 8" in NVIDIA/Megatron-LM
+# docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md (images/image6.png) at
+# eb0783b6d35607ef1953eaca60b37b886b1a25d0, section 2.5: dispatch 714.66 and combine 657.72 GB/s
+# uni-directional algorithm bandwidth with 32 CUDA blocks (the recipes' moe_hybridep_num_sms = 32), EP36
+# in one NVLink domain. Algorithm bandwidth is taken as DeepEP's: the per-rank payload, own rank included,
+# over the kernel time; 35/36 of it crosses the GPU's NVLink port (the alltoall busbw factor of 36 ranks).
+# The figure does not state the payload: a per-rank payload of 4096 tokens x 8 copies x 7168 x 2 B is
+# assumed (at that size the 3.3 us latency is below 0.01% of the time). NVLink 5: 1.8 TB/s bidirectional
+# per GPU, 900 GB/s per direction (GB200 NVL72 datasheet); B200's 8-GPU NVSwitch domain has the same ports.
+HY = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md at "
+      "eb0783b6d35607ef1953eaca60b37b886b1a25d0, section 2.5 HybridEP, figure images/image6.png \"Performance test on "
+      "GB200 NVL36, TOPK = 8\", 32 CUDA blocks: %s algorithm bandwidth %.2f GB/s (uni-direction)")
+payload = 4096 * 8 * 7168 * 2
+pts = []
+for op, gbps in (("dispatch", 714.66), ("combine", 657.72)):
+    t_us = payload / (gbps * 1e9) * 1e6
+    pts.append({"kernel": "alltoall", "shape": {"size": payload, "nodes": 1, "line_GBps": 900}, "dtype": "bf16",
+                "time_us": round(t_us, 4), "bytes": payload, "flops": 0, "ranks": 36, "link": "nvlink",
+                "busbw_GBps": round(payload * 35 / 36 / (t_us * 1e-6) / 1e9, 3), "table": "hybridep-gb200-nvl36",
+                "source": HY % (op, gbps)})
+write("published-hybridep-gb200.json",
+      prov("NVIDIA GB200 NVL72 (NVLink 5, 900 GB/s per direction per GPU)", 148, "HybridEP dispatch/combine on "
+           "GB200 NVL36 with 32 CUDA blocks: achieved NVLink 5 rate"), pts)

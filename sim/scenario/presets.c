@@ -218,10 +218,12 @@ const char *preset_cluster_calibration(const char *name) {
         {"h800-8rail", "calibration/models/h800-published.json"},
         {"h100-8rail", "calibration/models/h100-published.json"},
         {"h200-8rail", "calibration/models/h200-published.json"},
-        /* no published kernel measurements for Blackwell yet: the built-in roofline of the preset's
-         * own datasheet figures, never an Hopper model's efficiencies and link rates */
-        {"b200-8rail", ""},
-        {"gb200-nvl72", ""},
+        /* Blackwell: the preset's own datasheet figures (b200-spec.json, gb200-spec.json: the built-in
+         * roofline's numbers) with NVLink 5 at HybridEP's published achieved rate (the published
+         * models; calibration/README.md), never an Hopper model's efficiencies and link rates. No
+         * published Blackwell GEMM or attention fit yet; GB300 keeps the built-in roofline. */
+        {"b200-8rail", "calibration/models/b200-published.json"},
+        {"gb200-nvl72", "calibration/models/gb200-published.json"},
         {"gb300-nvl72", ""},
     };
     for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
