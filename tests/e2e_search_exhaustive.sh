@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # e2e_search_exhaustive.sh — `simrun search` cannot miss the step-level best layout: on a small
 # cluster its pick (every layout ranked at plan level, the best K simulated at step level) is the
-# layout an exhaustive step-level sweep of every layout that fits finds fastest.
+# layout an exhaustive step-level sweep of every layout that fits finds fastest. `search --top all`
+# simulates every layout that fits: each one's step result equals the sweep's for that layout, and
+# its pick by step-level tokens/s/GPU is the sweep's best by that measure.
 #
 # Qwen3-30B-A3B on 32 H100 (4 nodes of 8), forced-balance routing, FP8 current scaling, 1024
 # sequences of 4096 tokens; 52 layouts (51 fit). Both MoE dispatchers: DeepEP's deduplicated
@@ -48,6 +50,22 @@ for d in deepep alltoall; do
     [ "$n" -ge 40 ] || fail "$d: the exhaustive sweep has $n layouts that fit, expected about 51"
     echo "$d: search picks $pick (tp.pp.ep.dp); the exhaustive step sweep of $n layouts finds $best, the plan's number $rank"
     [ "$pick" = "$best" ] || fail "$d: search picked $pick, the step-level best is $best (number $rank of the plan's ranking, top $TOP simulated)"
+
+    # --top all: every layout that fits at step level, ranked by step-level tokens/s/GPU
+    "$BIN/simrun" search "$TMP/$d.json" --top all --out "$TMP/$d-every" -j 2 > "$TMP/$d-every.txt" 2>&1 || { fail "$d: search --top all exited $?"; continue; }
+    TPS='"step.tokens_per_s_per_gpu"'
+    n_all=$(sqlite3 "$TMP/$d-every/results.db" "SELECT count(*) FROM points WHERE $TPS IS NOT NULL")
+    [ "$n_all" = "$n" ] || fail "$d: search --top all simulated $n_all layouts at step level; $n fit"
+    sqlite3 "$TMP/$d-every/results.db" "SELECT $LAYOUT, $TPS, \"step.step_time_s\" FROM points WHERE $TPS IS NOT NULL ORDER BY 1" > "$TMP/$d-every.rows"
+    sqlite3 "$TMP/$d-all/results.db" "SELECT $LAYOUT, $TPS, \"step.step_time_s\" FROM points WHERE status = 'ok' AND \"plan.fits_memory\" = 1 ORDER BY 1" > "$TMP/$d-all.rows"
+    cmp -s "$TMP/$d-every.rows" "$TMP/$d-all.rows" || fail "$d: search --top all's step results differ from the sweep's: $(diff "$TMP/$d-all.rows" "$TMP/$d-every.rows" | head -4 | tr '\n' ' ')"
+    pick_all=$(sqlite3 "$TMP/$d-every/results.db" "SELECT $LAYOUT FROM points WHERE $TPS IS NOT NULL ORDER BY $TPS DESC, id LIMIT 1")
+    best_tps=$(sqlite3 "$TMP/$d-all/results.db" "SELECT max($TPS) FROM points WHERE status = 'ok' AND \"plan.fits_memory\" = 1")
+    pick_tps=$(sqlite3 "$TMP/$d-all/results.db" "SELECT $TPS FROM points WHERE $LAYOUT = '$pick_all' AND status = 'ok'")
+    echo "$d: search --top all picks $pick_all ($pick_tps tokens/s/GPU; the sweep's best: $best_tps)"
+    [ -n "$pick_tps" ] && [ "$pick_tps" = "$best_tps" ] || fail "$d: search --top all picked $pick_all ($pick_tps tokens/s/GPU), the sweep's best is $best_tps"
+    # the table lists the simulated layouts fastest first: its first layout row is the pick
+    grep -q "simulating all $n at step level" "$TMP/$d-every.txt" || fail "$d: search --top all did not say it simulates all $n layouts"
 done
 [ $FAILS -eq 0 ] && echo "search finds the step-level best" && exit 0
 exit 1

@@ -2,7 +2,7 @@
  *
  *   simrun run SCENARIO [--levels plan,step,run] [--fidelity fast|full] [--shard I/N] [--resume]
  *                       [--reproducible] [--out DIR] [--jobs N] [--quiet]   (also: simrun SCENARIO)
- *   simrun search SCENARIO [--top K] [run options]                   (also: simrun --search SCENARIO)
+ *   simrun search SCENARIO [--top K|all] [run options]               (also: simrun --search SCENARIO)
  *   simrun a2a [SCENARIO] --ep EP [--tokens T] [--hidden H] [--topk K] [--dtype fp8|bf16] [--node-limit M]
  *   simrun merge DIR... --out DIR
  *   simrun plot DIR
@@ -76,7 +76,8 @@ static const char RUN_OPTIONS[] =
     "  -q, --quiet          no table, no progress\n";
 
 static const char SEARCH_OPTIONS[] =
-    "      --top K          simulate the best K layouts at step level (default 8)\n"
+    "      --top K|all      simulate the best K layouts at step level (default 8); all: every layout that\n"
+    "                       fits, the table ranked by step-level tokens/s/GPU\n"
     "  (and every option of `simrun run`; --levels defaults to plan,step)\n"
     "  -o, --out DIR        output folder (default: the scenario's output.dir)\n"
     "  -j, --jobs N         worker processes for the step-level simulations (default: the number of cores)\n"
@@ -218,7 +219,8 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
             break;
         case O_TOP:
             if (!search) return cli_error(p, "--top: only with `simrun search` (or --search)");
-            if (cli_int_opt(p, optarg, 1, 1000, &a->top)) return 1;
+            if (strcmp(optarg, "all") == 0) a->top = SEARCH_TOP_ALL;
+            else if (cli_int_opt(p, optarg, 1, 1000, &a->top)) return 1;
             break;
         case O_SEARCH:
             if (!search) return cli_error(p, "--search: use `simrun search SCENARIO.json`");
@@ -589,7 +591,7 @@ static int cmd_optimize(cli_parser *p, int argc, char **argv) {
 static const cli_command COMMANDS[] = {
     {"run", cmd_run, "SCENARIO.json [options]",
      "Evaluate the scenario and every point of its sweep at the plan, step and run levels.", RUN_OPTIONS},
-    {"search", cmd_search, "SCENARIO.json [--top K] [options]",
+    {"search", cmd_search, "SCENARIO.json [--top K|all] [options]",
      "Every valid tp*pp*ep*dp layout at plan level; drop what does not fit; simulate the best K at step level.",
      SEARCH_OPTIONS},
     {"a2a", cmd_a2a, "[SCENARIO.json [--point N]] --ep EP [options]",

@@ -92,6 +92,11 @@ typedef struct {
     double *recv_from;             /* per tag: start of the matching SEND */
     int stop_at;                   /* stalled rank: first op index it never issues; else STEP_NO_STALL */
     int cur[STREAM_N];
+    /* per stream: how far the deps of its head op (index dep_at) are known to be done — the first
+     * dep_k of them, the latest ending at dep_t — so that a rank woken again while its head op waits
+     * (for a member of a collective, a RECV) does not read those deps' timelines again */
+    int dep_at[STREAM_N], dep_k[STREAM_N];
+    double dep_t[STREAM_N];
     double free_t[STREAM_N];
     int arrived[STREAM_N], arr_seq[STREAM_N];   /* per stream (comm; ZeRO's data-parallel one):
                                                    arrived at its current collective */
@@ -276,14 +281,16 @@ static void advance(exec_ctx *x, int si) {
                 int i = list[r->cur[st]];
                 if (i >= r->stop_at) break;          /* stalled: never issued */
                 const program_op *op = head_op(x, r, st, i);
-                double tdep = 0;
-                int ok = 1;
-                for (int k = 0; k < op->n_deps; k++) {
+                if (r->dep_at[st] != i) { r->dep_at[st] = i; r->dep_k[st] = 0; r->dep_t[st] = 0; }
+                int k = r->dep_k[st];
+                for (; k < op->n_deps; k++) {   /* a dep's end never changes once it is known */
                     double te = dep_end(r, op->deps[k]);
-                    if (te < 0) { ok = 0; break; }
-                    if (te > tdep) tdep = te;
+                    if (te < 0) break;
+                    if (te > r->dep_t[st]) r->dep_t[st] = te;
                 }
-                if (!ok) break;
+                r->dep_k[st] = k;
+                if (k < op->n_deps) break;
+                double tdep = r->dep_t[st];
                 double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
                 double t_end, busy = 0;
                 if (op->kind == OP_COMPUTE) {
@@ -501,7 +508,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->n_ops = p->stage_n_ops[s];
         rs->mat = o->materialized ? o->materialized[r] : NULL;
         rs->list = rs->mat ? rs->mat : p->stage_ops[s];
-        for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = -1;
+        for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = rs->dep_at[st] = -1;
         rs->t = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
         step_split_begin(&rs->split);
         for (int i = 0; i < rs->n_ops; i++) rs->t[i] = (op_time){-1, -1};

@@ -201,7 +201,9 @@ static cJSON *run_definition(const sweep_run_opts *o, const scenario *base, cons
     cJSON_AddItemToObject(opt, "fidelity", o->fidelity < 0 ? cJSON_CreateString("step.fidelity")
                                                            : cJSON_CreateString(o->fidelity == FIDELITY_FULL ? "full" : "fast"));
     cJSON_AddBoolToObject(opt, "reproducible", o->reproducible);
-    cJSON_AddItemToObject(opt, "search_top", o->search ? cJSON_CreateNumber(o->top) : cJSON_CreateNull());
+    cJSON_AddItemToObject(opt, "search_top", !o->search ? cJSON_CreateNull()
+                                             : o->top == SEARCH_TOP_ALL ? cJSON_CreateString("all")
+                                                                        : cJSON_CreateNumber(o->top));
     return d;
 }
 
@@ -232,7 +234,12 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     char order[1200] = "ORDER BY id";
     long limit = 0;
     if (c->ranked) {
-        snprintf(order, sizeof order, "WHERE id < %d ORDER BY id", c->n_sim > 0 ? c->n_sim : 0);
+        /* the simulated layouts, fastest first by the step level's tokens/s/GPU when it ran (ids keep
+         * the plan's ranking) */
+        const char *tps = results_db_column_sql(db, "step.tokens_per_s_per_gpu");
+        char key[400] = "";
+        if (tps) snprintf(key, sizeof key, "coalesce(%s, 0) DESC, ", tps);
+        snprintf(order, sizeof order, "WHERE id < %d ORDER BY %sid", c->n_sim > 0 ? c->n_sim : 0, key);
     } else if (n_stored > 200) {
         char fits_q[300] = "", key[700] = "id";
         const char *fits = results_db_column_sql(db, "plan.fits_memory");
@@ -317,9 +324,12 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
         if (n < 0) { rc = err->code; goto done; }
         c.ranked = ranked;
         c.n_fit = n_fit;
-        c.n_sim = n_fit < o->top ? n_fit : o->top;
+        c.n_sim = o->top == SEARCH_TOP_ALL || n_fit < o->top ? n_fit : o->top;
         if (!c.levels) c.levels = LEVEL_PLAN | LEVEL_STEP;
-        if (!o->quiet)
+        if (!o->quiet && o->top == SEARCH_TOP_ALL)
+            fprintf(out, "search: %ld valid layouts of %d GPUs, %d fit in memory; simulating all %d%s\n", n,
+                    scn_gpus(&base), n_fit, c.n_sim, c.levels & LEVEL_STEP ? " at step level" : " [plan only]");
+        else if (!o->quiet)
             fprintf(out, "search: %ld valid layouts of %d GPUs, %d fit in memory; simulating the best %d (by plan step time)%s\n",
                     n, scn_gpus(&base), n_fit, c.n_sim, c.levels & LEVEL_STEP ? "" : " [plan only]");
         if (n_fit == 0) {

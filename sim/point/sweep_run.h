@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include "sim/base/errors.h"
 
+/* sweep_run_opts.top: simulate every layout that fits at step level (`simrun search --top all`). */
+#define SEARCH_TOP_ALL 0
+
 /* Sweeps larger than this are refused unless --max-points raises it. */
 #define SWEEP_MAX_POINTS_DEFAULT 2000000
 
@@ -25,7 +28,8 @@ typedef struct {
     int shard_i, shard_n;       /* evaluate slice shard_i of shard_n (0/1: all) */
     int resume, force, strict;
     long max_points;            /* 0: SWEEP_MAX_POINTS_DEFAULT */
-    int search, top;            /* --search: rank every valid layout, simulate the best `top` */
+    int search, top;            /* --search: rank every valid layout, simulate the best `top`
+                                   (SEARCH_TOP_ALL: every layout that fits) */
     int json;                   /* results.json at any size */
     int csv;                    /* results.csv at any size */
     int quiet;
