@@ -7,6 +7,7 @@
  *   - bias balancing pulls the hot share under the unbiased closed form and shortens the steps;
  *   - the same seed gives the same series bit for bit, and the run level replays the mean of the
  *     completed steps;
+ *   - redundant experts (EPLB) split a hot expert's pairs over its copies by the closed form;
  *   - bad drift fields exit 2 naming the file, the path, the value and the expectation. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "sim/program/routing.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simgrid/step_sim.h"
 
@@ -138,6 +140,71 @@ static void run_level_uses_the_mean(void **state) {
     assert_true(tf == 0.25);
 }
 
+/* Redundant experts (EPLB) on one EP group of 8 ranks, 16 experts (2 per rank), top-2, expert 3 (on
+ * rank 1, beside expert 2) hot at 60%, dropless. Expected loads per token: 0.6 for expert 3, 1.4 / 15
+ * = 0.093 for each other; per copy the hot expert stays above 0.093 up to 6 copies (0.6 / 6 = 0.1),
+ * so EPLB's rule gives it the first 5 extra slots: R = 4 makes 5 copies on 5 distinct ranks, each
+ * computing a fifth of its pairs (ceil or floor per source rank: within 8 pairs), and its holder
+ * keeps L / 5 + expert 2's pairs instead of L + expert 2's. */
+static void redundant_experts_split_the_hot_expert(void **state) {
+    (void)state;
+    scenario s;
+    load(&s);
+    s.routing.distribution = ROUTE_HOT;
+    s.routing.hot_expert = 3;
+    s.routing.hot_share = 0.6;
+    s.routing.drop = 0;
+    s.routing.node_limit = 0;
+    int gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    moe_error err = {0};
+    double holder[2], hot_pairs[2];
+    for (int v = 0; v < 2; v++) {
+        s.routing.redundant_experts = v ? 4 : 0;
+        routing_ctx *c = routing_ctx_create(&s, gpus, &err);
+        assert_non_null(c);
+        routing_sample rs;
+        assert_int_equal(routing_sample_init(c, &rs, &err), 0);
+        assert_int_equal(routing_draw(c, 0, 0, 0, &rs), 0);
+        double L = rs.expert_tokens[3], total = 0, pairs = 0;
+        for (int j = 0; j < 8; j++) total += rs.rank_tokens[j];
+        for (int e = 0; e < 16; e++) pairs += rs.expert_tokens[e];
+        assert_true(total == pairs);   /* replicas move pairs, never add or lose one */
+        assert_true(L > 0.55 * rs.tokens_per_rank * 8);
+        hot_pairs[v] = L;
+        holder[v] = rs.rank_tokens[1] - rs.expert_tokens[2];   /* rank 1's share of expert 3 */
+        if (!v) {
+            assert_int_equal(routing_ctx_copies(c, 3), 1);
+            assert_null(rs.slot_tokens);
+            assert_true(holder[v] == L);
+        } else {
+            assert_int_equal(routing_ctx_copies(c, 3), 5);
+            for (int e = 0; e < 16; e++) if (e != 3) assert_int_equal(routing_ctx_copies(c, e), 1);
+            int seen[8] = {0};
+            for (int k = 0; k < 5; k++) seen[routing_ctx_copy_rank(c, 3, k)]++;
+            assert_int_equal(routing_ctx_copy_rank(c, 3, 0), 1);
+            for (int j = 0; j < 8; j++) assert_true(seen[j] <= 1);   /* 5 distinct ranks */
+            assert_true(holder[v] >= L / 5 && holder[v] <= L / 5 + 8);
+            for (int k = 1; k < 5; k++) {   /* each replica a fifth too */
+                int j = routing_ctx_copy_rank(c, 3, k);
+                double own = rs.expert_tokens[2 * j] + rs.expert_tokens[2 * j + 1];
+                assert_true(fabs(rs.rank_tokens[j] - own - L / 5) <= 8);
+            }
+        }
+        routing_sample_free(&rs);
+        routing_ctx_free(c);
+    }
+    assert_true(hot_pairs[0] == hot_pairs[1]);   /* the router's choices do not depend on the copies */
+    /* the step: the hot rank's expert GEMMs shrink, and so does the step */
+    step_result a, b;
+    s.routing.redundant_experts = 0;
+    simulate(&s, &a);
+    s.routing.redundant_experts = 4;
+    simulate(&s, &b);
+    assert_true(b.step_time_s < a.step_time_s);
+    step_result_free(&a);
+    step_result_free(&b);
+}
+
 static void bad_input(const char *routing, const char *path, const char *value) {
     char text[2048];
     snprintf(text, sizeof text,
@@ -168,6 +235,8 @@ static void bad_drift_fields(void **state) {
     bad_input("{\"drift\": {\"walk_sigmaa\": 1}}", "routing.drift.walk_sigmaa", "walk_sigma");   /* did you mean */
     bad_input("{\"steps\": 4, \"distribution\": \"zipf\"}", "routing.distribution", "zipf");
     bad_input("{\"distribution\": \"hot\", \"drift\": {\"hot_peak_share\": 0.5}}", "routing.drift.hot_peak_share", "> 0");
+    bad_input("{\"redundant_experts\": -1}", "routing.redundant_experts", "-1");
+    bad_input("{\"redundant_experts\": 57}", "routing.redundant_experts", "57");   /* 8 experts x (EP 8 - 1) = 56 */
 }
 
 int main(void) {
@@ -176,6 +245,7 @@ int main(void) {
         cmocka_unit_test(hot_expert_decays),
         cmocka_unit_test(same_seed_same_series),
         cmocka_unit_test(run_level_uses_the_mean),
+        cmocka_unit_test(redundant_experts_split_the_hot_expert),
         cmocka_unit_test(bad_drift_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

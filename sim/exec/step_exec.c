@@ -53,6 +53,10 @@ double step_price_costmodel(void *ctx, const program *p, int rank, const program
         double *memo = pr->expert_s && draw * p->ep + e < pr->expert_n ? &pr->expert_s[draw * p->ep + e] : NULL;
         if (memo && *memo >= 0) return pr->slowdown * *memo;
         const double *tok = p->expert_tokens + (size_t)draw * E + (size_t)e * per;
+        if (p->slots_per_rank) {   /* redundant experts: the rank's own experts' shares and its replicas */
+            tok = p->slot_tokens + ((size_t)draw * p->ep + (size_t)e) * p->slots_per_rank;
+            per = p->slots_per_rank;
+        }
         double v = costmodel_expert_ffn_fwd_s(pr->cm, tok, per, s->model.hidden, (double)s->model.expert_hidden / p->tp,
                                               s->precision.compute);
         if (memo) *memo = v;

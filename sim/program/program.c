@@ -193,6 +193,9 @@ static void patterns_of_sample(program *p, int draw, const routing_sample *rs) {
                 if (i != j) { m->sent_bytes[i] += m->bytes[i * n + j]; m->total_bytes += m->bytes[i * n + j]; }
     }
     for (int j = 0; j < n; j++) p->recv_tokens[(size_t)draw * n + j] = rs->rank_tokens[j];
+    if (rs->slot_tokens)
+        memcpy(p->slot_tokens + (size_t)draw * n * rs->slots_per_rank, rs->slot_tokens,
+               (size_t)n * rs->slots_per_rank * sizeof(double));
     memcpy(p->expert_tokens + (size_t)draw * rs->n_experts, rs->expert_tokens, (size_t)rs->n_experts * sizeof(double));
 }
 
@@ -233,6 +236,11 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
     routing_pool *pool = routing_pool_create(ctx, per_law, laws > 1 ? ROUTING_POOL_DRAWS : 0, err);
     if (!pool) { routing_ctx_free(ctx); return err->code ? err->code : EXIT_RUNTIME; }
     p->a2a_n_nodes = routing_ctx_n_nodes(ctx);
+    if (s->routing.redundant_experts > 0) {
+        free(p->expert_copies);
+        p->expert_copies = moe_xcalloc((size_t)E, sizeof(int));
+        for (int e = 0; e < E; e++) p->expert_copies[e] = routing_ctx_copies(ctx, e);
+    }
 
     int cap = ROUTING_POOL_DRAWS + 1, n_distinct = 0;
     const routing_sample **distinct = moe_xmalloc((size_t)cap * sizeof *distinct);
@@ -261,6 +269,9 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
         p->patterns = moe_xcalloc((size_t)p->n_patterns, sizeof *p->patterns);
         p->recv_tokens = moe_xcalloc((size_t)n_distinct * n, sizeof(double));
         p->expert_tokens = moe_xcalloc((size_t)n_distinct * E, sizeof(double));
+        p->slots_per_rank = distinct[0]->slots_per_rank;
+        if (p->slots_per_rank)
+            p->slot_tokens = moe_xcalloc((size_t)n_distinct * n * p->slots_per_rank, sizeof(double));
         double cv = 0, mm = 0, gini = 0, n_uses = 0;
         for (int d = 0; d < n_distinct; d++) {
             const routing_sample *rs = distinct[d];
@@ -1045,7 +1056,7 @@ int program_build_law(const scenario *s, const routing_law *law, program **out, 
 
 static void free_routing(program *p) {
     for (int i = 0; i < p->n_patterns; i++) { free(p->patterns[i].bytes); free(p->patterns[i].node_bytes); free(p->patterns[i].sent_bytes); }
-    free(p->patterns); free(p->recv_tokens); free(p->expert_tokens);
+    free(p->patterns); free(p->recv_tokens); free(p->expert_tokens); free(p->slot_tokens);
     free(p->draw_of); free(p->step_expert_tokens); free(p->step_expert_routed);
 }
 
@@ -1054,7 +1065,7 @@ int program_redraw(program *p, const routing_law *law, moe_error *err) {
     int *old_of = moe_xmalloc((size_t)(n_old > 0 ? n_old : 1) * sizeof(int));
     if (n_old > 0) memcpy(old_of, p->draw_of, (size_t)n_old * sizeof(int));
     free_routing(p);
-    p->patterns = NULL; p->recv_tokens = p->expert_tokens = NULL; p->draw_of = NULL;
+    p->patterns = NULL; p->recv_tokens = p->expert_tokens = p->slot_tokens = NULL; p->draw_of = NULL;
     p->step_expert_tokens = p->step_expert_routed = NULL;
     p->n_patterns = 0;
     p->routed_pairs = p->dropped_pairs = 0;
@@ -1078,6 +1089,7 @@ void program_free(program *p) {
     free(p->stage_mtp_begin); free(p->stage_mtp_end);
     free(p->groups); free(p->group_members); free(p->rank_group);
     free_routing(p);
+    free(p->expert_copies);
     step_faults_free(&p->faults);
     free(p);
 }

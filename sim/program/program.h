@@ -209,6 +209,11 @@ typedef struct program {
     a2a_matrix *patterns;
     double *recv_tokens;      /* n_draws * ep: token-expert pairs each EP index receives (after drop) */
     double *expert_tokens;    /* n_draws * experts: token-expert pairs each routed expert processes */
+    /* routing.redundant_experts > 0 (routing.h, EPLB): n_draws * ep * slots_per_rank pairs of each
+     * expert slot of each EP index (its own experts, then its replicas); else NULL and 0 */
+    double *slot_tokens;
+    int slots_per_rank;
+    int *expert_copies;       /* experts: 1 + its replicas (routing.redundant_experts > 0), else NULL */
     /* statistics of the samples the step actually uses (every (MoE layer, micro-batch), weighted by
      * use): dropped pairs / routed pairs; per-all-to-all expert-load CV, max/min and Gini (the mean
      * over uses of each sample's per-expert metrics) */

@@ -8,6 +8,7 @@
 /* GSL's inline gsl_rng_get/uniform/uniform_int (gsl_rng.h): the draw loop calls them ~3M times. */
 #define HAVE_INLINE 1
 #include "sim/program/routing.h"
+#include "sim/program/routing_drift.h"
 #include "kernels/moe_capacity.h"
 #include "sim/base/alloc.h"
 #include "sim/base/json_read.h"
@@ -47,6 +48,13 @@ struct routing_ctx {
     int *expert_rank;      /* [E] */
     int *expert_node;      /* [E] node index */
     int *expert_group;     /* [E] */
+    /* redundant experts (routing.redundant_experts, EPLB): expert e's pairs from each source rank
+     * go round-robin over its slot_count[e] slots, slot_rank[slot_first[e] + r] (r = 0: its own) */
+    int n_redundant;
+    int slots_per_rank;    /* experts_per_rank + the most replicas one rank holds */
+    int *slot_first, *slot_count;   /* [E] */
+    int *slot_rank;        /* [E + n_redundant] */
+    int *slot_index;       /* [E + n_redundant] the slot's position in its rank's slots_per_rank */
     /* constraints */
     int groups_on, topk_groups, n_groups;
     int nodes_on, node_limit;
@@ -357,6 +365,71 @@ int routing_check_tokens(const scenario *s, long long tokens_per_rank, moe_error
                            "model.top_k x layout.ep at most 2^28 (here %s)", s->layout.micro_batch, why);
 }
 
+/* ---- context: redundant experts (EPLB; see routing.h) ----------------------------------------------- */
+typedef struct { double w; int e, r; } replica;
+
+static int by_weight(const void *a, const void *b) {
+    const replica *x = a, *y = b;
+    if (x->w != y->w) return x->w > y->w ? -1 : 1;
+    return x->e != y->e ? x->e - y->e : x->r - y->r;
+}
+
+static int build_replicas(routing_ctx *c, int R, moe_error *err) {
+    int E = c->E, n = c->n, epr = c->experts_per_rank, extra = (R + n - 1) / n;
+    c->n_redundant = R;
+    c->slots_per_rank = epr + extra;
+    c->slot_first = moe_xcalloc((size_t)E, sizeof(int));
+    c->slot_count = moe_xcalloc((size_t)E, sizeof(int));
+    c->slot_rank = moe_xcalloc((size_t)(E + R), sizeof(int));
+    c->slot_index = moe_xcalloc((size_t)(E + R), sizeof(int));
+    double *load = moe_xcalloc((size_t)E, sizeof(double)), *rank_load = moe_xcalloc((size_t)n, sizeof(double));
+    int *used = moe_xcalloc((size_t)n, sizeof(int));
+    replica *reps = moe_xcalloc((size_t)R, sizeof *reps);
+    /* the law's expected loads: the hot share, the (law 0) popularities elsewhere */
+    routing_law law = {.hot_share = c->dist == ROUTE_HOT ? c->hot_share : 0, .hot_expert = c->hot_expert,
+                       .weights = c->weights};
+    drift_expected_load(&law, E, c->K, load);
+    /* EPLB's replicate_experts: each extra slot to the expert with the most load per copy */
+    for (int e = 0; e < E; e++) c->slot_count[e] = 1;
+    for (int k = 0; k < R; k++) {
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (c->slot_count[e] < n && (best < 0 || load[e] / c->slot_count[e] > load[best] / c->slot_count[best]))
+                best = e;
+        c->slot_count[best]++;
+    }
+    int at = 0, nr = 0;
+    for (int e = 0; e < E; e++) {
+        c->slot_first[e] = at;
+        c->slot_rank[at] = c->expert_rank[e];
+        c->slot_index[at] = e % epr;
+        rank_load[c->expert_rank[e]] += load[e] / c->slot_count[e];
+        for (int r = 1; r < c->slot_count[e]; r++) reps[nr++] = (replica){load[e] / c->slot_count[e], e, r};
+        at += c->slot_count[e];
+    }
+    /* EPLB's balanced packing of the replicas: heaviest first, onto the least loaded rank with a free
+     * extra slot that does not hold the expert yet (failing that, any with a free slot) */
+    qsort(reps, (size_t)nr, sizeof *reps, by_weight);
+    for (int k = 0; k < nr; k++) {
+        int e = reps[k].e, pick = -1, any = -1;
+        for (int j = 0; j < n; j++) {
+            if (used[j] == extra) continue;
+            int holds = 0;
+            for (int r = 0; r < reps[k].r; r++) holds |= c->slot_rank[c->slot_first[e] + r] == j;
+            if (any < 0 || rank_load[j] < rank_load[any]) any = j;
+            if (!holds && (pick < 0 || rank_load[j] < rank_load[pick])) pick = j;
+        }
+        if (pick < 0) pick = any;
+        int slot = c->slot_first[e] + reps[k].r;
+        c->slot_rank[slot] = pick;
+        c->slot_index[slot] = epr + used[pick]++;
+        rank_load[pick] += reps[k].w;
+    }
+    free(load); free(rank_load); free(used); free(reps);
+    (void)err;
+    return 0;
+}
+
 routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, const routing_opts *opts,
                                      moe_error *err) {
     long long tpr64 = opts && opts->tokens_per_rank > 0
@@ -414,6 +487,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     }
     if (build_laws(c, s, law, err)) goto fail;
     uniform_below_init(c, c->dist == ROUTE_HOT ? c->E - 1 : c->E);
+    if (s->routing.redundant_experts > 0 && build_replicas(c, s->routing.redundant_experts, err)) goto fail;
     return c;
 fail:
     routing_ctx_free(c);
@@ -436,9 +510,14 @@ void routing_ctx_free(routing_ctx *c) {
     free(c->expert_rank);
     free(c->expert_node);
     free(c->expert_group);
+    free(c->slot_first); free(c->slot_count); free(c->slot_rank); free(c->slot_index);
     free(c);
 }
 
+int routing_ctx_copies(const routing_ctx *c, int expert) { return c->n_redundant ? c->slot_count[expert] : 1; }
+int routing_ctx_copy_rank(const routing_ctx *c, int expert, int copy) {
+    return c->n_redundant ? c->slot_rank[c->slot_first[expert] + copy] : c->expert_rank[expert];
+}
 int routing_ctx_ranks(const routing_ctx *c) { return c->n; }
 int routing_ctx_tokens_per_rank(const routing_ctx *c) { return c->tokens_per_rank; }
 int routing_ctx_n_nodes(const routing_ctx *c) { return c->n_nodes; }
@@ -501,6 +580,7 @@ void routing_sample_free(routing_sample *s) {
     if (!s) return;
     free(s->expert_tokens);
     free(s->rank_tokens);
+    free(s->slot_tokens);
     free(s->dispatch_tokens);
     free(s->dispatch_bytes);
     free(s->combine_bytes);
@@ -523,6 +603,8 @@ int routing_sample_init(const routing_ctx *c, routing_sample *s, moe_error *err)
     s->capacity = c->capacity;
     s->expert_tokens = moe_xcalloc((size_t)c->E, sizeof(double));
     s->rank_tokens = moe_xcalloc(n, sizeof(double));
+    s->slots_per_rank = c->n_redundant ? c->slots_per_rank : 0;
+    if (c->n_redundant) s->slot_tokens = moe_xcalloc(n * (size_t)c->slots_per_rank, sizeof(double));
     s->dispatch_tokens = moe_xcalloc(n * n, sizeof(double));
     s->dispatch_bytes = moe_xcalloc(n * n, sizeof(double));
     s->combine_bytes = moe_xcalloc(n * n, sizeof(double));
@@ -735,9 +817,9 @@ static inline __attribute__((always_inline)) void account_token(const routing_ct
             }
             x->over++;
         }
+        int j = c->n_redundant ? c->slot_rank[c->slot_first[ex] + load[ex] % c->slot_count[ex]] : c->expert_rank[ex];
         load[ex]++;
         if (rec) rec[k] = ex;
-        int j = c->expert_rank[ex];
         int nd = c->rank_node[j];
         if (!c->dedup) {                         /* alltoall: every pair is a copy of its own */
             pairs[j]++;
@@ -760,11 +842,24 @@ static void finish(const routing_ctx *c, const routing_scratch *x, routing_sampl
     int n = c->n, nn = c->n_nodes;
     double db = c->hidden * c->dispatch_dtype_bytes, cb = c->hidden * c->combine_dtype_bytes;
     for (int i = 0; i < n; i++) s->rank_tokens[i] = 0.0;
+    if (s->slot_tokens) memset(s->slot_tokens, 0, (size_t)n * c->slots_per_rank * sizeof *s->slot_tokens);
     for (int e = 0; e < c->E; e++) {
         int64_t kept = 0;
         for (int i = 0; i < n; i++) kept += x->load[(size_t)i * c->E + e];
         s->expert_tokens[e] = (double)kept;
-        s->rank_tokens[c->expert_rank[e]] += (double)kept;
+        if (!c->n_redundant) { s->rank_tokens[c->expert_rank[e]] += (double)kept; continue; }
+        /* the q-th pair of source rank i went to slot q mod count: slot r took ceil((k - r) / count) */
+        int cnt = c->slot_count[e];
+        for (int r = 0; r < cnt; r++) {
+            int64_t got = 0;
+            for (int i = 0; i < n; i++) {
+                int64_t k = x->load[(size_t)i * c->E + e];
+                got += k > r ? (k - r + cnt - 1) / cnt : 0;
+            }
+            int slot = c->slot_first[e] + r, j = c->slot_rank[slot];
+            s->rank_tokens[j] += (double)got;
+            s->slot_tokens[(size_t)j * c->slots_per_rank + c->slot_index[slot]] = (double)got;
+        }
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {

@@ -53,6 +53,21 @@
  * Placement: experts map to EP ranks contiguously (E/ep per rank: rank = e / (E/ep)); EP rank i is
  * global GPU group_gpus[i], on node group_gpus[i] / gpus_per_node.
  *
+ * Redundant experts (routing.redundant_experts R > 0; DeepSeek's EPLB, github deepseek-ai/EPLB, and
+ * the DeepSeek-V3 report's redundant experts, section 3.4): R extra expert slots per EP group hold
+ * replicas of the most loaded experts, and an expert's tokens are split over its copies. Which
+ * experts: EPLB's replicate rule (eplb.py, replicate_experts): each extra slot goes to the expert
+ * with the largest expected load per copy, load / copies (ties: the lowest id), the expected loads
+ * being the law's (routing_drift.h's drift_expected_load: the hot share, popularity elsewhere).
+ * Where: EPLB's balanced packing applied to the replicas (the experts' own slots stay contiguous):
+ * by decreasing load per copy, each replica goes to the least loaded rank that does not hold that
+ * expert yet and has a free extra slot (ceil(R / ep) per rank). Split: the q-th pair a source rank
+ * sends expert e goes to copy q mod copies, so each copy computes ceil or floor of 1/copies of every
+ * source rank's pairs: a hot expert of load L with r replicas leaves L / (1 + r) on its holder.
+ * Not modelled: the replicas' weights (memory, gradient sync) and the rebalancing itself (the law's
+ * expected load is known at every step: an oracle EPLB); capacity and node-limited routing count
+ * the logical expert (a replica on another node may take a token past its node limit).
+ *
  * Capacity (routing.capacity_factor C > 0): the rule of kernels/moe_capacity.h, shared with the
  * kernels' dispatch layout and live mode. Every source rank applies it to its own tokens: expert e
  * accepts from EP rank i at most
@@ -157,6 +172,10 @@ typedef struct {
 
     double *expert_tokens;        /* [n_experts] */
     double *rank_tokens;          /* [n_ranks] */
+    /* routing.redundant_experts > 0: pairs each expert slot of each rank computes, [n_ranks *
+     * slots_per_rank] (the rank's own experts first, then its replicas, 0-padded); else NULL, 0 */
+    double *slot_tokens;
+    int slots_per_rank;
     double *dispatch_tokens;      /* [n_ranks * n_ranks] */
     double *dispatch_bytes;       /* [n_ranks * n_ranks] */
     double *combine_bytes;        /* [n_ranks * n_ranks] */
@@ -192,6 +211,9 @@ int routing_trace_from_json(const char *path, const struct cJSON *root, int E, i
                             int *n_laws, moe_error *err);
 
 int routing_ctx_ranks(const routing_ctx *ctx);
+/* Redundant experts: the copies of `expert` (1 + its replicas) and the EP rank of copy c (0: its own). */
+int routing_ctx_copies(const routing_ctx *ctx, int expert);
+int routing_ctx_copy_rank(const routing_ctx *ctx, int expert, int copy);
 int routing_ctx_tokens_per_rank(const routing_ctx *ctx);
 
 /* The largest step the routing model draws: tokens_per_rank x top_k x ep token-expert choices per

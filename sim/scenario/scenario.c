@@ -409,6 +409,11 @@ static int check_routing(const scenario *s, moe_error *err) {
             return bad_int(s, err, "model.top_k", s->model.top_k,
                            "top_k <= experts - 1 for a hot expert (tokens without it pick among the others)");
     }
+    if ((long long)r->redundant_experts > (long long)s->model.experts * (s->layout.ep - 1)) {
+        snprintf(exp, sizeof exp, "0 to model.experts x (layout.ep - 1) = %lld extra expert slots (one copy of an "
+                 "expert per EP rank at most)", (long long)s->model.experts * (s->layout.ep - 1));
+        return bad_int(s, err, "routing.redundant_experts", r->redundant_experts, exp);
+    }
     int domains = scn_gpus(s) / scn_domain_gpus(&s->cluster);
     if (r->node_limit > domains) {
         if (scn_domain_gpus(&s->cluster) == s->cluster.gpus_per_node)

@@ -172,6 +172,7 @@ typedef struct {
     int drop;                /* bool: drop tokens over capacity (else dropless) */
     char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
     dispatcher_kind dispatcher;
+    int redundant_experts;   /* extra expert slots per EP group holding replicas of hot experts (EPLB) */
     int steps;               /* consecutive steps simulated at the step level (1: one step) */
     routing_drift_cfg drift;
 } routing_cfg;

@@ -292,6 +292,11 @@ const scn_field scn_fields[] = {
            "copy per destination node, fanned out over NVLink; alltoall permutes the tokens by expert and sends every "
            "token-expert pair on its own through an NCCL all-to-all (no deduplication)",
            "Megatron-LM --moe-token-dispatcher-type flex (--moe-flex-dispatcher-backend deepep / hybridep) or alltoall"),
+    F_INT("routing.redundant_experts", routing.redundant_experts, 0, 1 << 20, "expert slots",
+          "redundant experts (DeepSeek's EPLB): extra expert slots per EP group, each holding a replica of the expert with "
+          "the most expected load per copy (EPLB's replicate rule), packed onto the least loaded ranks; a replicated "
+          "expert's tokens are split evenly over its copies. Replica weights (memory, gradient sync) are not counted",
+          "github deepseek-ai/EPLB (eplb.py: replicate_experts, balanced_packing); " DSV3_REPORT ", section 3.4 (redundant experts)"),
     F_INT("routing.steps", routing.steps, 1, 100000, "steps",
           "consecutive training steps the step level simulates, the routing law drifting between them (routing.drift.*: "
           "popularity walk, a hot expert that appears and decays, bias balancing); results add step.steps (p50/p95/max and "

@@ -299,6 +299,19 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(rt, "samples", p->n_draws);
         cJSON_AddNumberToObject(rt, "routed_pairs", (double)p->routed_pairs);
         cJSON_AddNumberToObject(rt, "dropped_pairs", (double)p->dropped_pairs);
+        if (p->expert_copies) {   /* routing.redundant_experts: which experts EPLB replicated */
+            cJSON *rep = cJSON_AddObjectToObject(rt, "redundant_experts");
+            cJSON_AddNumberToObject(rep, "slots", s->routing.redundant_experts);
+            cJSON_AddNumberToObject(rep, "rank_load_max_mean", p->rank_load_max_mean);
+            cJSON *cp = cJSON_AddArrayToObject(rep, "copies");
+            for (int e = 0; e < s->model.experts; e++) {
+                if (p->expert_copies[e] < 2) continue;
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddNumberToObject(o, "expert", e);
+                cJSON_AddNumberToObject(o, "copies", p->expert_copies[e]);
+                cJSON_AddItemToArray(cp, o);
+            }
+        }
         sg_comm_stats cs = sg_comm_get_stats(&comm);
         /* counts only (deterministic): wall times would break byte-identical results.json */
         cJSON *ct = cJSON_AddObjectToObject(bd, "comm_patterns");
