@@ -66,6 +66,21 @@ for d in deepep alltoall; do
     [ -n "$pick_tps" ] && [ "$pick_tps" = "$best_tps" ] || fail "$d: search --top all picked $pick_all ($pick_tps tokens/s/GPU), the sweep's best is $best_tps"
     # the table lists the simulated layouts fastest first: its first layout row is the pick
     grep -q "simulating all $n at step level" "$TMP/$d-every.txt" || fail "$d: search --top all did not say it simulates all $n layouts"
+    first=$(awk '$1 == 1 && $3 ~ /^tp=/ { print $3 "." $4 "." $5 "." $6; exit }' "$TMP/$d-every.txt" | sed 's/[a-z]*=//g')
+    [ "$first" = "$pick_all" ] || fail "$d: the table's first layout is '$first', the pick by tokens/s/GPU $pick_all"
 done
+# A layout the plan accepts but the step level cannot run (DualPipe with pp = 1: no two opposite
+# pipelines) is a candidate out of the search, stored infeasible with the step's reason; the search
+# still succeeds and simulates every other layout that fits.
+sed 's/"1f1b"/"dualpipe"/' "$TMP/deepep.json" > "$TMP/dualpipe.json"
+"$BIN/simrun" search "$TMP/dualpipe.json" --top all --out "$TMP/dualpipe" -q -j 2 || fail "dualpipe: search --top all exited $?"
+DB="$TMP/dualpipe/results.db"
+odd=$(sqlite3 "$DB" "SELECT count(*) FROM points WHERE \"plan.fits_memory\" = 1 AND \"sweep.layout.pp\" % 2 = 1")
+refused=$(sqlite3 "$DB" "SELECT count(*) FROM points WHERE status = 'infeasible' AND reason LIKE 'the step level cannot run this layout:%even pp for DualPipe%'")
+fit=$(sqlite3 "$DB" "SELECT count(*) FROM points WHERE \"plan.fits_memory\" = 1")
+stepped=$(sqlite3 "$DB" "SELECT count(*) FROM points WHERE status = 'ok' AND \"step.step_time_s\" IS NOT NULL")
+echo "dualpipe: $fit layouts fit, $refused refused by the step level (odd pp: $odd), $stepped simulated"
+[ "$odd" -gt 0 ] && [ "$refused" = "$odd" ] || fail "dualpipe: $refused layouts refused by the step level; $odd that fit have an odd pp"
+[ "$stepped" = $((fit - odd)) ] || fail "dualpipe: $stepped layouts simulated; expected $fit - $odd"
 [ $FAILS -eq 0 ] && echo "search finds the step-level best" && exit 0
 exit 1

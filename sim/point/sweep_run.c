@@ -11,6 +11,7 @@
 #include "sim/base/fileio.h"
 #include "sim/plan/layout_rank.h"
 #include "sim/point/point_eval.h"
+#include "sim/program/program.h"
 #include "sim/report/plots.h"
 #include "sim/report/point_pool.h"
 #include "sim/report/report_table.h"
@@ -111,6 +112,16 @@ static void eval_fn(long id, void *vctx, record_buf *out) {
     point_opts po = {.levels = c->levels ? c->levels : s.output.levels, .reproducible = c->reproducible,
                      .omit_scenario = 1, .progress = step_progress};
     if (c->ranked) po.levels = id < c->n_sim ? (po.levels | LEVEL_PLAN) : LEVEL_PLAN;
+    /* a searched layout the step level cannot run (program_check: a rule of the step program the
+     * scenario's validation does not make, e.g. DualPipe's even pp) is a candidate out, not bad input */
+    char refused[sizeof e.msg] = "";
+    if (c->ranked && (po.levels & LEVEL_STEP)) {
+        moe_error ce = {0};
+        if (program_check(&s, &ce) == EXIT_BADINPUT) {
+            snprintf(refused, sizeof refused, "%s", ce.msg);
+            po.levels &= ~LEVEL_STEP;
+        }
+    }
     char trace[4200];
     if (s.output.trace && (po.levels & LEVEL_STEP)) {
         if (c->single) {
@@ -143,6 +154,11 @@ static void eval_fn(long id, void *vctx, record_buf *out) {
         snprintf(reason, sizeof reason, "does not fit in GPU memory: plan.memory_GiB.total = %.1f GiB on the most loaded "
                  "GPU; expected at most cluster.gpu.mem_GiB = %g (the search simulates only layouts that fit)",
                  cJSON_IsNumber(mem) ? mem->valuedouble : 0.0, s.cluster.gpu.mem_GiB);
+        record_encode(out, RECORD_INFEASIBLE, reason, patch_text, pt);
+    } else if (refused[0]) {
+        char reason[sizeof refused + 100];
+        snprintf(reason, sizeof reason, "the step level cannot run this layout: %s (the search simulates only layouts "
+                 "it can run)", refused);
         record_encode(out, RECORD_INFEASIBLE, reason, patch_text, pt);
     } else {
         record_encode(out, RECORD_OK, NULL, patch_text, pt);
@@ -234,12 +250,8 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     char order[1200] = "ORDER BY id";
     long limit = 0;
     if (c->ranked) {
-        /* the simulated layouts, fastest first by the step level's tokens/s/GPU when it ran (ids keep
-         * the plan's ranking) */
-        const char *tps = results_db_column_sql(db, "step.tokens_per_s_per_gpu");
-        char key[400] = "";
-        if (tps) snprintf(key, sizeof key, "coalesce(%s, 0) DESC, ", tps);
-        snprintf(order, sizeof order, "WHERE id < %d ORDER BY %sid", c->n_sim > 0 ? c->n_sim : 0, key);
+        /* the simulated layouts (the table ranks them by tokens/s/GPU; ids keep the plan's rank) */
+        snprintf(order, sizeof order, "WHERE id < %d AND status = 'ok' ORDER BY id", c->n_sim > 0 ? c->n_sim : 0);
     } else if (n_stored > 200) {
         char fits_q[300] = "", key[700] = "id";
         const char *fits = results_db_column_sql(db, "plan.fits_memory");
@@ -258,7 +270,8 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     cJSON *all = n_stored <= RESULTS_JSON_MAX_POINTS && (limit || c->ranked) ? results_db_document(db, NULL, 0, err) : NULL;
     print_results_warnings(stderr, all ? all : doc, 20);
     cJSON_Delete(all);
-    print_results_table(out, doc);
+    if (c->ranked) print_results_table_by_tokens(out, doc);
+    else print_results_table(out, doc);
     if (limit) fprintf(out, "(the best %ld of %ld points; all of them are in results.db)\n", limit, n_stored);
     cJSON_Delete(doc);
     return 0;

@@ -956,8 +956,8 @@ static void count_model_flops(program *p) {
 /* ---- build -------------------------------------------------------------------------------------------------- */
 int program_build(const scenario *s, program **out, moe_error *err) { return program_build_law(s, NULL, out, err); }
 
-int program_build_law(const scenario *s, const routing_law *law, program **out, moe_error *err) {
-    *out = NULL;
+/* What a scenario must satisfy for its step program to exist (program_check); fills the schedule. */
+static int build_checks(const scenario *s, schedule_spec *out_sp, moe_error *err) {
     const layout_cfg *L = &s->layout;
     int gpus = scn_gpus(s), etp = scn_etp(s), cp = scn_cp(s);
     if (etp * L->pp * L->ep * L->dp != gpus || (gpus / L->pp) % (L->tp * cp) != 0) {
@@ -989,6 +989,23 @@ int program_build_law(const scenario *s, const routing_law *law, program **out, 
         char v[32]; snprintf(v, sizeof v, "%d", s->model.layers);
         return moe_error_input(err, s->file, "model.layers", v, "at least one layer per model stage (%d)", n_ms);
     }
+    if (routing_check_tokens(s, (long long)L->micro_batch * s->model.seq_len / cp, err)) return err->code;
+    *out_sp = sp;
+    return 0;
+}
+
+int program_check(const scenario *s, moe_error *err) {
+    schedule_spec sp;
+    return build_checks(s, &sp, err);
+}
+
+int program_build_law(const scenario *s, const routing_law *law, program **out, moe_error *err) {
+    *out = NULL;
+    const layout_cfg *L = &s->layout;
+    int gpus = scn_gpus(s), etp = scn_etp(s), cp = scn_cp(s);
+    schedule_spec sp;
+    if (build_checks(s, &sp, err)) return err->code;
+    int n_ms = schedule_n_model_stages(&sp);
     pl_layout pl;
     if (pipeline_layout_build(s, &pl, err) || pl.n != n_ms) {
         pipeline_layout_free(&pl);
@@ -1004,10 +1021,6 @@ int program_build_law(const scenario *s, const routing_law *law, program **out, 
     p->micro_batches = sp.m;
     p->n_ranks = gpus;
     long long tokens_per_mb = (long long)L->micro_batch * s->model.seq_len / cp;
-    if (routing_check_tokens(s, tokens_per_mb, err)) {
-        program_free(p);
-        return err->code;
-    }
     p->tokens_per_mb = (int)tokens_per_mb;
     p->routed_tokens = (int)(tokens_per_mb * etp / L->tp);
     /* tags: the pipeline's (micro-batch, sending model stage, direction), then the CP ring's

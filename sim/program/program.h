@@ -242,6 +242,10 @@ typedef struct program {
  * success; on bad layout/schedule combinations (e.g. DualPipe with an odd pp) or a stall the program
  * never reaches fills err (EXIT_BADINPUT) and returns non-zero. */
 int program_build(const scenario *s, program **out, moe_error *err);
+/* What program_build checks before building anything (the layout's product and folding, EP dividing
+ * the experts, the schedule's constraints, layers per model stage, tokens per rank): 0 when the step
+ * level can run `s`, else EXIT_BADINPUT with err saying why. Cheap: for callers that pick layouts. */
+int program_check(const scenario *s, moe_error *err);
 /* The same with a drifting step's routing law (routing_drift.h) instead of the scenario's. */
 int program_build_law(const scenario *s, const routing_law *law, program **out, moe_error *err);
 /* Redraw only the routing of a built program under `law` (the next step of a drifting run): its

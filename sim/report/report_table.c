@@ -21,7 +21,8 @@ static double num(const cJSON *obj, const char *path) {
 
 typedef struct {
     const cJSON *pt;
-    double key;   /* ranking key: step time, infinite when it does not fit */
+    double key;   /* ranking key, lowest first (step time, or minus tokens/s/GPU); infinite when it
+                     does not fit */
 } row;
 
 static int by_key(const void *a, const void *b) {
@@ -54,7 +55,7 @@ static void point_label(const cJSON *p, char *label, size_t cap) {
 
 #define LABEL_CAP 512
 
-void print_results_table(FILE *out, const cJSON *doc) {
+static void table(FILE *out, const cJSON *doc, int by_tokens) {
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
     int n = cJSON_GetArraySize(points);
     if (n == 0) { fprintf(out, "(no points)\n"); return; }
@@ -62,8 +63,13 @@ void print_results_table(FILE *out, const cJSON *doc) {
     int i = 0, ranked = n > 1, width = 28;
     char label[LABEL_CAP];
     for (const cJSON *p = points->child; p; p = p->next, i++) {
-        double st = num(p, "step.step_time_s");
-        if (isnan(st)) st = num(p, "plan.step_time_s");
+        const char *level = by_tokens ? "tokens_per_s_per_gpu" : "step_time_s";
+        char path[64];
+        snprintf(path, sizeof path, "step.%s", level);
+        double st = num(p, path);
+        snprintf(path, sizeof path, "plan.%s", level);
+        if (isnan(st)) st = num(p, path);
+        if (by_tokens) st = -st;
         double fits = num(p, "plan.fits_memory");
         rows[i].pt = p;
         rows[i].key = (fits == 0 || isnan(st)) ? INFINITY : st;
@@ -122,6 +128,9 @@ void print_results_table(FILE *out, const cJSON *doc) {
     }
     free(rows);
 }
+
+void print_results_table(FILE *out, const cJSON *doc) { table(out, doc, 0); }
+void print_results_table_by_tokens(FILE *out, const cJSON *doc) { table(out, doc, 1); }
 
 static const char *const LEVELS[] = {"plan", "step", "run"};
 

@@ -10,6 +10,9 @@ struct cJSON;
 /* One row per point; when points differ in layout, rows are ranked by step time (the step level's
  * when present, else the plan's), points that do not fit in memory last. */
 void print_results_table(FILE *out, const struct cJSON *doc);
+/* The same table ranked by tokens/s/GPU, highest first (the step level's when present, else the
+ * plan's): work done per second, which a faster step that drops more tokens does not win. */
+void print_results_table_by_tokens(FILE *out, const struct cJSON *doc);
 
 /* Every level's warnings of every point ("warning: point 3 (interval_min=5) run: ..."), at most
  * max_lines of them and then how many more; returns the total. */
