@@ -216,11 +216,8 @@ static int advance(strict *st, int stop_at_number) {
     return 0;
 }
 
-static int check_number(strict *st, const cJSON *node) {
-    if (advance(st, 1)) return EXIT_BADINPUT;
-    size_t start = st->pos;
-    while (st->pos < st->len && is_number_char(st->text[st->pos])) st->pos++;
-    size_t n = st->pos - start;
+/* The message is built only for a bad number: every number of every input passes through here. */
+static int bad_number(strict *st, size_t start, size_t n, const char *expected) {
     char tok[72];
     snprintf(tok, sizeof tok, "%.*s%s", n > 60 ? 60 : (int)n, st->text + start, n > 60 ? "..." : "");
     const char *path = st->path[0] ? st->path : NULL;
@@ -231,13 +228,20 @@ static int check_number(strict *st, const cJSON *node) {
         snprintf(where, sizeof where, "line %d, column %d", line, col);
         path = where;
     }
+    return moe_error_input(st->err, st->file, path, tok, "%s", expected);
+}
+
+static int check_number(strict *st, const cJSON *node) {
+    if (advance(st, 1)) return EXIT_BADINPUT;
+    size_t start = st->pos;
+    while (st->pos < st->len && is_number_char(st->text[st->pos])) st->pos++;
+    size_t n = st->pos - start;
     if (!number_ok(st->text + start, n))
-        return moe_error_input(st->err, st->file, path, tok,
-                               "a JSON number: digits on both sides of '.', no leading zeros, no '+' "
-                               "(write 1, 1.0 or 0.5, not 01, 1. or .5)");
+        return bad_number(st, start, n,
+                          "a JSON number: digits on both sides of '.', no leading zeros, no '+' "
+                          "(write 1, 1.0 or 0.5, not 01, 1. or .5)");
     if (!isfinite(node->valuedouble))
-        return moe_error_input(st->err, st->file, path, tok,
-                               "a finite number (this one is beyond the range of a double, about 1.8e308)");
+        return bad_number(st, start, n, "a finite number (this one is beyond the range of a double, about 1.8e308)");
     return 0;
 }
 
@@ -278,6 +282,16 @@ static int check_keys_unique(strict *st, const cJSON *obj) {
     return dup ? duplicate_key(st, dup) : 0;
 }
 
+/* path[keep..] = ".key" (or "key" at the top), cut at the buffer's end as snprintf would cut it. */
+static void path_append_key(char *path, size_t cap, size_t keep, const char *key) {
+    size_t at = keep;
+    if (keep && at + 1 < cap) path[at++] = '.';
+    size_t n = strlen(key);
+    if (n > cap - 1 - at) n = cap - 1 - at;
+    memcpy(path + at, key, n);
+    path[at + n] = '\0';
+}
+
 static int walk(strict *st, const cJSON *node) {
     if (cJSON_IsNumber(node)) return check_number(st, node);
     if (!cJSON_IsArray(node) && !cJSON_IsObject(node)) return 0;
@@ -285,11 +299,10 @@ static int walk(strict *st, const cJSON *node) {
     size_t keep = strlen(st->path);
     int i = 0;
     for (const cJSON *c = node->child; c; c = c->next, i++) {
-        size_t room = sizeof st->path - keep;
         if (cJSON_IsObject(node))
-            snprintf(st->path + keep, room, "%s%s", keep ? "." : "", c->string);
+            path_append_key(st->path, sizeof st->path, keep, c->string);
         else
-            snprintf(st->path + keep, room, "[%d]", i);
+            snprintf(st->path + keep, sizeof st->path - keep, "[%d]", i);
         int rc = walk(st, c);
         st->path[keep] = '\0';
         if (rc) return rc;

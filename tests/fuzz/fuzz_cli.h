@@ -29,7 +29,7 @@ static const char *const fuzz_cli_fixtures[][2] = {
     {"trace.json", "tests/data/traces/healthy-pp8.json"},
     {"hang.json", "tests/data/traces/hang-ep.json"},
     {"nccl.log", "tests/data/nccl/h800-8gpu-alltoall_perf.log"},
-    {"calib.json", "calibration/traces/nccl-samples-h800.json"},
+    {"calib.json", "tests/fuzz/fixtures/calib.json"}, /* small: 18 points, one fit of each kind */
     {"model.json", "calibration/models/h800-published.json"},
     {"fail.csv", "tests/data/failures/mixed_log.csv"},
     {"bad.json", "tests/data/bad/duplicate_key.json"},
