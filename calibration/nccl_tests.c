@@ -48,6 +48,30 @@ static int parse_double(const char *s, double *out) {
     return 0;
 }
 
+/* nccl-tests' "# nThread T nGpus G ..." line: s when it is one with T, G >= 1 and T x G ranks at most
+ * NT_MAX_RANKS (then *nthread, *ngpus set), the bad number when a count is out of range (strtol, not
+ * sscanf's %d, whose overflow is undefined), NULL when it is another line. */
+#define NT_MAX_RANKS (1 << 20)
+static const char *layout_line(const char *s, int *nthread, int *ngpus) {
+    const char *p = s + strspn(s, "# \t");
+    if (p == s || strncmp(p, "nThread", 7) != 0) return NULL;
+    char *end;
+    errno = 0;
+    long t = strtol(p + 7, &end, 10);
+    if (end == p + 7) return NULL;
+    const char *bad_t = p + 7 + strspn(p + 7, " \t");
+    if (errno || t < 1 || t > NT_MAX_RANKS) return bad_t;
+    p = end + strspn(end, " \t");
+    if (strncmp(p, "nGpus", 5) != 0) return NULL;
+    errno = 0;
+    long g = strtol(p + 5, &end, 10);
+    if (end == p + 5) return NULL;
+    if (errno || g < 1 || g > NT_MAX_RANKS / t) return p + 5 + strspn(p + 5, " \t");
+    *nthread = (int)t;
+    *ngpus = (int)g;
+    return s;
+}
+
 /* Op from "alltoall_perf" / a path like ".../h800-alltoall_perf.log". Longest match wins, so that
  * "reduce_scatter" is not read as "reduce". */
 static const char *op_from_text(const char *s) {
@@ -177,18 +201,21 @@ int nccl_tests_parse(const char *file_label, const char *text, nt_log *out, moe_
         while (*s == ' ' || *s == '\t') s++;
         if (*s == '#') {
             const char *v;
-            int a, b;
             if ((v = strstr(s, "Collective test starting:"))) {
                 op = op_from_text(v);
                 if (!op) rc = fail(&c, lineno, v + 25, "a known nccl-tests binary (all_reduce_perf, "
                                    "alltoall_perf, sendrecv_perf, all_gather_perf, ...)");
             } else if ((v = strstr(s, "nccl-library="))) {
-                int ver = atoi(v + 13);
-                if (ver > 0) snprintf(out->nccl_version, sizeof out->nccl_version, "%d.%d.%d",
+                long ver = strtol(v + 13, NULL, 10); /* NCCL's code, 21805 = 2.18.5 (atoi's overflow is undefined) */
+                if (ver > 0 && ver < 1000000) snprintf(out->nccl_version, sizeof out->nccl_version, "%ld.%ld.%ld",
                                       ver / 10000, (ver / 100) % 100, ver % 100);
-            } else if (sscanf(s, "# nThread %d nGpus %d", &a, &b) == 2) {
-                nthread = a;
-                ngpus = b;
+            } else if ((v = layout_line(s, &nthread, &ngpus)) != NULL) {
+                if (v != s) {
+                    char tok[40];
+                    snprintf(tok, sizeof tok, "%.*s", (int)strcspn(v, " \t\r"), v);
+                    rc = fail(&c, lineno, tok, "\"# nThread T nGpus G\" with T and G in 1..%d and T x G at most %d",
+                              NT_MAX_RANKS, NT_MAX_RANKS);
+                }
             } else if (strncmp(s, "#  Rank", 7) == 0 || strncmp(s, "# Rank", 6) == 0) {
                 if (parse_rank_line(s, out))
                     rc = fail(&c, lineno, NULL, "a rank line \"#  Rank N Group G Pid P on HOST "

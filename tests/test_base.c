@@ -224,6 +224,55 @@ static int count_entries(const char *dir) {
     return n;
 }
 
+/* An output path that exists and is not a regular file: a pipe is written straight through and stays
+ * a pipe (renaming over it would replace the node: as root that turned /dev/null into a plain file),
+ * a pipe nobody reads is refused at once instead of blocking, and file_publish refuses it. */
+static void test_output_not_regular(void **state) {
+    (void)state;
+    char fifo[160], tmp[200];
+    snprintf(fifo, sizeof fifo, "%s/out.fifo", DIR_);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    moe_error err = {0};
+    assert_int_equal(write_file_atomic(fifo, "x", &err), EXIT_BADINPUT); /* no reader */
+    assert_non_null(strstr(err.msg, fifo));
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) { /* the reader: copy what arrives through the FIFO to the pipe */
+        alarm(10);
+        close(pipefd[0]);
+        int fd = open(fifo, O_RDONLY);
+        char buf[64];
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
+        _exit(n > 0 && write(pipefd[1], buf, (size_t)n) == n ? 0 : 1);
+    }
+    close(pipefd[1]);
+    int rc = 1;
+    for (int tries = 0; tries < 1000 && rc; tries++) { /* until the reader has opened its end */
+        rc = write_file_atomic(fifo, "through\n", &err);
+        if (rc) usleep(10000);
+    }
+    assert_int_equal(rc, 0);
+    char got[64] = {0};
+    assert_true(read(pipefd[0], got, sizeof got - 1) > 0);
+    close(pipefd[0]);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_string_equal(got, "through\n");
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    snprintf(tmp, sizeof tmp, "%s.tmp", fifo);
+    assert_int_equal(write_file_atomic(tmp, "plot", &err), 0);
+    assert_int_equal(file_publish(tmp, fifo, &err), EXIT_BADINPUT);
+    assert_int_not_equal(access(tmp, F_OK), 0); /* the temporary is removed */
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    unlink(fifo);
+}
+
 static void test_atomic_writer(void **state) {
     (void)state;
     char sub[128], path[160];
@@ -322,6 +371,7 @@ int main(void) {
         cmocka_unit_test(test_json_number_grammar), cmocka_unit_test(test_json_structure),
         cmocka_unit_test(test_json_duplicate_keys), cmocka_unit_test(test_json_getters),
         cmocka_unit_test(test_bounded_reader),      cmocka_unit_test(test_atomic_writer),
+        cmocka_unit_test(test_output_not_regular),
         cmocka_unit_test(test_alloc_policy),        cmocka_unit_test(test_seed_mix),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

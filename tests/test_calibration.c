@@ -319,6 +319,15 @@ static void test_malformed_logs_are_rejected(void **state) {
     snprintf(buf, sizeof buf, "%s%s", GOOD_HEAD,
              "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n");
     expect_bad_log("mystery.log", buf, "line 1", "Collective test starting");
+    /* rank counts out of range: 2^31 threads, and a product over the bound (int overflow before) */
+    const char *row = "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n";
+    const char *hdr = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+    snprintf(buf, sizeof buf, "# nThread 2147483648 nGpus 8\n%s%s", hdr, row);
+    expect_bad_log("all_reduce_threads.log", buf, "line 1", "got 2147483648");
+    snprintf(buf, sizeof buf, "# nThread 1024 nGpus 2048\n%s%s", hdr, row);
+    expect_bad_log("all_reduce_ranks.log", buf, "line 1", "got 2048; expected \"# nThread T nGpus G\"");
+    snprintf(buf, sizeof buf, "# nThread 0 nGpus 8\n%s%s", hdr, row);
+    expect_bad_log("all_reduce_nothreads.log", buf, "line 1", "got 0");
 }
 
 /* ---- traces --------------------------------------------------------------------------------------------- */

@@ -112,7 +112,7 @@ char *read_file_text(const char *path, size_t *len, moe_error *err) {
 /* An output path that cannot be created is the user's path (exit 2); anything else is runtime. */
 static int open_failed(moe_error *err, const char *path, int e) {
     if (e == EACCES || e == EPERM || e == ENOENT || e == ENOTDIR || e == EROFS || e == EISDIR ||
-        e == ENAMETOOLONG || e == ELOOP)
+        e == ENAMETOOLONG || e == ELOOP || e == ENXIO)
         return moe_error_input(err, path, NULL, NULL, "a writable output path (%s)", strerror(e));
     return moe_error_set(err, EXIT_RUNTIME, "%s: cannot create: %s", path, strerror(e));
 }
@@ -135,6 +135,24 @@ static int sync_parent(const char *path, moe_error *err) {
     return 0;
 }
 
+/* An existing path that is not a regular file: a folder is refused; a device, pipe or socket is
+ * opened for writing as it is (never renamed over). O_NONBLOCK only for the open, so a FIFO nobody
+ * reads fails at once (ENXIO) instead of blocking. */
+static int open_straight(atomic_file *af, const struct stat *st, moe_error *err) {
+    if (S_ISDIR(st->st_mode))
+        return moe_error_input(err, af->path, NULL, "a folder", "an output file name (a file, not a folder)");
+    int fd = open(af->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return open_failed(err, af->path, errno);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 || !(af->f = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        return moe_error_set(err, EXIT_RUNTIME, "%s: cannot open: %s", af->path, strerror(e));
+    }
+    af->tmp[0] = '\0';
+    return 0;
+}
+
 int atomic_file_open(atomic_file *af, const char *path, moe_error *err) {
     static atomic_uint serial;
     memset(af, 0, sizeof *af);
@@ -143,6 +161,8 @@ int atomic_file_open(atomic_file *af, const char *path, moe_error *err) {
         return moe_error_input(err, NULL, NULL, "a path too long", "an output path under %zu characters",
                                sizeof af->path);
     snprintf(af->path, sizeof af->path, "%s", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return open_straight(af, &st, err);
     snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     int fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return open_failed(err, path, errno);
@@ -165,6 +185,13 @@ void atomic_file_abort(atomic_file *af) {
 
 int atomic_file_commit(atomic_file *af, moe_error *err) {
     if (!af->f) return moe_error_set(err, EXIT_RUNTIME, "%s: no file open for writing", af->path);
+    if (!af->tmp[0]) { /* straight through: nothing to sync or rename (fsync of /dev/null is EINVAL) */
+        int bad = ferror(af->f) || fflush(af->f) != 0;
+        int e = errno;
+        if (fclose(af->f) != 0 && !bad) { bad = 1; e = errno; }
+        af->f = NULL;
+        return bad ? moe_error_set(err, EXIT_RUNTIME, "%s: write failed: %s", af->path, strerror(e)) : 0;
+    }
     int bad = ferror(af->f) || fflush(af->f) != 0 || fsync(fileno(af->f)) != 0;
     int e = errno;
     if (fclose(af->f) != 0 && !bad) { bad = 1; e = errno; }
@@ -185,6 +212,12 @@ int atomic_file_commit(atomic_file *af, moe_error *err) {
 }
 
 int file_publish(const char *tmp, const char *path, moe_error *err) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        unlink(tmp);
+        return moe_error_input(err, path, NULL, S_ISDIR(st.st_mode) ? "a folder" : "a device, pipe or socket",
+                               "an output file name (a regular file or a new name)");
+    }
     int fd = open(tmp, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return moe_error_set(err, EXIT_RUNTIME, "%s: cannot open: %s", tmp, strerror(errno));
     int rc = fsync(fd);

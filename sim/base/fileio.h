@@ -30,11 +30,14 @@ char *read_file_text(const char *path, size_t *len, moe_error *err);
 
 /* An output file being written: data goes to a temporary name in the same folder, and only
  * atomic_file_commit() puts it in place (fflush + fsync of the file, rename over `path`, fsync of the
- * folder, so the new content survives a crash once commit returns). */
+ * folder, so the new content survives a crash once commit returns). A `path` that already exists and
+ * is a device, pipe or socket (/dev/null, /dev/stdout) is written straight through instead: renaming
+ * over it would replace the device node itself (as root, /dev/null became a plain file). A folder is
+ * refused (exit 2). */
 typedef struct {
     FILE *f;
     char path[4096];
-    char tmp[4096 + 32];
+    char tmp[4096 + 32]; /* "" when writing straight through */
 } atomic_file;
 
 int atomic_file_open(atomic_file *af, const char *path, moe_error *err);
@@ -44,7 +47,8 @@ int atomic_file_commit(atomic_file *af, moe_error *err);
 /* Give up: close and remove the temporary. */
 void atomic_file_abort(atomic_file *af);
 /* Put an already written temporary file `tmp` (in the same folder, e.g. written by gnuplot) in place
- * of `path`: fsync it, rename, fsync the folder. */
+ * of `path`: fsync it, rename, fsync the folder. A `path` that exists and is not a regular file is
+ * refused (exit 2) and `tmp` removed. */
 int file_publish(const char *tmp, const char *path, moe_error *err);
 
 /* Write `text` to `path` atomically (atomic_file_open / fputs / atomic_file_commit). */
