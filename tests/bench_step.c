@@ -7,6 +7,7 @@
  *   seed+trace  the same step writing its trace.json (the default trace ranks) to a temporary file
  *   EP256       the same scenario as PP16 x EP256 x DP1: every GPU of the cluster is simulated (no
  *               healthy replica to mirror), 60 micro-batches per pipeline too
+ *   4 steps     the seed with routing.steps 4 and a drifting law: the cost of a step after the first
  * Goals (issue 13): seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
  *
  * Prints wall and CPU time (the CPU time is what one core spends; the wall time includes whatever
@@ -146,6 +147,23 @@ int main(void) {
     print_result(&hot, &r);
     printf("  step time x%.3f vs uniform, x%.3f vs dropping at capacity %.2f\n", r.step_time_s / base_step,
            r.step_time_s / hot_step, s.routing.capacity_factor);
+    step_result_free(&r);
+
+    /* routing.steps: the seed for 4 steps with a drifting law (a walk, a hot expert from step 1,
+     * bias balancing): what each step after the first costs (program, cost model and SimGrid platform
+     * reused, the routing redrawn), against one fresh step */
+    scenario multi = s;
+    multi.routing.steps = 4;
+    multi.routing.drop = 0;
+    multi.routing.hot_expert = 3;
+    multi.routing.drift.walk_sigma = 0.02;
+    multi.routing.drift.hot_onset_step = 1;
+    multi.routing.drift.hot_peak_share = 0.6;
+    multi.routing.drift.hot_decay_steps = 10;
+    multi.routing.drift.bias_update_speed = 0.05;
+    if (timed("4 steps", &multi, NULL, 1, 8.0, &r)) return 1;
+    printf("  steps: p50 %.3f s p95 %.3f s max %.3f s; %.3f s wall per step after the first (one fresh step: "
+           "see \"seed\" above)\n", r.steps_p50_s, r.steps_p95_s, r.steps_max_s, r.per_step_wall_s);
     step_result_free(&r);
     return 0;
 }

@@ -19,21 +19,8 @@ rc=$?
 [ $rc -eq 0 ] || { fail "simrun exited $rc"; cat "$TMP/log"; }
 csv="$TMP/r/results.csv"
 # column by header name, row by point id (points 0 healthy, 1 hot expert, 2 hot expert + stalled GPU)
-# (results.csv quotes a field that holds commas, as the sweep's stall list does: split honouring quotes)
-col() { awk -v key="$1" -v row="$2" '
-    function split_csv(line, f,   n, i, ch, q, cur) {
-        n = 0; q = 0; cur = ""
-        for (i = 1; i <= length(line); i++) {
-            ch = substr(line, i, 1)
-            if (ch == "\"") q = !q
-            else if (ch == "," && !q) { f[++n] = cur; cur = "" }
-            else cur = cur ch
-        }
-        f[++n] = cur
-        return n
-    }
-    NR == 1 { n = split_csv($0, h); for (i = 1; i <= n; i++) if (h[i] == key) c = i; next }
-    NR == row + 2 { split_csv($0, f); print f[c] }' "$csv"; }
+. "$SRC/tests/csv_col.sh"
+col() { csv_col "$csv" "$1" "$2"; }
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }
 healthy=$(col step.step_time_s 0); spike=$(col step.step_time_s 1); hang=$(col step.step_time_s 2)
 echo "healthy $healthy s, spike $spike s, hang fires at $hang s"

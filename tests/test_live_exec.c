@@ -346,6 +346,16 @@ static void test_live_refuses_links(void **st) {
     assert_non_null(strstr(err.msg, "faults.collective_timeout_s"));
     assert_non_null(strstr(err.msg, "--watchdog-s"));
     program_free(p);
+    /* the drifting routing over simulated steps and EPLB's replicas are the simulator's */
+    p = split_case_program_faulty(&s, 1, 1.0, want, &T);
+    s.routing.steps = 4;
+    assert_int_equal(live_check_faults(p, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "routing.steps"));
+    s.routing.steps = 1;
+    s.routing.redundant_experts = 8;
+    assert_int_equal(live_check_faults(p, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "routing.redundant_experts"));
+    program_free(p);
 }
 
 int main(void) {

@@ -51,6 +51,19 @@ int live_check_faults(const program *p, moe_error *err) {
                              "%s%sfaults.collective_timeout_s: not used by simlive, whose watchdog is --watchdog-s "
                              "(seconds without progress); remove it or simulate the timeout with simrun",
                              p->scn->file, p->scn->file[0] ? ": " : "");
+    /* the routing models the simulator alone has: a drifting law over simulated steps (simlive's
+     * --steps repeats one program) and EPLB's replicas (the live dispatch places experts contiguously) */
+    const routing_cfg *rt = &p->scn->routing;
+    if (rt->steps > 1 || rt->drift.hot_peak_share > 0)
+        return moe_error_set(err, EXIT_BADINPUT,
+                             "%s%srouting.steps / routing.drift: not used by simlive (the drifting routing law is the "
+                             "simulator's; simlive --steps N repeats one step's program); remove them or simulate with simrun",
+                             p->scn->file, p->scn->file[0] ? ": " : "");
+    if (rt->redundant_experts > 0)
+        return moe_error_set(err, EXIT_BADINPUT,
+                             "%s%srouting.redundant_experts: not supported by simlive (its dispatch places the experts "
+                             "contiguously, without replicas); simulate it with simrun",
+                             p->scn->file, p->scn->file[0] ? ": " : "");
     if (p->faults.n_link_ranks == 0) return 0;
     return moe_error_set(err, EXIT_BADINPUT,
                          "%s%sfaults.links: not supported by simlive (a live run cannot degrade a real NIC or NVLink: "

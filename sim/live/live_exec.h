@@ -153,7 +153,8 @@ int live_exec_step(const program *p, int rank, const program_op *ops, int n_ops,
                    const live_backend *b, const live_exec_opts *o, live_rank_run *r, moe_error *err);
 
 /* The faults a live run cannot inject: EXIT_BADINPUT naming faults.links when any link is degraded
- * (stalls and slow GPUs are run as described above). */
+ * (stalls and slow GPUs are run as described above), faults.collective_timeout_s, and the routing
+ * models only the simulator has (routing.steps / routing.drift, routing.redundant_experts). */
 int live_check_faults(const program *p, moe_error *err);
 
 /* ---- hang analysis ------------------------------------------------------------------------------ */

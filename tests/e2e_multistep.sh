@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# e2e_multistep.sh — routing.steps through the command line: a drifting 8-step run of
+# tests/data/scenarios/small-moe.json (a hot expert appearing at step 2, bias balancing, a walk, two
+# redundant expert slots) is byte-identical across two runs with --reproducible, its results.json /
+# results.csv / results.db carry the step.steps keys and series, the table prints p50_s / p95_s /
+# max_s, the p50/p95/max agree with the series (GSL's interpolation, recomputed here with awk), the
+# run level replays their mean, and bad drift fields exit 2 naming the file, path and value.
+set -u
+BIN=${MOESIM_BIN:?MOESIM_BIN must point at the tools folder of the build}
+SRC=${MOESIM_SOURCE_DIR:-$(pwd)}
+TMP=$(mktemp -d /tmp/moesim-multistep-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+
+# the small scenario with the drift fields added (sed on its one-line routing object)
+sed 's|"routing": { "node_limit": 1 }|"routing": { "node_limit": 1, "hot_expert": 3, "drop": false, "steps": 8, "redundant_experts": 2, "drift": { "hot_onset_step": 2, "hot_peak_share": 0.5, "hot_decay_steps": 3, "walk_sigma": 0.05, "bias_update_speed": 0.05 } }|' \
+    "$SRC/tests/data/scenarios/small-moe.json" > "$TMP/drift.json"
+grep -q '"steps": 8' "$TMP/drift.json" || fail "could not write the drifting scenario"
+
+for i in 1 2; do
+    "$BIN/simrun" run "$TMP/drift.json" --levels step,run --reproducible --out "$TMP/r$i" -j 1 > "$TMP/log$i" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || { fail "run $i: simrun exited $rc"; cat "$TMP/log$i"; }
+done
+sed '/^\t"version":/d' "$TMP/r1/results.json" > "$TMP/a.json"
+sed '/^\t"version":/d' "$TMP/r2/results.json" > "$TMP/b.json"
+cmp -s "$TMP/a.json" "$TMP/b.json" || fail "two runs of the same scenario and seed differ"
+cmp -s "$TMP/r1/results.csv" "$TMP/r2/results.csv" || fail "the CSVs of two runs differ"
+grep -q "p50_s" "$TMP/log1" && grep -q "p95_s" "$TMP/log1" && grep -q "max_s" "$TMP/log1" ||
+    { fail "the table lacks p50_s / p95_s / max_s"; cat "$TMP/log1"; }
+
+# the series and its distribution, from results.csv (arrays are ';'-joined)
+. "$SRC/tests/csv_col.sh"
+col() { csv_col "$TMP/r1/results.csv" "$1" 0; }
+series=$(col step.steps.series.step_time_s)
+[ -n "$series" ] || fail "results.csv has no step.steps.series.step_time_s"
+n=$(echo "$series" | tr ';' '\n' | grep -c .)
+[ "$n" = 8 ] || fail "the series has $n steps, expected 8"
+# GSL: the quantile f of the sorted series is x[i] + (x[i+1] - x[i]) (h - i), h = (n - 1) f, i = floor(h)
+q() { echo "$series" | tr ';' '\n' | sort -g | awk -v f="$1" '{ x[NR - 1] = $1 } END {
+        h = (NR - 1) * f; i = int(h); v = (i + 1 < NR) ? x[i] + (x[i + 1] - x[i]) * (h - i) : x[i]; printf "%.12g\n", v }'; }
+near() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-9 * (b < 0 ? -b : b)) }'; }
+for f in p50:0.5 p95:0.95 max:1; do
+    key=${f%%:*}; frac=${f##*:}
+    got=$(col "step.steps.step_time_s_$key"); want=$(q "$frac")
+    near "$got" "$want" || fail "step.steps.step_time_s_$key = $got, the series gives $want"
+done
+mean=$(echo "$series" | tr ';' '\n' | awk '{ s += $1 } END { printf "%.12g\n", s / NR }')
+near "$(col step.steps.step_time_s_mean)" "$mean" || fail "step_time_s_mean is not the series' mean $mean"
+[ "$(col run.steps)" != "" ] || fail "no run level"
+hot=$(col step.steps.series.hot_share)
+# 0 before the onset; at it 0.5 moved by the bias the uniform steps before left (+-2 x 0.05 logit)
+echo "$hot" | awk -F';' '{ exit !($1 == 0 && $2 == 0 && $3 > 0.45 && $3 < 0.55 && $8 < $3) }' ||
+    fail "hot share series $hot: expected 0, 0, about 0.5 at the onset, then decaying"
+sqlite3 "$TMP/r1/results.db" 'SELECT "step.steps.count" FROM points' 2>/dev/null | grep -qx 8 ||
+    fail "results.db has no step.steps.count of 8"
+
+# bad input: exit 2 naming the file, the path and the value
+bad() {
+    sed "s|\"routing\": { \"node_limit\": 1 }|\"routing\": $1|" "$SRC/tests/data/scenarios/small-moe.json" > "$TMP/bad.json"
+    "$BIN/simrun" run "$TMP/bad.json" --levels step --out "$TMP/bad" -q > "$TMP/bad.log" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "$1: exit $rc, expected 2"
+    for w in bad.json "$2" "$3"; do grep -qF -- "$w" "$TMP/bad.log" || { fail "$1: the error does not say '$w'"; cat "$TMP/bad.log"; }; done
+}
+bad '{ "steps": -2 }' routing.steps -2
+bad '{ "drift": { "hot_decay_steps": 0 } }' routing.drift.hot_decay_steps 0
+bad '{ "steps": 3, "distribution": "zipf" }' routing.distribution zipf
+
+if [ $FAILS -gt 0 ]; then echo "$FAILS failure(s)"; exit 1; fi
+echo "ok: multi-step runs byte-identical, series and distribution consistent, bad fields exit 2"
