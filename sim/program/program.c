@@ -996,7 +996,19 @@ static int build_checks(const scenario *s, schedule_spec *out_sp, moe_error *err
 
 int program_check(const scenario *s, moe_error *err) {
     schedule_spec sp;
-    return build_checks(s, &sp, err);
+    if (build_checks(s, &sp, err)) return err->code;
+    if (s->model.experts <= 0 || model_moe_layers(&s->model) <= 0) return 0;
+    /* the routing context build_routing creates (EP group 0: replica 0, stage 0, tp index 0), for its
+     * checks of the group's placement (node_limit against the experts per node, ...) */
+    rank_grid g = rank_grid_of(s);
+    int *gpus = moe_xmalloc((size_t)g.ep * sizeof(int));
+    for (int e = 0; e < g.ep; e++) gpus[e] = rank_gpu(&g, rank_of(&g, (rank_coords){0, 0, e, 0}));
+    routing_opts ro = {.tokens_per_rank = (int)scn_routed_tokens(s)};
+    routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
+    free(gpus);
+    if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
+    routing_ctx_free(ctx);
+    return 0;
 }
 
 int program_build_law(const scenario *s, const routing_law *law, program **out, moe_error *err) {
