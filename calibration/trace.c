@@ -202,6 +202,7 @@ static int prov_num(rd *r, const cJSON *p, const char *key, double *out) {
     return bad(r, path, v, "a non-negative number or \"n/a\"");
 }
 
+#define TRACE_MAX_SM_COUNT 100000
 static int parse_provenance(rd *r, const cJSON *p, trace_provenance *pv) {
     if (!cJSON_IsObject(p)) return bad(r, "provenance", p, "an object");
     memset(pv, 0, sizeof *pv);
@@ -224,6 +225,10 @@ static int parse_provenance(rd *r, const cJSON *p, trace_provenance *pv) {
         prov_num(r, p, "peak_bf16_tflops", &pv->peak_bf16_tflops) ||
         prov_num(r, p, "hbm_GBps", &pv->hbm_GBps))
         return EXIT_BADINPUT;
+    /* a count (H100 SXM: 132, B200: 148); an unbounded double would overflow the int */
+    if (sm != floor(sm) || sm > TRACE_MAX_SM_COUNT)
+        return bad(r, "provenance.sm_count", cJSON_GetObjectItemCaseSensitive(p, "sm_count"),
+                   "a whole number of SMs in 0..100000 or \"n/a\"");
     pv->sm_count = (int)sm;
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(p, "source");
     if (cJSON_IsString(src)) snprintf(pv->source, sizeof pv->source, "%s", src->valuestring);

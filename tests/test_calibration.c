@@ -364,6 +364,15 @@ static void test_malformed_traces_are_rejected(void **state) {
     trace_free(&t);
 
     expect_bad_trace("{\"format\":\"moesim-trace/2\"," PROV ",\"points\":[" PT_OK "]}", "format", "moesim-trace/1");
+    /* an SM count beyond an int (the fuzzer's 1.3e42: a double-to-int overflow, UBSan) or not whole */
+#define PROV_SM(n) "\"provenance\":{\"kind\":\"cpu\",\"device\":\"x\",\"driver\":\"n/a\",\"cuda\":\"n/a\"," \
+                   "\"cublas\":\"n/a\",\"nccl\":\"n/a\",\"host\":\"h\",\"date\":\"2025-01-01T00:00:00Z\",\"git\":\"g\"," \
+                   "\"sm_count\":" n "}"
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV_SM("1.32222e+42") ",\"points\":[" PT_OK "]}",
+                     "provenance.sm_count", "a whole number of SMs");
+    expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV_SM("13.5") ",\"points\":[" PT_OK "]}",
+                     "provenance.sm_count", "got 13.5");
+#undef PROV_SM
     expect_bad_trace("{\"format\":\"moesim-trace/1\"," PROV ",\"points\":[" PT_OK ","
                      "{\"kernel\":\"permute\",\"shape\":{},\"time_us\":-1,\"bytes\":100,\"flops\":0}]}",
                      "points[1].time_us", "a positive number");
