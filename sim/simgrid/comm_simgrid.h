@@ -3,12 +3,17 @@
  * Every distinct pattern is decomposed into the flows the libraries really move (DeepEP two-level
  * aggregation: sim/exec/deepep_flows.h; NCCL rings: sim/exec/ring_flows.h), simulated max-min on the rail fabric
  * (sim/simgrid/rail_fabric.h) with the concurrent groups that share leaf uplinks and spines, and its
- * duration memoized by a signature: the byte matrix quantised to ~0.1% (log scale), the group's shape
- * and its placement relative to its leaf (absolute when link faults exist). Patterns run one after
- * another in one SimGrid engine; the simulated clock continues and durations are differences.
+ * duration memoized by a signature: the byte matrix (exactly), the group's shape and its placement
+ * relative to its leaf (absolute when link faults exist). A pattern is simulated at its signature's
+ * placement (shifted to the first leaf or NVLink domain), and every run starts in the same binade of
+ * SimGrid's clock (rail_flows.h), so a duration is a function of the signature alone: it does not
+ * depend on what the process simulated before, nor on the order of the queries. The memo is
+ * therefore the process's, shared by every model made here: a second step, the next step of
+ * routing.steps or the next layout of a search reuse it and get, bit for bit, what a fresh process
+ * would.
  *
- * SimGrid keeps one engine and one platform per process: sg_comm_create() may be called once per
- * process (again only for the same cluster and faults). Not thread-safe.
+ * SimGrid keeps one engine and one platform per process: sg_comm_create() may be called again only
+ * for the same cluster and faults. Not thread-safe.
  */
 #ifndef MOESIM_SG_COMM_H
 #define MOESIM_SG_COMM_H
@@ -28,16 +33,21 @@ int sg_fabric_scenario(const scenario *s, scenario *fab, moe_error *err);
  * raised with sg_comm_set_max_flows (benchmarks and tests that hold SimGrid to the closed form). */
 #define SG_MAX_PATTERN_FLOWS 8000
 
+/* Counted per model, as if its process were fresh (the process memo does not change them). */
 typedef struct {
     long queries;          /* a2a + p2p + collective calls */
-    long hits;             /* answered from the memo */
-    long simulated;        /* distinct patterns simulated */
-    long flows;            /* flows simulated in total */
+    long hits;             /* signatures this model was asked for before */
+    long simulated;        /* distinct patterns this model needed (simulated here or earlier) */
+    long flows;            /* their flows */
     long closed_form;      /* distinct patterns too large for a flow-level run (> SG_MAX_PATTERN_FLOWS
                               flows): priced by the closed form, which matches SimGrid within 1% on
                               bottleneck-limited patterns (tests/test_comm.c) */
-    double sim_wall_s;     /* wall time spent inside SimGrid runs */
+    double sim_wall_s;     /* wall time spent inside SimGrid runs (only what this model simulated) */
 } sg_comm_stats;
+
+/* Forget every duration the process memoized: benchmarks that time a cold step, tests that simulate
+ * a pattern again at a later clock. */
+void sg_comm_forget(void);
 
 /* Flow-level runs for patterns of up to `max_flows` flows (default SG_MAX_PATTERN_FLOWS). */
 void sg_comm_set_max_flows(comm_model *m, long max_flows);

@@ -17,12 +17,22 @@ struct rail_xfer_s {
 
 static uint64_t to_bytes(double b) { return b > 0 ? (uint64_t)std::llround(b) : 0; }
 
+/* Where every run starts (rail_flows.h "Durations do not depend on when a run happens"): at or after
+ * RAIL_FLOWS_EPOCH_S, on a multiple of RAIL_FLOWS_ALIGN_S. Both are powers of two, so the start and
+ * the wait to it are exact in double precision. */
+static double aligned_start(double now) {
+    if (now < RAIL_FLOWS_EPOCH_S) return RAIL_FLOWS_EPOCH_S;
+    return std::ceil(now / RAIL_FLOWS_ALIGN_S) * RAIL_FLOWS_ALIGN_S;
+}
+
 extern "C" double rail_flows_run(const rail_flow *flows, size_t n, double *finish_s) {
     if (n == 0) return 0.0;
     double makespan = 0.0;
     /* One driver actor issues every transfer at the same instant and waits for all of them; the
      * receivers need no actors (one-sided). Finish times are read from the activities afterwards. */
     sg4::Actor::create("rail-flows", flows[0].src, [flows, n, finish_s, &makespan]() {
+        const double start = aligned_start(sg4::Engine::get_clock());
+        if (start > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(start);
         const double t0 = sg4::Engine::get_clock();
         std::vector<sg4::CommPtr> comms;
         std::vector<size_t> index;

@@ -21,7 +21,22 @@ typedef struct {
 
 /* From outside any actor: start all flows together, simulate until the last one completes.
  * finish_s[i] (may be NULL) receives flow i's completion time relative to the common start.
- * Returns the makespan (s). The simulated clock continues across calls (DESIGN.md). */
+ * Returns the makespan (s). The simulated clock continues across calls (DESIGN.md).
+ *
+ * Durations do not depend on when a run happens. SimGrid's clock is absolute: a run that starts at
+ * t0 computes its event dates as t0 + x, rounded to the spacing of doubles near t0, so the same
+ * flows give durations that differ in their last bits after other runs moved the clock (8.50981355
+ * 5538499 s against ...38435 s for one step). Every run therefore starts inside one binade,
+ * [RAIL_FLOWS_EPOCH_S, 2 RAIL_FLOWS_EPOCH_S): there all doubles are multiples of one spacing
+ * (2^-32 s, 0.23 ns), every date the solver makes is rounded to that fixed grid, differences of
+ * dates are exact, and the remaining amounts evolve through the same sequence of time steps
+ * wherever the run starts; starting on a multiple of RAIL_FLOWS_ALIGN_S also makes the parity of
+ * the start fixed, so ties of round-to-even fall alike. The first run waits (simulated time) until
+ * the epoch. This holds while the clock stays below 2 RAIL_FLOWS_EPOCH_S: 12 days of simulated
+ * communication in one process, about a thousand searches of 100 layouts; past it runs continue
+ * with a grid twice as coarse. */
+#define RAIL_FLOWS_EPOCH_S 1048576.0             /* 2^20 s */
+#define RAIL_FLOWS_ALIGN_S (1.0 / 1048576.0)     /* 2^-20 s */
 double rail_flows_run(const rail_flow *flows, size_t n, double *finish_s);
 
 /* Inside an actor: start one transfer now; wait for it (and release it). */
