@@ -47,6 +47,10 @@ typedef struct comm_model {
     /* Ring collective over `n` GPUs, `bytes` = full buffer size per GPU (NCCL convention). */
     double (*collective_s)(void *ctx, coll_kind kind, const int *gpus, int n, double bytes);
     void (*destroy)(void *ctx);
+    /* 1: a pattern and its image under a rotation of the GPUs of every node (GPU k -> k - m, so rail
+     * k -> rail k - m) take exactly the same time, bit for bit, while no link is degraded: the rails
+     * are identical planes. The executor's TP-twin shortcut relies on it (step_exec.h). */
+    int rail_symmetric;
 } comm_model;
 
 /* Hand-computed bottleneck model of the same fabric (core; no SimGrid). */

@@ -261,15 +261,31 @@ static double dep_end(rank_state *r, int j) {
     return r->t[j].end_s;
 }
 
+/* Is an all-to-all of arrival spread `spread`, starting at `start_s` in `group`, worse than the worst
+ * so far? The largest spread; on ties the earliest, then the lowest group: a total order, so that the
+ * order in which the executor meets them (which ranks it simulates) does not decide. */
+static int worse_a2a(const step_a2a_wait *w, double spread, double start_s, int group) {
+    if (spread != w->spread_s) return spread > w->spread_s;
+    if (start_s != w->start_s) return start_s < w->start_s;
+    return group < w->group;
+}
+
 /* A rank's wait inside a collective (arrival to end): the longest one, and the first to pass the
- * timeout (by the time it fires). */
+ * timeout (by the time it fires; on ties the lowest rank, then group, layer and micro-batch). */
+static int fires_first(const step_timeout *t, double fired, int rank, const program_op *o) {
+    if (!t->found || fired != t->fired_s) return !t->found || fired < t->fired_s;
+    if (rank != t->rank) return rank < t->rank;
+    if (o->group != t->group) return o->group < t->group;
+    return o->layer != t->layer ? o->layer < t->layer : o->mb < t->mb;
+}
+
 static void note_wait(exec_ctx *x, const rank_state *r, const program_op *o, double arrived_s, double wait_s) {
     step_exec_result *res = x->res;
     if (wait_s > res->max_collective_wait_s) res->max_collective_wait_s = wait_s;
     double T = x->p->scn->faults.collective_timeout_s;
     if (!(T > 0) || !(wait_s > T)) return;
     double fired = arrived_s + T;
-    if (res->timeout.found && fired >= res->timeout.fired_s) return;
+    if (!fires_first(&res->timeout, fired, r->rank, o)) return;
     res->timeout = (step_timeout){.found = 1, .rank = r->rank, .op = (op_kind)o->kind,
                                   .group_kind = x->p->groups[o->group].kind, .group = o->group,
                                   .layer = o->layer, .mb = o->mb, .arrived_s = arrived_s, .waited_s = wait_s,
@@ -321,7 +337,12 @@ static void advance(exec_ctx *x, int si) {
                     group_state *G = &x->gs[op->group];
                     if (!r->arrived[st]) {
                         r->arrived[st] = 1; r->arr_seq[st] = G->seq_done; r->arr_t[st] = t0;
-                        if (G->n_arrived == 0 || t0 > G->max_arr) { G->last_rank = r->rank; G->max_arr = t0; }
+                        /* the last to arrive; on a tie the lowest rank, so that the order in which
+                           ranks are run does not decide it */
+                        if (G->n_arrived == 0 || t0 > G->max_arr || (t0 == G->max_arr && r->rank < G->last_rank)) {
+                            G->last_rank = r->rank;
+                            G->max_arr = t0;
+                        }
                         if (G->n_arrived == 0 || t0 < G->min_arr) G->min_arr = t0;
                         if (++G->n_arrived == G->expected) {
                             double dur = (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE)
@@ -333,7 +354,7 @@ static void advance(exec_ctx *x, int si) {
                             if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) {
                                 x->a2a_last[G->last_rank]++;
                                 double spread = G->max_arr - G->min_arr;
-                                if (spread > x->res->worst_a2a.spread_s) {
+                                if (worse_a2a(&x->res->worst_a2a, spread, G->max_arr, op->group)) {
                                     x->res->worst_a2a.spread_s = spread;
                                     x->res->worst_a2a.group = op->group; x->res->worst_a2a.layer = op->layer;
                                     x->res->worst_a2a.mb = op->mb; x->res->worst_a2a.last_rank = G->last_rank;
@@ -465,6 +486,22 @@ static int timeout_message(const program *p, const step_timeout *t, moe_error *e
                          group_kind_name(t->group_kind), t->group, p->scn->faults.collective_timeout_s, t->fired_s);
 }
 
+/* May the TP twins of `p` be mirrored from their t = 0 rank (step_exec.h "TP twins")? */
+static int tp_twins_apply(const program *p, const step_exec_opts *o) {
+    if (!o->shortcut || p->tp < 2 || !o->comm || !o->comm->rail_symmetric) return 0;
+    if (p->attn_tp != p->tp || p->cp != 1 || p->scn->faults.n_links > 0) return 0;
+    int gpn = p->scn->cluster.gpus_per_node;
+    for (int r = 0; r < p->n_ranks; r++) {
+        int d, s, e, t;
+        program_coords(p, r, &d, &s, &e, &t);
+        int r0 = program_rank(p, d, s, e, 0), g = program_gpu_of_rank(p, r), g0 = program_gpu_of_rank(p, r0);
+        if (g != g0 + t || g / gpn != g0 / gpn) return 0;
+        if (p->faults.compute_factor[r] != p->faults.compute_factor[r0] || p->faults.stop_at[r] != p->faults.stop_at[r0])
+            return 0;
+    }
+    return 1;
+}
+
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
     memset(res, 0, sizeof *res);
     if (o->materialized && o->shortcut) return moe_error_set(err, EXIT_RUNTIME, "step_exec: materialized ops need shortcut = 0");
@@ -483,12 +520,17 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         if (!o->shortcut || p->faults.replica_faulty[d]) rep_sim[d] = d;
         else { if (healthy_rep < 0) healthy_rep = d; rep_sim[d] = healthy_rep; }
     }
+    /* rank -> the simulated rank whose results it has: its replica's representative, its t = 0 twin */
+    int twins = tp_twins_apply(p, o);
+    int *rep_of = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
+    for (int r = 0; r < p->n_ranks; r++) {
+        int t = 0, d_, s_, e_;
+        if (twins) program_coords(p, r, &d_, &s_, &e_, &t);
+        rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep - t;
+    }
     x.sim_index = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
     x.n_sim = 0;
-    for (int r = 0; r < p->n_ranks; r++) {
-        int d = r / per_rep;
-        x.sim_index[r] = rep_sim[d] == d ? x.n_sim++ : -1;
-    }
+    for (int r = 0; r < p->n_ranks; r++) x.sim_index[r] = rep_of[r] == r ? x.n_sim++ : -1;
     for (int d = 0; d < p->dp; d++) if (rep_sim[d] == d) res->n_simulated_replicas++;
     res->n_simulated_ranks = x.n_sim;
 
@@ -564,8 +606,6 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     /* a rank with ops left means no op can progress any more: a hang (a stalled rank) */
     int rc = 0, hung = 0;
     for (int si = 0; si < x.n_sim && !hung; si++) hung = rank_unfinished(&x, &x.rs[si]);
-    int *rep_of = moe_xmalloc((size_t)p->n_ranks * sizeof(int));   /* rank -> simulated rank */
-    for (int r = 0; r < p->n_ranks; r++) rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep;
     if (hung)   /* every rank blocked inside a collective waits forever */
         for (int si = 0; si < x.n_sim; si++) {
             rank_state *r = &x.rs[si];

@@ -26,6 +26,18 @@
  * simulated members. This is exact, not an approximation: tests/test_step.c compares it with the run
  * over the materialised program of every rank.
  *
+ * TP twins (opts.shortcut too): the ranks (d, s, e, t) of one tensor-parallel group differ only in t.
+ * With every TP index's EP group routed by the same sample (program.h "Routing"), the twins run the
+ * same op list with the same compute durations, and their EP groups, gradient rings and pipeline
+ * sends are the same patterns moved by t rails, which a rail-symmetric comm model (comm.h) times
+ * identically; their TP collectives are shared. By induction over the ops their timelines are equal,
+ * so only t = 0 is simulated and mirrored onto t > 0. It applies when the comm model is rail-
+ * symmetric, attention and expert TP are the same (layout.tp = etp, no context parallelism), each
+ * twin sits t GPUs after its t = 0 rank in the same node, and the twins have the same faults (no
+ * degraded link, equal slow-GPU factors and stalls). Ties that the order of simulation could decide
+ * (who arrived last, the worst all-to-all, the first timeout) are broken by rank and group, so the
+ * mirrored results are exactly the per-rank executor's (tests/test_exec_exact.c).
+ *
  * Time accounting per rank: step_accounting.h (compute, optimizer, exposed communication, bubble)
  * over the per-op timeline this executor records for every simulated rank, with the priced compute
  * durations as busy times.
@@ -119,6 +131,9 @@ typedef struct {
     double fired_s;                 /* arrived_s + the timeout: when the step fails */
 } step_timeout;
 
+/* An all-to-all instance and how far apart its members arrived. */
+typedef struct { int group, layer, mb, last_rank; double spread_s, start_s; } step_a2a_wait;
+
 typedef struct {
     double step_time_s;
     int n_ranks;
@@ -132,7 +147,7 @@ typedef struct {
     /* all-to-all waits: per rank, how often it was the last to arrive at an all-to-all of its group;
      * and the all-to-all with the largest arrival spread (who everyone waited for) */
     int *a2a_last_count;
-    struct { int group, layer, mb, last_rank; double spread_s, start_s; } worst_a2a;
+    step_a2a_wait worst_a2a;
     long n_ops_executed;
     /* per trace rank: n_ops timings; -1 = never started. RECV: from the matching SEND's start to
      * its arrival. A collective the rank waits in when the step hangs: start = arrival, end = -1. */

@@ -125,6 +125,20 @@ static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
     return fabric_gpu(&x->c, llo * x->c.leaf_down_ports, 0);
 }
 
+/* The rails are identical planes (fabric_geometry.h: GPU k of every node on rail k, one NIC each), so
+ * rotating every node's GPUs by m positions maps the fabric onto itself, and a pattern onto one with
+ * the same duration. A group is measured and simulated with its GPUs moved down by the smallest
+ * position among them, so that the EP groups of the TP indices of a stage (GPUs k, k+1, ... of the
+ * same nodes) are one pattern, as are their pipeline sends and gradient rings; with link faults the
+ * rails differ and nothing moves. */
+static int sig_rail_shift(const sg_ctx *x, const int *gpus, int n) {
+    if (x->f.n_links > 0) return 0;
+    int m = gpus[0] % x->c.gpus_per_node;
+    for (int i = 1; i < n; i++)
+        if (gpus[i] % x->c.gpus_per_node < m) m = gpus[i] % x->c.gpus_per_node;
+    return m;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -188,11 +202,12 @@ static void store(sg_ctx *x, uint64_t key, double t, long flows) {
     count_new(x, flows);
 }
 
-/* The pattern at its signature's placement (sig_base_gpu): shifted down by `base`, a whole number of
- * NVLink domains (DeepEP's nodes). gpus[n] and nodes[n_nodes] receive the shifted ids. */
-static a2a_pattern placed_a2a(const sg_ctx *x, const a2a_pattern *p, int base, int *gpus, int *nodes) {
+/* The pattern at its signature's placement: shifted down by `base` (sig_base_gpu), a whole number of
+ * NVLink domains (DeepEP's nodes), and by `rail` positions inside every node (sig_rail_shift).
+ * gpus[n] and nodes[n_nodes] receive the moved ids. */
+static a2a_pattern placed_a2a(const sg_ctx *x, const a2a_pattern *p, int base, int rail, int *gpus, int *nodes) {
     a2a_pattern q = *p;
-    for (int i = 0; i < p->n; i++) gpus[i] = p->gpus[i] - base;
+    for (int i = 0; i < p->n; i++) gpus[i] = p->gpus[i] - base - rail;
     q.gpus = gpus;
     if (p->nodes) {
         for (int k = 0; k < p->n_nodes; k++) nodes[k] = p->nodes[k] - base / fabric_domain_gpus(&x->c);
@@ -209,8 +224,8 @@ static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
     if (p->pairwise) sig_word(&s, 0x9A1);   /* NCCL pairwise flows (DeepEP signatures unchanged) */
     sig_word(&s, (uint64_t)p->n);
     sig_word(&s, (uint64_t)a2a_copies(&x->c, p));
-    const int base = sig_base_gpu(x, p->gpus, p->n);
-    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - base));
+    const int base = sig_base_gpu(x, p->gpus, p->n), rail = sig_rail_shift(x, p->gpus, p->n);
+    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - base - rail));
     for (size_t k = 0; k < (size_t)p->n * (size_t)p->n; k++) sig_bytes(&s, p->bytes[k]);
     if (p->node_bytes) {
         sig_word(&s, (uint64_t)p->n_nodes);
@@ -221,7 +236,7 @@ static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
     double t;
     if (lookup(x, key, &t)) return t;
     int *at = moe_xmalloc(((size_t)p->n + (size_t)(p->nodes ? p->n_nodes : 0)) * sizeof(int));
-    a2a_pattern q = placed_a2a(x, p, base, at, at + p->n);
+    a2a_pattern q = placed_a2a(x, p, base, rail, at, at + p->n);
     gpu_flow_list fl = {0};
     x->pending_flows = 0;
     if (a2a_flows_build(&x->c, &q, &fl)) t = -1;
@@ -238,7 +253,7 @@ static double sg_p2p_s(void *ctx, int src, int dst, double bytes) {
     if (src == dst || bytes <= 0) { x->st.queries++; return 0.0; }
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0x929);
-    const int pair[2] = {src, dst}, base = sig_base_gpu(x, pair, 2);
+    const int pair[2] = {src, dst}, base = sig_base_gpu(x, pair, 2) + sig_rail_shift(x, pair, 2);
     sig_word(&s, (uint64_t)(src - base));
     sig_word(&s, (uint64_t)(dst - base));
     sig_bytes(&s, bytes);
@@ -262,7 +277,7 @@ static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n,
     sig_word(&s, 0xC011);
     sig_word(&s, (uint64_t)kind);
     sig_word(&s, (uint64_t)n);
-    const int base = sig_base_gpu(x, gpus, n);
+    const int base = sig_base_gpu(x, gpus, n) + sig_rail_shift(x, gpus, n);
     for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - base));
     sig_bytes(&s, bytes);
     uint64_t key = sig_done(&s);
@@ -314,6 +329,7 @@ comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
     m.p2p_s = sg_p2p_s;
     m.collective_s = sg_collective_s;
     m.destroy = sg_destroy;
+    m.rail_symmetric = 1;   /* by construction: sig_rail_shift */
     return m;
 }
 

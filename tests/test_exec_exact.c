@@ -1,0 +1,160 @@
+/* test_exec_exact.c — the fast executor's shortcuts are exact: on every step-level scenario the project
+ * ships (each point of its sweep) and on the small cases of tests/data/exact (hot expert, slow GPU, NIC
+ * and NVLink faults, expert TP, context parallelism, dp-inner), the run that simulates one healthy
+ * replica and one rank of each TP group (step_exec.h: the replica shortcut and TP twins) gives, bit for
+ * bit, what the run of every rank gives: the step time, every rank's split, time inside all-to-alls,
+ * last arrivals, every rank's op timeline, the worst all-to-all, the longest collective wait and the
+ * first timeout. Both runs price with the scenario's cost model and time communication on SimGrid
+ * (comm_simgrid.h; one process per point: one platform per process).
+ *
+ * Not a comparison of a computation with itself: the per-rank run (shortcut = 0) simulates every rank
+ * and every TP index's EP group, ring and send on its own GPUs; the shortcut run simulates a half to
+ * a 16th of the ranks and mirrors them. tests/data/exact/small-tp.json holds TP 2-8 layouts (1F1B,
+ * DualPipe, interleaved, ZeRO-3 over two replicas, hot expert); the list also holds layouts where the
+ * twins must not apply (TP across nodes, a slow GPU, degraded links: the count of simulated ranks
+ * shows what ran). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/exec/step_exec.h"
+#include "sim/plan/costmodel.h"
+#include "sim/program/program.h"
+#include "sim/scenario/scenario.h"
+#include "sim/simgrid/comm_simgrid.h"
+#include "tests/fabric_fixtures.h"
+
+static const char *const FILES[] = {
+    "scenarios/seed-4096.json",           "scenarios/hot-expert.json",
+    "scenarios/slow-gpu.json",            "scenarios/deepseek-v3-1024-h100.json",
+    "scenarios/deepseek-v3-256-gb200.json", "scenarios/llama31-405b-1024-h100.json",
+    "scenarios/qwen3-235b-256-h100.json", "scenarios/zero-stages-405b.json",
+    "scenarios/hot-expert-eplb.json",     "scenarios/incident-cascading-hang.json",
+    "tests/data/exact/small-variants.json", "tests/data/exact/small-faults.json",
+    "tests/data/exact/small-tp.json",
+};
+
+static const char *g_file;
+static int g_point;
+
+static int same_split(const step_split *a, const step_split *b) {
+    return a->compute_s == b->compute_s && a->optimizer_s == b->optimizer_s &&
+           a->exposed_comm_s == b->exposed_comm_s && a->bubble_s == b->bubble_s;
+}
+
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            printf("  %s point %d: ", g_file, g_point);                                      \
+            printf(__VA_ARGS__);                                                             \
+            printf("\n");                                                                    \
+            bad++;                                                                           \
+        }                                                                                    \
+    } while (0)
+
+/* Compare the two runs; returns the number of differences. */
+static int compare(const program *p, const step_exec_result *a, const step_exec_result *b) {
+    int bad = 0;
+    CHECK(a->step_time_s == b->step_time_s, "step %.17g s, per rank %.17g s", a->step_time_s, b->step_time_s);
+    CHECK(a->slowest_rank == b->slowest_rank, "slowest rank %d, per rank %d", a->slowest_rank, b->slowest_rank);
+    CHECK(a->max_collective_wait_s == b->max_collective_wait_s, "longest wait %.17g, per rank %.17g",
+          a->max_collective_wait_s, b->max_collective_wait_s);
+    CHECK(a->worst_a2a.group == b->worst_a2a.group && a->worst_a2a.layer == b->worst_a2a.layer &&
+              a->worst_a2a.mb == b->worst_a2a.mb && a->worst_a2a.last_rank == b->worst_a2a.last_rank &&
+              a->worst_a2a.spread_s == b->worst_a2a.spread_s && a->worst_a2a.start_s == b->worst_a2a.start_s,
+          "worst all-to-all group %d layer %d mb %d last %d, per rank group %d layer %d mb %d last %d",
+          a->worst_a2a.group, a->worst_a2a.layer, a->worst_a2a.mb, a->worst_a2a.last_rank, b->worst_a2a.group,
+          b->worst_a2a.layer, b->worst_a2a.mb, b->worst_a2a.last_rank);
+    CHECK(a->timeout.found == b->timeout.found && a->timeout.rank == b->timeout.rank &&
+              a->timeout.fired_s == b->timeout.fired_s,
+          "timeout %d rank %d at %.17g, per rank %d rank %d at %.17g", a->timeout.found, a->timeout.rank,
+          a->timeout.fired_s, b->timeout.found, b->timeout.rank, b->timeout.fired_s);
+    int first = -1, n_bad = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        int ok = same_split(&a->split[r], &b->split[r]) && a->a2a_s[r] == b->a2a_s[r] &&
+                 a->a2a_last_count[r] == b->a2a_last_count[r];
+        const op_time *ta = a->timelines[a->sim_rank[r]], *tb = b->timelines[r];
+        for (int i = 0; ok && i < program_n_ops(p, r); i++)
+            ok = ta[i].start_s == tb[i].start_s && ta[i].end_s == tb[i].end_s;
+        if (!ok && first < 0) first = r;
+        n_bad += !ok;
+    }
+    CHECK(n_bad == 0, "%d ranks differ, first rank %d", n_bad, first);
+    return bad;
+}
+
+static int run(const program *p, const comm_model *comm, const costmodel *cm, int shortcut, step_exec_result *r) {
+    step_pricing pr;
+    step_pricing_init(&pr, p, cm);
+    step_exec_opts o = {.comm = comm, .price = step_price_costmodel, .price_ctx = &pr, .shortcut = shortcut,
+                        .keep_timelines = 1};
+    moe_error err = {0};
+    int rc = step_exec_run(p, &o, r, &err);
+    step_pricing_free(&pr);
+    /* a timed-out step is a result (incident-cascading-hang): both runs must time out alike */
+    if (rc && !r->timeout.found) printf("  %s point %d: %s\n", g_file, g_point, err.msg);
+    return rc && !r->timeout.found;
+}
+
+static int child_point(void) {
+    moe_error err = {0};
+    scenario base, s;
+    sweep *sw = NULL;
+    if (scenario_load(g_file, &base, &sw, &err)) { printf("  %s\n", err.msg); return 1; }
+    int rc = sweep_point(sw, &base, g_point, &s, NULL, &err);
+    sweep_free(sw);
+    if (rc) { printf("  %s point %d: %s\n", g_file, g_point, err.msg); return 1; }
+    program *p = NULL;
+    if (program_check(&s, &err) || program_build(&s, &p, &err)) {
+        printf("  %s point %d: not at step level (%s)\n", g_file, g_point, err.msg);
+        return 0;
+    }
+    costmodel cm;
+    if (costmodel_for_scenario(&s, &cm, &err)) { printf("  %s\n", err.msg); return 1; }
+    comm_model comm = sg_comm_create(&s, &err);
+    if (!comm.ctx) { printf("  %s\n", err.msg); return 1; }
+    step_exec_result a, b;
+    int bad = run(p, &comm, &cm, 1, &a) + run(p, &comm, &cm, 0, &b);
+    if (!bad) bad = compare(p, &a, &b);
+    int per_replica = p->n_ranks / p->dp, twins = a.n_simulated_ranks < a.n_simulated_replicas * per_replica;
+    printf("  %-40s point %d: %5d ranks, %5d simulated with the shortcuts (tp %d, dp %d%s), step %.6f s: %s\n",
+           g_file, g_point, p->n_ranks, a.n_simulated_ranks, p->tp, p->dp, twins ? ", TP twins" : "", a.step_time_s,
+           bad ? "DIFFERENT" : "identical");
+    step_exec_result_free(&a);
+    step_exec_result_free(&b);
+    comm.destroy(comm.ctx);
+    program_free(p);
+    return bad ? 1 : twins ? 2 : 0;
+}
+
+static void test_every_shipped_case(void **state) {
+    (void)state;
+    int failed = 0, twins_ran = 0;   /* points where the TP twins applied */
+    for (size_t f = 0; f < sizeof FILES / sizeof FILES[0]; f++) {
+        moe_error err = {0};
+        scenario base;
+        sweep *sw = NULL;
+        if (scenario_load(FILES[f], &base, &sw, &err)) fail_msg("%s", err.msg);
+        int n = sweep_count(sw);
+        sweep_free(sw);
+        for (int i = 0; i < n; i++) {
+            g_file = FILES[f];
+            g_point = i;
+            int rc = fx_run_in_child(child_point);
+            failed += rc != 0 && rc != 2;
+            twins_ran += rc == 2;
+        }
+    }
+    assert_int_equal(failed, 0);
+    assert_true(twins_ran >= 4);   /* the list keeps layouts where the TP twins apply */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_shipped_case)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
