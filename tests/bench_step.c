@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "sim/scenario/scenario.h"
+#include "sim/program/routing.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/step_sim.h"
 
@@ -70,7 +71,8 @@ static int timed(const char *label, const scenario *s, const step_options *opt, 
     moe_error err = {0};
     for (int k = 0; k < reps; k++) {
         if (k) step_result_free(r);
-        sg_comm_forget();   /* cold: the durations a fresh process would have to simulate */
+        sg_comm_forget();   /* cold: what a fresh process would have to simulate and draw */
+        routing_forget();
         double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (step_simulate(s, opt, r, &err)) { fprintf(stderr, "bench_step (%s): %s\n", label, err.msg); return 1; }
         wall[k] = clock_s(CLOCK_MONOTONIC) - w0;
@@ -116,12 +118,13 @@ int main(void) {
            r.step_time_s == base_step ? "identical" : "DIFFERENT");
     step_result_free(&r);
 
-    /* warm: the patterns are in the process memo (the next layout of a search with the same groups) */
+    /* warm: the patterns and draws are the process's already (the next layout of a search with the
+     * same groups) */
     {
         moe_error err = {0};
         double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (step_simulate(&s, NULL, &r, &err)) { fprintf(stderr, "bench_step (warm): %s\n", err.msg); return 1; }
-        printf("seed, warm  the same step again with its patterns memoized in the process: CPU %.3f s, step %s\n",
+        printf("seed, warm  the same step again with its patterns and draws kept in the process: CPU %.3f s, step %s\n",
                clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0, r.step_time_s == base_step ? "identical" : "DIFFERENT");
         step_result_free(&r);
     }

@@ -3,7 +3,9 @@
 # cluster its pick (every layout ranked at plan level, the best K simulated at step level) is the
 # layout an exhaustive step-level sweep of every layout that fits finds fastest. `search --top all`
 # simulates every layout that fits: each one's step result equals the sweep's for that layout, and
-# its pick by step-level tokens/s/GPU is the sweep's best by that measure.
+# its pick by step-level tokens/s/GPU is the sweep's best by that measure. The search's workers each
+# simulate a run of layouts, sharing SimGrid patterns and routing draws; the sweep runs a process per
+# layout: their step results must agree to the last digit.
 #
 # Qwen3-30B-A3B on 32 H100 (4 nodes of 8), forced-balance routing, FP8 current scaling, 1024
 # sequences of 4096 tokens; 52 layouts (51 fit). Both MoE dispatchers: DeepEP's deduplicated
@@ -58,8 +60,11 @@ for d in deepep alltoall; do
     TPS='"step.tokens_per_s_per_gpu"'
     n_all=$(sqlite3 "$TMP/$d-every/results.db" "SELECT count(*) FROM points WHERE $TPS IS NOT NULL")
     [ "$n_all" = "$n" ] || fail "$d: search --top all simulated $n_all layouts at step level; $n fit"
-    sqlite3 "$TMP/$d-every/results.db" "SELECT $LAYOUT, $TPS, \"step.step_time_s\" FROM points WHERE $TPS IS NOT NULL ORDER BY 1" > "$TMP/$d-every.rows"
-    sqlite3 "$TMP/$d-all/results.db" "SELECT $LAYOUT, $TPS, \"step.step_time_s\" FROM points WHERE status = 'ok' AND \"plan.fits_memory\" = 1 ORDER BY 1" > "$TMP/$d-all.rows"
+    # every digit: the search's workers simulate runs of layouts and reuse each other's SimGrid
+    # patterns and routing draws, the sweep gives each layout a fresh process
+    FULL="quote($TPS), quote(\"step.step_time_s\"), quote(\"step.exposed_comm_s\")"   # round-trip exact
+    sqlite3 "$TMP/$d-every/results.db" "SELECT $LAYOUT, $FULL FROM points WHERE $TPS IS NOT NULL ORDER BY 1" > "$TMP/$d-every.rows"
+    sqlite3 "$TMP/$d-all/results.db" "SELECT $LAYOUT, $FULL FROM points WHERE status = 'ok' AND \"plan.fits_memory\" = 1 ORDER BY 1" > "$TMP/$d-all.rows"
     cmp -s "$TMP/$d-every.rows" "$TMP/$d-all.rows" || fail "$d: search --top all's step results differ from the sweep's: $(diff "$TMP/$d-all.rows" "$TMP/$d-every.rows" | head -4 | tr '\n' ' ')"
     pick_all=$(sqlite3 "$TMP/$d-every/results.db" "SELECT $LAYOUT FROM points WHERE $TPS IS NOT NULL ORDER BY $TPS DESC, id LIMIT 1")
     best_tps=$(sqlite3 "$TMP/$d-all/results.db" "SELECT max($TPS) FROM points WHERE status = 'ok' AND \"plan.fits_memory\" = 1")

@@ -391,8 +391,14 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
     /* 3. the points, in workers; the parent stores what they send */
     int slow = (eff_levels & LEVEL_STEP) != 0;
     long todo = hi - lo - n_done;
+    /* Step-level points get a process each, since SimGrid keeps one platform per process and a sweep
+     * may vary the cluster. A search's layouts share the cluster: a worker takes a run of them and
+     * reuses the SimGrid patterns and routing draws of the layouts before, which gives bit for bit a
+     * fresh process's results (comm_simgrid.h, routing.h; e2e_search_exhaustive). Three runs per
+     * worker balance the long layouts. */
+    long step_chunk = c.ranked ? (todo + 3L * jobs - 1) / (3L * jobs) : 1;
     point_run_opts po = {.jobs = jobs, .skip = done, .exact = slow, .what = "evaluated",
-                         .chunk = slow ? 1 : (todo + 8L * jobs - 1) / (8L * jobs),
+                         .chunk = slow ? step_chunk : (todo + 8L * jobs - 1) / (8L * jobs),
                          .progress = progress_for(o, todo, slow), .status = eval_status,
                          .progress_every_s = o->progress_every_s > 0 ? o->progress_every_s : 30};
     if (po.chunk > 20000) po.chunk = 20000;

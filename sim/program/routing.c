@@ -73,6 +73,8 @@ struct routing_ctx {
     int drop;
     int dedup;                    /* 1: deepep (one copy per destination rank and node), 0: alltoall */
     uint64_t seed;
+    uint64_t digest;              /* everything a draw reads (ctx_digest): the process cache's key;
+                                     0: draws not kept */
 };
 
 struct routing_scratch {
@@ -430,6 +432,43 @@ static int build_replicas(routing_ctx *c, int R, moe_error *err) {
     return 0;
 }
 
+/* ---- digest: FNV-1a over what routing_draw reads -------------------------------------------------- */
+typedef struct { uint64_t h; } fnv;
+static void fnv_bytes(fnv *f, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        f->h ^= b[i];
+        f->h *= 1099511628211ULL;
+    }
+}
+#define FNV_VAL(f, v) do { __typeof__(v) v_ = (v); fnv_bytes((f), &v_, sizeof v_); } while (0)
+#define FNV_ARR(f, a, n) do { if (a) fnv_bytes((f), (a), (size_t)(n) * sizeof *(a)); else FNV_VAL((f), -1); } while (0)
+
+/* Every field and array of the context that a draw reads, so that two contexts with one digest draw
+ * the same samples: the shape, the group's node pattern (node indexes, not global ids: a draw does
+ * not see where the group sits), the placement of experts and replicas, the limits, the law (its
+ * weights give its alias tables), capacity and seed. */
+static uint64_t ctx_digest(const routing_ctx *c) {
+    fnv f = {1469598103934665603ULL};
+    FNV_VAL(&f, c->n); FNV_VAL(&f, c->E); FNV_VAL(&f, c->K); FNV_VAL(&f, c->experts_per_rank);
+    FNV_VAL(&f, c->tokens_per_rank); FNV_VAL(&f, c->keep_choices); FNV_VAL(&f, c->hidden);
+    FNV_VAL(&f, c->dispatch_dtype_bytes); FNV_VAL(&f, c->combine_dtype_bytes);
+    FNV_VAL(&f, c->n_nodes); FNV_ARR(&f, c->rank_node, c->n);
+    FNV_ARR(&f, c->expert_rank, c->E); FNV_ARR(&f, c->expert_node, c->E); FNV_ARR(&f, c->expert_group, c->E);
+    FNV_VAL(&f, c->n_redundant); FNV_VAL(&f, c->slots_per_rank);
+    if (c->n_redundant) {
+        FNV_ARR(&f, c->slot_first, c->E); FNV_ARR(&f, c->slot_count, c->E);
+        FNV_ARR(&f, c->slot_rank, c->E + c->n_redundant); FNV_ARR(&f, c->slot_index, c->E + c->n_redundant);
+    }
+    FNV_VAL(&f, c->groups_on); FNV_VAL(&f, c->topk_groups); FNV_VAL(&f, c->n_groups);
+    FNV_VAL(&f, c->nodes_on); FNV_VAL(&f, c->node_limit);
+    FNV_VAL(&f, (int)c->dist); FNV_VAL(&f, c->hot_expert); FNV_VAL(&f, c->hot_share); FNV_VAL(&f, c->n_laws);
+    FNV_ARR(&f, c->weights, (size_t)c->n_laws * (size_t)c->E);
+    FNV_VAL(&f, c->draw_n); FNV_VAL(&f, c->draw_scale);
+    FNV_VAL(&f, c->capacity); FNV_VAL(&f, c->drop); FNV_VAL(&f, c->dedup); FNV_VAL(&f, c->seed);
+    return f.h ? f.h : 1;
+}
+
 routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, const routing_opts *opts,
                                      moe_error *err) {
     long long tpr64 = opts && opts->tokens_per_rank > 0
@@ -488,6 +527,8 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     if (build_laws(c, s, law, err)) goto fail;
     uniform_below_init(c, c->dist == ROUTE_HOT ? c->E - 1 : c->E);
     if (s->routing.redundant_experts > 0 && build_replicas(c, s->routing.redundant_experts, err)) goto fail;
+    /* a drifting step's law is new each step: its draws are not kept (digest 0) */
+    c->digest = law ? 0 : ctx_digest(c);
     return c;
 fail:
     routing_ctx_free(c);
@@ -970,6 +1011,93 @@ routing_pool *routing_pool_create(const routing_ctx *c, int samples_per_layer, i
     return p;
 }
 
+/* ---- the process's draws ----------------------------------------------------------------------------
+ * A pool's draw (law, slot) is a function of its context's digest and of (law, slot) alone: routing_draw
+ * seeds its generator from (seed, law, slot) and resets every counter. The layouts of a search that one
+ * worker process simulates share EP group shapes, so their pools ask for the same draws; each is kept
+ * here, up to CACHE_MAX_BYTES in all (the oldest go first), and copied (milliseconds) instead of drawn
+ * again (tens of milliseconds, seconds at EP 256). */
+#define CACHE_MAX_BYTES (512.0 * 1024 * 1024)
+typedef struct { uint64_t key; double bytes; routing_sample s; } cached_draw;
+static cached_draw *g_cache;
+static int g_cache_n, g_cache_cap;
+static double g_cache_bytes;
+
+static uint64_t draw_key(const routing_ctx *c, int law, int slot) {
+    fnv f = {c->digest};
+    FNV_VAL(&f, law);
+    FNV_VAL(&f, slot);
+    return f.h;
+}
+
+/* The bytes a kept draw holds. */
+static double sample_bytes(const routing_sample *s) {
+    double n = s->n_ranks, nn = s->n_nodes;
+    return 8.0 * (s->n_experts + n + n * s->slots_per_rank + 3 * n * n + 3 * n * nn) +
+           (s->choices ? 4.0 * n * s->tokens_per_rank * s->top_k : 0);
+}
+
+/* Copy src's results into dst (same shape, made by routing_sample_init for the same context). */
+static void sample_copy(routing_sample *dst, const routing_sample *src) {
+    size_t n = (size_t)src->n_ranks, nn = (size_t)src->n_nodes, d = sizeof(double);
+    memcpy(dst->expert_tokens, src->expert_tokens, (size_t)src->n_experts * d);
+    memcpy(dst->rank_tokens, src->rank_tokens, n * d);
+    if (src->slot_tokens) memcpy(dst->slot_tokens, src->slot_tokens, n * (size_t)src->slots_per_rank * d);
+    memcpy(dst->dispatch_tokens, src->dispatch_tokens, n * n * d);
+    memcpy(dst->dispatch_bytes, src->dispatch_bytes, n * n * d);
+    memcpy(dst->combine_bytes, src->combine_bytes, n * n * d);
+    memcpy(dst->node_tokens, src->node_tokens, n * nn * d);
+    memcpy(dst->dispatch_node_bytes, src->dispatch_node_bytes, n * nn * d);
+    memcpy(dst->combine_node_bytes, src->combine_node_bytes, n * nn * d);
+    if (src->choices)
+        memcpy(dst->choices, src->choices, n * (size_t)src->tokens_per_rank * (size_t)src->top_k * sizeof *src->choices);
+    dst->layer = src->layer; dst->micro_batch = src->micro_batch; dst->group = src->group;
+    dst->capacity = src->capacity; dst->assignments = src->assignments; dst->dropped = src->dropped;
+    dst->over_capacity = src->over_capacity; dst->empty_slots = src->empty_slots;
+    dst->dropped_fraction = src->dropped_fraction;
+}
+
+static int cache_get(uint64_t key, routing_sample *out) {
+    for (int i = 0; i < g_cache_n; i++)
+        if (g_cache[i].key == key) {
+            sample_copy(out, &g_cache[i].s);
+            return 1;
+        }
+    return 0;
+}
+
+static void cache_put(const routing_ctx *c, uint64_t key, const routing_sample *s) {
+    double bytes = sample_bytes(s);
+    if (bytes > CACHE_MAX_BYTES) return;
+    while (g_cache_n > 0 && g_cache_bytes + bytes > CACHE_MAX_BYTES) {   /* drop the oldest */
+        g_cache_bytes -= g_cache[0].bytes;
+        routing_sample_free(&g_cache[0].s);
+        memmove(g_cache, g_cache + 1, (size_t)--g_cache_n * sizeof *g_cache);
+    }
+    if (g_cache_n == g_cache_cap) {
+        g_cache_cap = g_cache_cap ? 2 * g_cache_cap : 16;
+        g_cache = moe_xrealloc(g_cache, (size_t)g_cache_cap, sizeof *g_cache);
+    }
+    cached_draw *e = &g_cache[g_cache_n];
+    moe_error err;
+    if (routing_sample_init(c, &e->s, &err)) return;
+    scratch_free(e->s.scratch);   /* a kept draw is only copied from */
+    e->s.scratch = NULL;
+    sample_copy(&e->s, s);
+    e->key = key;
+    e->bytes = bytes;
+    g_cache_bytes += bytes;
+    g_cache_n++;
+}
+
+void routing_forget(void) {
+    for (int i = 0; i < g_cache_n; i++) routing_sample_free(&g_cache[i].s);
+    free(g_cache);
+    g_cache = NULL;
+    g_cache_n = g_cache_cap = 0;
+    g_cache_bytes = 0;
+}
+
 const routing_sample *routing_pool_get(routing_pool *p, int layer, int micro_batch, int group) {
     int law = routing_ctx_layer_law(p->ctx, layer) % p->n_laws;
     int slot = (int)(routing_seed(0, 0, law, micro_batch, group) % (uint32_t)p->per_law);
@@ -977,7 +1105,11 @@ const routing_sample *routing_pool_get(routing_pool *p, int layer, int micro_bat
     if (!p->ready[idx]) {
         moe_error err;
         if (routing_sample_init(p->ctx, &p->slots[idx], &err)) return NULL;
-        routing_draw(p->ctx, law, slot, 0, &p->slots[idx]);
+        uint64_t key = p->ctx->digest ? draw_key(p->ctx, law, slot) : 0;
+        if (!key || !cache_get(key, &p->slots[idx])) {
+            routing_draw(p->ctx, law, slot, 0, &p->slots[idx]);
+            if (key) cache_put(p->ctx, key, &p->slots[idx]);
+        }
         p->ready[idx] = 1;
         p->draws++;
     }

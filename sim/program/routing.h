@@ -265,6 +265,10 @@ routing_pool *routing_pool_create(const routing_ctx *ctx, int samples_per_layer,
  * routing_draw(ctx, L, s, 0): its layer/micro_batch/group fields say so. */
 const routing_sample *routing_pool_get(routing_pool *pool, int layer, int micro_batch, int group);
 int routing_pool_draws(const routing_pool *pool);   /* samples drawn so far */
+/* A pool's draws are kept in the process (routing.c, "the process's draws": a draw is a function of its
+ * context and (law, slot)) and copied into the next pool that asks for the same one; this forgets
+ * them (benchmarks that time a cold step). */
+void routing_forget(void);
 void routing_pool_free(routing_pool *pool);
 
 #endif
