@@ -673,6 +673,58 @@ static void test_trace_distribution(void **state) {
     expect_error(&s, "routing.trace", path);   /* missing file */
 }
 
+/* Node-limited routing when the token's nodes hold few experts (routing.c pick_from_nodes: drawn from
+ * those experts, not rejected from all). Hand-solvable: 16 experts on 16 ranks, 4 ranks per node (4
+ * nodes of 4 experts), top-2, node_limit 1. The token's node is the node of its first expert f in the
+ * Plackett-Luce ranking (probability w_f / W), its second expert one of the node's other three in
+ * proportion to popularity: expert e of node k is picked with probability
+ *   P(e) = w_e / W + sum over f != e on node k of (w_f / W) * w_e / (W_k - w_f).
+ * With trace counts 1..16 each expert's pairs are within a binomial z-bound of T P(e), and since both
+ * experts of a token lie on its node, node k's experts receive 2 T W_k / W pairs together. */
+static void test_node_limited_few_experts(void **state) {
+    (void)state;
+    char path[] = "/tmp/moesim_trace_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char text[512] = "{\"format\": \"moesim-expert-load/1\", \"layers\": [[";
+    for (int e = 0; e < 16; e++) snprintf(text + strlen(text), sizeof text - strlen(text), "%s%d", e ? ", " : "", e + 1);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "]]}");
+    write_file(path, text);
+    const int ep = 16, E = 16, tpr = 2048;
+    scenario s = make_scn(ep, 4, E, 2, tpr);
+    s.routing.distribution = ROUTE_TRACE;
+    s.routing.node_limit = 1;
+    snprintf(s.routing.trace, sizeof s.routing.trace, "%s", path);
+    routing_ctx *c = ctx_or_fail(&s, 0);
+    routing_sample r;
+    sample_or_fail(c, &r);
+    assert_int_equal(routing_draw(c, 0, 0, 0, &r), 0);
+    double T = (double)ep * tpr, W = 16 * 17 / 2.0;
+    for (int k = 0; k < 4; k++) {
+        double Wk = 0, pairs = 0;
+        for (int e = 4 * k; e < 4 * k + 4; e++) Wk += e + 1;
+        for (int e = 4 * k; e < 4 * k + 4; e++) {
+            double p = (e + 1) / W;
+            for (int f = 4 * k; f < 4 * k + 4; f++)
+                if (f != e) p += (f + 1) / W * (e + 1) / (Wk - (f + 1));
+            assert_true(fabs(r.expert_tokens[e] - T * p) < 5.0 * sqrt(T * p * (1 - p)));
+            pairs += r.expert_tokens[e];
+        }
+        assert_true(fabs(pairs - 2 * T * Wk / W) < 5.0 * 2 * sqrt(T * Wk / W * (1 - Wk / W)));
+    }
+    assert_int_equal(r.empty_slots, 0);
+    /* the uniform law: every expert in 2 of 16 slots */
+    s.routing.distribution = ROUTE_UNIFORM;
+    routing_ctx *u = ctx_or_fail(&s, 0);
+    assert_int_equal(routing_draw(u, 0, 0, 0, &r), 0);
+    for (int e = 0; e < E; e++) assert_true(fabs(r.expert_tokens[e] - T / 8) < 5.0 * sqrt(T / 8 * 7 / 8));
+    routing_sample_free(&r);
+    routing_ctx_free(u);
+    routing_ctx_free(c);
+    unlink(path);
+}
+
 static void test_validation_errors(void **state) {
     (void)state;
     scenario s = make_scn(4, 8, 16, 4, 16);
@@ -731,6 +783,7 @@ int main(void) {
         cmocka_unit_test(test_zipf_shares_and_layers),
         cmocka_unit_test(test_node_and_group_limited),
         cmocka_unit_test(test_node_limited_uniform_marginals),
+        cmocka_unit_test(test_node_limited_few_experts),
         cmocka_unit_test(test_balanced_exact_shares),
         cmocka_unit_test(test_determinism_and_pool),
         cmocka_unit_test(test_trace_distribution),
