@@ -220,14 +220,14 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
     const program_group *g0 = &p->groups[0];           /* EP group 0: replica 0, stage 0, tp 0 */
     int *gpus = moe_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) gpus[i] = program_gpu_of_rank(p, g0->ranks[i]);
-    /* with a dropping capacity limit, keep every token's choices to count what the router assigned
-     * before the limit (step_expert_routed: the imbalance the limit hides); ~K*T int32 per sample */
+    /* with a dropping capacity limit, what the router assigned before the limit (the sample's
+     * expert_routed) is the imbalance the limit hides: step_expert_routed */
     int capped = s->routing.drop && s->routing.capacity_factor > 0;
     /* Expert tensor parallelism (layout.etp, = tp unless the scenario folds): each rank routes the
      * sequence-parallel tokens its expert-TP group gathered, T x etp / tp, through its 1/etp slice of
      * each expert (the expert GEMMs below divide expert_hidden by etp). etp = tp: the whole
      * micro-batch through every TP index's EP group; etp = 1: each rank its own T / tp tokens. */
-    routing_opts ro = {.keep_choices = capped, .tokens_per_rank = p->routed_tokens, .law = law};
+    routing_opts ro = {.tokens_per_rank = p->routed_tokens, .law = law};
     routing_ctx *ctx = routing_ctx_create_opts(s, gpus, &ro, err);
     free(gpus);
     if (!ctx) return err->code ? err->code : EXIT_BADINPUT;
@@ -279,14 +279,8 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
             p->routed_pairs += uses[d] * rs->assignments;
             p->dropped_pairs += uses[d] * rs->dropped;
             for (int e = 0; e < E; e++) p->step_expert_tokens[e] += uses[d] * rs->expert_tokens[e];
-            if (capped && rs->choices) {
-                size_t nc = (size_t)rs->n_ranks * rs->tokens_per_rank * rs->top_k;
-                for (size_t c = 0; c < nc; c++) {
-                    int32_t v = rs->choices[c];
-                    if (v == ROUTING_NONE) continue;
-                    p->step_expert_routed[v >= 0 ? v : -1 - v] += uses[d];
-                }
-            }
+            if (capped)
+                for (int e = 0; e < E; e++) p->step_expert_routed[e] += uses[d] * rs->expert_routed[e];
             expert_load_stats st;
             if (expert_load_analyze(rs->expert_tokens, (size_t)E, &st) == 0) {
                 cv += uses[d] * st.cv; mm += uses[d] * st.max_min; gini += uses[d] * st.gini;

@@ -89,6 +89,7 @@ struct routing_scratch {
     uint32_t *sent_rank, *sent_node;                 /* accounting stamps, [n], [n_nodes] */
     uint32_t tok;          /* current token stamp (1-based within a draw) */
     int32_t *cand;         /* [E] the eligible experts of pick_from_nodes */
+    int64_t *routed;       /* [E] pairs the router assigned each expert, before the capacity limit */
     int64_t assignments, dropped, over, empty;
     /* balanced law: per draw, a random order of the units (nodes, groups or one) and of the experts
      * inside each unit (unit u's experts are unit_experts[unit_start[u] .. unit_start[u+1]-1]);
@@ -609,6 +610,7 @@ static void scratch_free(routing_scratch *x) {
     free(x->unit_experts);
     free(x->unit_used);
     free(x->cand);
+    free(x->routed);
     free(x);
 }
 
@@ -631,9 +633,10 @@ static routing_scratch *scratch_alloc(const routing_ctx *c) {
     x->unit_experts = moe_xmalloc(E * sizeof *x->unit_experts);
     x->unit_used = moe_xmalloc(n * units * sizeof *x->unit_used);
     x->cand = moe_xmalloc(E * sizeof *x->cand);
+    x->routed = moe_xmalloc(E * sizeof *x->routed);
     if (!x->rng || !x->load || !x->pairs || !x->node_pairs || !x->seen_expert || !x->seen_group ||
         !x->seen_node || !x->sent_rank || !x->sent_node || !x->unit_order || !x->unit_start ||
-        !x->unit_experts || !x->unit_used || !x->cand) {
+        !x->unit_experts || !x->unit_used || !x->cand || !x->routed) {
         scratch_free(x);
         return NULL;
     }
@@ -643,6 +646,7 @@ static routing_scratch *scratch_alloc(const routing_ctx *c) {
 void routing_sample_free(routing_sample *s) {
     if (!s) return;
     free(s->expert_tokens);
+    free(s->expert_routed);
     free(s->rank_tokens);
     free(s->slot_tokens);
     free(s->dispatch_tokens);
@@ -666,6 +670,7 @@ int routing_sample_init(const routing_ctx *c, routing_sample *s, moe_error *err)
     s->tokens_per_rank = c->tokens_per_rank;
     s->capacity = c->capacity;
     s->expert_tokens = moe_xcalloc((size_t)c->E, sizeof(double));
+    s->expert_routed = moe_xcalloc((size_t)c->E, sizeof(double));
     s->rank_tokens = moe_xcalloc(n, sizeof(double));
     s->slots_per_rank = c->n_redundant ? c->slots_per_rank : 0;
     if (c->n_redundant) s->slot_tokens = moe_xcalloc(n * (size_t)c->slots_per_rank, sizeof(double));
@@ -678,7 +683,7 @@ int routing_sample_init(const routing_ctx *c, routing_sample *s, moe_error *err)
     if (c->keep_choices)
         s->choices = moe_xmalloc(n * (size_t)c->tokens_per_rank * (size_t)c->K * sizeof *s->choices);
     s->scratch = scratch_alloc(c);
-    if (!s->expert_tokens || !s->rank_tokens || !s->dispatch_tokens || !s->dispatch_bytes ||
+    if (!s->expert_tokens || !s->expert_routed || !s->rank_tokens || !s->dispatch_tokens || !s->dispatch_bytes ||
         !s->combine_bytes || !s->node_tokens || !s->dispatch_node_bytes || !s->combine_node_bytes ||
         (c->keep_choices && !s->choices) || !s->scratch) {
         routing_sample_free(s);
@@ -700,6 +705,7 @@ static void begin(const routing_ctx *c, routing_scratch *x) {
     memset(x->pairs, 0, n * n * sizeof *x->pairs);
     memset(x->node_pairs, 0, n * nn * sizeof *x->node_pairs);
     memset(x->seen_expert, 0, E * sizeof *x->seen_expert);
+    memset(x->routed, 0, E * sizeof *x->routed);
     memset(x->seen_group, 0, (size_t)c->n_groups * sizeof *x->seen_group);
     memset(x->seen_node, 0, nn * sizeof *x->seen_node);
     memset(x->sent_rank, 0, n * sizeof *x->sent_rank);
@@ -910,6 +916,7 @@ static inline __attribute__((always_inline)) void account_token(const routing_ct
     x->empty += c->K - m;
     for (int k = 0; k < m; k++) {
         int ex = e[k];
+        x->routed[ex]++;
         if (c->capacity >= 0 && load[ex] >= c->capacity) {
             if (c->drop) {
                 x->dropped++;
@@ -948,6 +955,7 @@ static void finish(const routing_ctx *c, const routing_scratch *x, routing_sampl
         int64_t kept = 0;
         for (int i = 0; i < n; i++) kept += x->load[(size_t)i * c->E + e];
         s->expert_tokens[e] = (double)kept;
+        s->expert_routed[e] = (double)x->routed[e];
         if (!c->n_redundant) { s->rank_tokens[c->expert_rank[e]] += (double)kept; continue; }
         /* the q-th pair of source rank i went to slot q mod count: slot r took ceil((k - r) / count) */
         int cnt = c->slot_count[e];
@@ -1041,8 +1049,9 @@ struct routing_pool {
     const routing_ctx *ctx;
     int n_laws;              /* min(max_laws, ctx laws) */
     int per_law;
-    routing_sample *slots;   /* [n_laws * per_law] */
+    routing_sample *slots;   /* [n_laws * per_law] drawn by this pool */
     unsigned char *ready;
+    struct kept_draw_s **kept;   /* [n_laws * per_law]: the process's draw a slot uses, or NULL */
     int draws;
 };
 
@@ -1059,9 +1068,10 @@ routing_pool *routing_pool_create(const routing_ctx *c, int samples_per_layer, i
     if (p) {
         p->slots = moe_xcalloc(n, sizeof *p->slots);
         p->ready = moe_xcalloc(n, 1);
+        p->kept = moe_xcalloc(n, sizeof *p->kept);
     }
-    if (!p || !p->slots || !p->ready) {
-        if (p) { free(p->slots); free(p->ready); free(p); }
+    if (!p || !p->slots || !p->ready || !p->kept) {
+        if (p) { free(p->slots); free(p->ready); free(p->kept); free(p); }
         moe_error_set(err, EXIT_RUNTIME, "routing pool: out of memory");
         return NULL;
     }
@@ -1074,14 +1084,15 @@ routing_pool *routing_pool_create(const routing_ctx *c, int samples_per_layer, i
 /* ---- the process's draws ----------------------------------------------------------------------------
  * A pool's draw (law, slot) is a function of its context's digest and of (law, slot) alone: routing_draw
  * seeds its generator from (seed, law, slot) and resets every counter. The layouts of a search that one
- * worker process simulates share EP group shapes, so their pools ask for the same draws; each is kept
- * here, up to CACHE_MAX_BYTES in all (the oldest go first), and copied (milliseconds) instead of drawn
+ * worker process simulates share EP group shapes, so their pools ask for the same draws. A pool hands
+ * its draws to the process when it is freed (no copy), up to CACHE_MAX_BYTES in all (the oldest that
+ * no pool uses go first), and a later pool that asks for one uses it in place instead of drawing it
  * again (tens of milliseconds, seconds at EP 256). */
 #define CACHE_MAX_BYTES (512.0 * 1024 * 1024)
-typedef struct { uint64_t key; double bytes; routing_sample s; } cached_draw;
-static cached_draw *g_cache;
-static int g_cache_n, g_cache_cap;
-static double g_cache_bytes;
+typedef struct kept_draw_s { uint64_t key; double bytes; int users; routing_sample s; } kept_draw;
+static kept_draw **g_kept;   /* oldest first; each entry's address is stable while pools use it */
+static int g_kept_n, g_kept_cap;
+static double g_kept_bytes;
 
 static uint64_t draw_key(const routing_ctx *c, int law, int slot) {
     fnv f = {c->digest};
@@ -1093,85 +1104,68 @@ static uint64_t draw_key(const routing_ctx *c, int law, int slot) {
 /* The bytes a kept draw holds. */
 static double sample_bytes(const routing_sample *s) {
     double n = s->n_ranks, nn = s->n_nodes;
-    return 8.0 * (s->n_experts + n + n * s->slots_per_rank + 3 * n * n + 3 * n * nn) +
+    return 8.0 * (2 * s->n_experts + n + n * s->slots_per_rank + 3 * n * n + 3 * n * nn) +
            (s->choices ? 4.0 * n * s->tokens_per_rank * s->top_k : 0);
 }
 
-/* Copy src's results into dst (same shape, made by routing_sample_init for the same context). */
-static void sample_copy(routing_sample *dst, const routing_sample *src) {
-    size_t n = (size_t)src->n_ranks, nn = (size_t)src->n_nodes, d = sizeof(double);
-    memcpy(dst->expert_tokens, src->expert_tokens, (size_t)src->n_experts * d);
-    memcpy(dst->rank_tokens, src->rank_tokens, n * d);
-    if (src->slot_tokens) memcpy(dst->slot_tokens, src->slot_tokens, n * (size_t)src->slots_per_rank * d);
-    memcpy(dst->dispatch_tokens, src->dispatch_tokens, n * n * d);
-    memcpy(dst->dispatch_bytes, src->dispatch_bytes, n * n * d);
-    memcpy(dst->combine_bytes, src->combine_bytes, n * n * d);
-    memcpy(dst->node_tokens, src->node_tokens, n * nn * d);
-    memcpy(dst->dispatch_node_bytes, src->dispatch_node_bytes, n * nn * d);
-    memcpy(dst->combine_node_bytes, src->combine_node_bytes, n * nn * d);
-    if (src->choices)
-        memcpy(dst->choices, src->choices, n * (size_t)src->tokens_per_rank * (size_t)src->top_k * sizeof *src->choices);
-    dst->layer = src->layer; dst->micro_batch = src->micro_batch; dst->group = src->group;
-    dst->capacity = src->capacity; dst->assignments = src->assignments; dst->dropped = src->dropped;
-    dst->over_capacity = src->over_capacity; dst->empty_slots = src->empty_slots;
-    dst->dropped_fraction = src->dropped_fraction;
+static kept_draw *kept_find(uint64_t key) {
+    for (int i = 0; i < g_kept_n; i++)
+        if (g_kept[i]->key == key) return g_kept[i];
+    return NULL;
 }
 
-static int cache_get(uint64_t key, routing_sample *out) {
-    for (int i = 0; i < g_cache_n; i++)
-        if (g_cache[i].key == key) {
-            sample_copy(out, &g_cache[i].s);
-            return 1;
-        }
-    return 0;
+static void kept_drop(int i) {
+    g_kept_bytes -= g_kept[i]->bytes;
+    routing_sample_free(&g_kept[i]->s);
+    free(g_kept[i]);
+    memmove(g_kept + i, g_kept + i + 1, (size_t)(g_kept_n - i - 1) * sizeof *g_kept);
+    g_kept_n--;
 }
 
-static void cache_put(const routing_ctx *c, uint64_t key, const routing_sample *s) {
+/* Take over `s` (its arrays; *s is left empty) as the draw of `key`, or free it. */
+static void kept_put(uint64_t key, routing_sample *s) {
     double bytes = sample_bytes(s);
-    if (bytes > CACHE_MAX_BYTES) return;
-    while (g_cache_n > 0 && g_cache_bytes + bytes > CACHE_MAX_BYTES) {   /* drop the oldest */
-        g_cache_bytes -= g_cache[0].bytes;
-        routing_sample_free(&g_cache[0].s);
-        memmove(g_cache, g_cache + 1, (size_t)--g_cache_n * sizeof *g_cache);
+    for (int i = 0; i < g_kept_n && g_kept_bytes + bytes > CACHE_MAX_BYTES;)
+        if (g_kept[i]->users == 0) kept_drop(i);
+        else i++;
+    if (kept_find(key) || g_kept_bytes + bytes > CACHE_MAX_BYTES) { routing_sample_free(s); return; }
+    if (g_kept_n == g_kept_cap) {
+        g_kept_cap = g_kept_cap ? 2 * g_kept_cap : 16;
+        g_kept = moe_xrealloc(g_kept, (size_t)g_kept_cap, sizeof *g_kept);
     }
-    if (g_cache_n == g_cache_cap) {
-        g_cache_cap = g_cache_cap ? 2 * g_cache_cap : 16;
-        g_cache = moe_xrealloc(g_cache, (size_t)g_cache_cap, sizeof *g_cache);
-    }
-    cached_draw *e = &g_cache[g_cache_n];
-    moe_error err;
-    if (routing_sample_init(c, &e->s, &err)) return;
-    scratch_free(e->s.scratch);   /* a kept draw is only copied from */
+    kept_draw *e = moe_xmalloc(sizeof *e);
+    *e = (kept_draw){.key = key, .bytes = bytes, .s = *s};
+    scratch_free(e->s.scratch);   /* a kept draw is only read */
     e->s.scratch = NULL;
-    sample_copy(&e->s, s);
-    e->key = key;
-    e->bytes = bytes;
-    g_cache_bytes += bytes;
-    g_cache_n++;
+    memset(s, 0, sizeof *s);
+    g_kept[g_kept_n++] = e;
+    g_kept_bytes += bytes;
 }
 
 void routing_forget(void) {
-    for (int i = 0; i < g_cache_n; i++) routing_sample_free(&g_cache[i].s);
-    free(g_cache);
-    g_cache = NULL;
-    g_cache_n = g_cache_cap = 0;
-    g_cache_bytes = 0;
+    for (int i = 0; i < g_kept_n;)
+        if (g_kept[i]->users == 0) kept_drop(i);
+        else i++;
 }
 
 const routing_sample *routing_pool_get(routing_pool *p, int layer, int micro_batch, int group) {
     int law = routing_ctx_layer_law(p->ctx, layer) % p->n_laws;
     int slot = (int)(routing_seed(0, 0, law, micro_batch, group) % (uint32_t)p->per_law);
     size_t idx = (size_t)law * p->per_law + slot;
+    if (p->kept[idx]) return &p->kept[idx]->s;
     if (!p->ready[idx]) {
+        uint64_t key = p->ctx->digest ? draw_key(p->ctx, law, slot) : 0;
+        kept_draw *k = key ? kept_find(key) : NULL;
+        p->draws++;
+        if (k) {
+            k->users++;
+            p->kept[idx] = k;
+            return &k->s;
+        }
         moe_error err;
         if (routing_sample_init(p->ctx, &p->slots[idx], &err)) return NULL;
-        uint64_t key = p->ctx->digest ? draw_key(p->ctx, law, slot) : 0;
-        if (!key || !cache_get(key, &p->slots[idx])) {
-            routing_draw(p->ctx, law, slot, 0, &p->slots[idx]);
-            if (key) cache_put(p->ctx, key, &p->slots[idx]);
-        }
+        routing_draw(p->ctx, law, slot, 0, &p->slots[idx]);
         p->ready[idx] = 1;
-        p->draws++;
     }
     return &p->slots[idx];
 }
@@ -1181,9 +1175,15 @@ int routing_pool_draws(const routing_pool *p) { return p->draws; }
 void routing_pool_free(routing_pool *p) {
     if (!p) return;
     size_t n = (size_t)p->n_laws * (size_t)p->per_law;
-    for (size_t i = 0; i < n; i++)
-        if (p->ready[i]) routing_sample_free(&p->slots[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (p->kept[i]) p->kept[i]->users--;
+        if (!p->ready[i]) continue;
+        int law = (int)(i / (size_t)p->per_law), slot = (int)(i % (size_t)p->per_law);
+        if (p->ctx->digest) kept_put(draw_key(p->ctx, law, slot), &p->slots[i]);   /* the process keeps it */
+        else routing_sample_free(&p->slots[i]);
+    }
     free(p->slots);
     free(p->ready);
+    free(p->kept);
     free(p);
 }

@@ -171,6 +171,8 @@ typedef struct {
     int n_ranks, n_nodes, n_experts, top_k, tokens_per_rank;
 
     double *expert_tokens;        /* [n_experts] */
+    double *expert_routed;        /* [n_experts] pairs the router assigned each expert before the
+                                     capacity limit (== expert_tokens unless pairs were dropped) */
     double *rank_tokens;          /* [n_ranks] */
     /* routing.redundant_experts > 0: pairs each expert slot of each rank computes, [n_ranks *
      * slots_per_rank] (the rank's own experts first, then its replicas, 0-padded); else NULL, 0 */
