@@ -614,9 +614,6 @@ static const cli_command COMMANDS[] = {
     {"optimize", cmd_optimize, "SCENARIO.json [--spares LIST] [--intervals LIST] [--tiers LIST] [options]",
      "Hot-spare fraction x checkpoint interval x checkpoint tiers: days and GPU-hours, the Pareto front, its plot.",
      OPTIMIZE_OPTIONS},
-    {"validate", cmd_validate, "[CASES.json] [--baseline FILE] [--out DIR]",
-     "Predict every published case (default scenarios/validation/cases.json) and print the error table.",
-     VALIDATE_OPTIONS},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
