@@ -30,6 +30,8 @@
 /* Consecutive rejections after which a token's remaining experts are drawn by an exact linear scan
  * of the eligible set (only reached by very skewed zipf/trace laws under tight group/node limits). */
 #define REJECT_LIMIT(k) (64 + 8 * (k))
+/* The most nodes a token's experts may span for pick_from_nodes (direct_when_full). */
+#define PICK_MAX_NODES 64
 
 struct routing_ctx {
     /* shape */
@@ -527,7 +529,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
         int most = 0;
         for (int k = 0; k < c->n_nodes; k++)
             if (c->node_start[k + 1] - c->node_start[k] > most) most = c->node_start[k + 1] - c->node_start[k];
-        c->direct_when_full = 4L * c->node_limit * most <= c->E;
+        c->direct_when_full = 4L * c->node_limit * most <= c->E && c->node_limit <= PICK_MAX_NODES;
     }
     if (c->nodes_on) {
         /* the node_limit nodes holding the fewest experts must still hold top_k of them */
@@ -717,6 +719,7 @@ static void begin(const routing_ctx *c, routing_scratch *x) {
 /* ---- selection of one token's experts --------------------------------------------------------------- */
 typedef struct {
     int got, groups, nodes;   /* experts taken; groups and nodes selected so far */
+    int node[PICK_MAX_NODES]; /* the first PICK_MAX_NODES nodes selected, in order */
 } pick_state;
 
 /* Offer expert e, the next one in the token's affinity ranking. Its group (node) is selected on first
@@ -738,6 +741,7 @@ static inline __attribute__((always_inline)) int offer(const routing_ctx *c, rou
         if (x->seen_node[nd] != tok) {
             if (p->nodes == c->node_limit) return 0;
             x->seen_node[nd] = tok;
+            if (p->nodes < PICK_MAX_NODES) p->node[p->nodes] = nd;
             p->nodes++;
         }
     }
@@ -783,8 +787,16 @@ static void pick_from_nodes(const routing_ctx *c, routing_scratch *x, pick_state
                             int uniform, int32_t *out) {
     int32_t *cand = x->cand;
     int m = 0;
-    for (int k = 0; k < c->n_nodes; k++) {
-        if (x->seen_node[k] != x->tok) continue;
+    /* the selected nodes in ascending order (the candidates' order, hence the draws, as a scan of all
+     * nodes would give) */
+    int sel[PICK_MAX_NODES];
+    for (int a = 0; a < p->nodes; a++) {
+        int v = p->node[a], b = a;
+        for (; b > 0 && sel[b - 1] > v; b--) sel[b] = sel[b - 1];
+        sel[b] = v;
+    }
+    for (int q = 0; q < p->nodes; q++) {
+        int k = sel[q];
         for (int i = c->node_start[k]; i < c->node_start[k + 1]; i++) {
             int e = c->node_experts[i];
             if (eligible(c, x, p, e) && (uniform || w[e] > 0.0)) cand[m++] = e;
@@ -820,7 +832,8 @@ static inline int draw_expert(const routing_ctx *c, gsl_rng *rng, const gsl_ran_
 
 /* The token's experts, in affinity order, into out[0..K-1]; returns how many (K unless degenerate). */
 static inline __attribute__((always_inline)) int choose_token(const routing_ctx *c, routing_scratch *x, int law, int32_t *out) {
-    pick_state p = {0, 0, 0};
+    pick_state p;   /* p.node is read only up to p.nodes: not cleared per token */
+    p.got = p.groups = p.nodes = 0;
     const gsl_ran_discrete_t *table = c->tables ? c->tables[law] : NULL;
     if (c->dist == ROUTE_HOT && gsl_rng_uniform(x->rng) < c->hot_share)
         offer(c, x, &p, c->hot_expert, out);   /* the hot expert heads this token's ranking */

@@ -3,6 +3,7 @@
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/plan/costmodel.h"
 #include "sim/base/alloc.h"
+#include "sim/base/rng_seed.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/ring_flows.h"
 #include "platforms/fabric_geometry.h"
@@ -74,14 +75,11 @@ static memo g_memo;   /* the process's (SimGrid keeps one platform per process: 
 
 void sg_comm_forget(void) { memo_free(&g_memo); }
 
-/* ---- signature: FNV-1a over 64-bit words ----------------------------------------------------------- */
+/* ---- signature: a 64-bit hash of 64-bit words ------------------------------------------------------
+ * Each word is mixed in whole (moe_seed_mix, a splitmix64 finaliser): an EP256 pattern is 65,536 byte
+ * counts, which byte-wise FNV-1a took half a million steps to hash. */
 typedef struct { uint64_t h; } sig;
-static void sig_word(sig *s, uint64_t w) {
-    for (int b = 0; b < 8; b++) {
-        s->h ^= (w >> (8 * b)) & 0xff;
-        s->h *= 1099511628211ULL;
-    }
-}
+static void sig_word(sig *s, uint64_t w) { s->h = moe_seed_mix(s->h ^ w) + 0x9E3779B97F4A7C15ULL; }
 /* Bytes enter the signature exactly (their bit pattern): one signature is then one pattern, whose
  * duration does not depend on which query simulated it first. (A 0.1% quantisation once merged
  * nearby patterns; on the seed step it merged none, and it made the first one stand for the rest.) */
