@@ -11,6 +11,7 @@
 #include "sim/program/routing_drift.h"
 #include "kernels/moe_capacity.h"
 #include "sim/base/alloc.h"
+#include "sim/base/hash.h"
 #include "sim/base/json_read.h"
 #include "sim/base/rng_seed.h"
 #include "sim/plan/model.h"
@@ -448,15 +449,9 @@ static int build_replicas(routing_ctx *c, int R, moe_error *err) {
     return 0;
 }
 
-/* ---- digest: FNV-1a over what routing_draw reads -------------------------------------------------- */
+/* ---- digest: FNV-1a (sim/base/hash.h) over what routing_draw reads ------------------------------------ */
 typedef struct { uint64_t h; } fnv;
-static void fnv_bytes(fnv *f, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        f->h ^= b[i];
-        f->h *= 1099511628211ULL;
-    }
-}
+static void fnv_bytes(fnv *f, const void *p, size_t n) { f->h = moe_fnv1a64(f->h, p, n); }
 #define FNV_VAL(f, v) do { __typeof__(v) v_ = (v); fnv_bytes((f), &v_, sizeof v_); } while (0)
 #define FNV_ARR(f, a, n) do { if (a) fnv_bytes((f), (a), (size_t)(n) * sizeof *(a)); else FNV_VAL((f), -1); } while (0)
 
@@ -465,7 +460,7 @@ static void fnv_bytes(fnv *f, const void *p, size_t n) {
  * not see where the group sits), the placement of experts and replicas, the limits, the law (its
  * weights give its alias tables), capacity and seed. */
 static uint64_t ctx_digest(const routing_ctx *c) {
-    fnv f = {1469598103934665603ULL};
+    fnv f = {MOE_FNV1A64_OFFSET};
     FNV_VAL(&f, c->n); FNV_VAL(&f, c->E); FNV_VAL(&f, c->K); FNV_VAL(&f, c->experts_per_rank);
     FNV_VAL(&f, c->tokens_per_rank); FNV_VAL(&f, c->keep_choices); FNV_VAL(&f, c->hidden);
     FNV_VAL(&f, c->dispatch_dtype_bytes); FNV_VAL(&f, c->combine_dtype_bytes);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* hsearch_r (column names), qsort_r, strndup */
 #include "sim/report/results_db_internal.h"
 #include "sim/base/alloc.h"
+#include "sim/base/hash.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -30,8 +31,7 @@ void results_fingerprint(const cJSON *definition, char out[17]) {
     char *text = cJSON_PrintUnformatted(definition);
     /* FNV-1a, 64 bits: an identifier for the definition, which is stored beside it and compared in
      * full; collisions would need a deliberate attempt and still be caught by that comparison. */
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) h = (h ^ *p) * 0x100000001b3ULL;
+    uint64_t h = text ? moe_fnv1a64(MOE_FNV1A64_OFFSET, text, strlen(text)) : MOE_FNV1A64_OFFSET;
     snprintf(out, 17, "%016llx", (unsigned long long)h);
     free(text);
 }
