@@ -129,12 +129,15 @@ static void test_trace_valid(void **st) {
     (void)st;
     scenario s;
     fx_scenario(&s, 4, 16, 2, 4, 2, 8, SCHED_DUALPIPE, 1, 8);
+    /* a name the writer has to escape (RFC 8259 §7: quote, backslash, control characters) */
+    snprintf(s.name, sizeof s.name, "a \"quoted\" \\ name\twith\x01 controls");
     moe_error err = {0};
     program *p = NULL;
     assert_int_equal(program_build(&s, &p, &err), 0);
     fx_comm_costs cc = {3e-4, 2e-5, 1e-3};
     comm_model cm = fx_comm(&cc);
-    fx_compute_costs k = {.F = 1e-3, .B = 1.5e-3, .W = 5e-4, .expert = 4e-4};
+    /* durations off the microsecond grid: the fractions the writer must carry */
+    fx_compute_costs k = {.F = 1.0001234e-3, .B = 1.5000567e-3, .W = 5.000089e-4, .expert = 4.0000123e-4};
     int ranks[8];
     step_exec_result r0 = {.slowest_rank = 5};
     int n = step_trace_default_ranks(p, &r0, ranks, 8);
@@ -156,10 +159,26 @@ static void test_trace_valid(void **st) {
         const char *nm = cJSON_GetObjectItem(e, "name")->valuestring;
         const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
         if (strcmp(ph, "M") == 0 && strcmp(nm, "thread_name") == 0) threads++;
-        if (strcmp(ph, "X") == 0) { complete++; assert_true(cJSON_GetObjectItem(e, "dur")->valuedouble >= 0); }
+        if (strcmp(ph, "X") != 0) continue;
+        complete++;
+        double ts = cJSON_GetObjectItem(e, "ts")->valuedouble, dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
+        assert_true(dur >= 0);
+        /* microseconds to the nanosecond: the executor's start and end, each rounded to 1 ns */
+        int pid = cJSON_GetObjectItem(e, "pid")->valueint, op = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "op")->valueint;
+        int kk = 0;
+        while (kk < r.n_trace_ranks && r.trace_ranks[kk] != pid) kk++;
+        assert_true(kk < r.n_trace_ranks);
+        const op_time *t = &r.trace_times[kk][op];
+        assert_true(fabs(ts - t->start_s * 1e6) <= 0.0005 + 1e-9 * ts);
+        assert_true(fabs(ts + dur - t->end_s * 1e6) <= 0.0005 + 1e-9 * ts);
+        assert_true(fabs(ts * 1e3 - round(ts * 1e3)) < 1e-6 * (1 + ts));
     }
     assert_int_equal(threads, n * STREAM_N);
     assert_true(complete > 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "otherData"), "scenario")->valuestring, s.name);
+    /* the per-rank figures exactly as the executor found them (17 digits where 15 do not read back) */
+    cJSON *steps = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "otherData"), "rank_step_s");
+    for (int q = 0; q < r.n_ranks; q++) assert_true(cJSON_GetArrayItem(steps, q)->valuedouble == r.split[q].end_s);
     cJSON_Delete(doc); free(text);
     step_exec_result_free(&r);
     program_free(p);

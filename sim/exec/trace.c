@@ -10,6 +10,7 @@
 
 #include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
+#include "sim/base/text_buf.h"
 #include "sim/plan/memory.h"
 #include "sim/plan/model.h"
 
@@ -59,34 +60,6 @@ int step_trace_default_ranks(const program *p, const step_exec_result *r, int *o
     return n;
 }
 
-/* The events of the trace before they are sorted by time (metadata first, then by ts; ties keep
- * the order they were made in). */
-typedef struct {
-    cJSON *ev;
-    double ts;     /* -inf for metadata */
-    long seq;
-} timed_event;
-
-typedef struct {
-    timed_event *v;
-    long n, cap;
-} event_list;
-
-static void push(event_list *l, cJSON *ev, double ts_us) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 1024;
-        l->v = moe_xrealloc(l->v, (size_t)l->cap, sizeof *l->v);
-    }
-    l->v[l->n] = (timed_event){ev, ts_us, l->n};
-    l->n++;
-}
-
-static int by_time(const void *a, const void *b) {
-    const timed_event *x = a, *y = b;
-    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
 int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int *out) {
     int n = 0;
     if (k > n_ranks) k = n_ranks;
@@ -102,66 +75,144 @@ int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int 
     return n;
 }
 
-static cJSON *meta_event(const char *what, int pid, int tid, const char *name) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "name", what); cJSON_AddStringToObject(m, "ph", "M");
-    cJSON_AddNumberToObject(m, "pid", pid); cJSON_AddNumberToObject(m, "tid", tid);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "name", name);
-    return m;
+/* ---- the events as text ------------------------------------------------------------------------------
+ * A trace holds some 10^5 values: built as cJSON items and printed, its events cost more than the
+ * step they show (a number printed with "%1.15g", read back and printed again when that differs,
+ * every key escaped char by char). Each event is written straight into one text buffer instead and
+ * the events are put in time order by their offsets. Times are microseconds to the nanosecond,
+ * three decimals from an integer count of nanoseconds (a step is far below the 2^63 ns = 292 years
+ * a long long holds), so that an event's rounded end is its rounded start plus its duration. */
+/* A JSON string: quote, backslash and control characters escaped (RFC 8259 §7). */
+static void put_str(text_buf *t, const char *p) {
+    text_put(t, "\"", 1);
+    for (const char *q = p; *q; q++) {
+        unsigned char c = (unsigned char)*q;
+        if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; text_put(t, e, 2); }
+        else if (c < 0x20) { char e[8]; snprintf(e, sizeof e, "\\u%04x", c); text_put(t, e, 6); }
+        else text_put(t, q, 1);
+    }
+    text_put(t, "\"", 1);
 }
 
-static cJSON *instant(const char *name, int pid, int tid, double ts_s, const char *state) {
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "name", name);
-    cJSON_AddStringToObject(x, "cat", "hang");
-    cJSON_AddStringToObject(x, "ph", "i");
-    cJSON_AddStringToObject(x, "s", "t");
-    cJSON_AddNumberToObject(x, "ts", ts_s * 1e6);
-    cJSON_AddNumberToObject(x, "pid", pid);
-    cJSON_AddNumberToObject(x, "tid", tid);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(x, "args"), "state", state);
-    return x;
+static void put_int(text_buf *t, long long v) {
+    char buf[24];
+    text_put(t, buf, (size_t)snprintf(buf, sizeof buf, "%lld", v));
 }
 
-static void add_op_args(cJSON *a, const program_op *o) {
-    cJSON_AddNumberToObject(a, "mb", o->mb);
-    cJSON_AddNumberToObject(a, "layer", o->layer);
-    cJSON_AddNumberToObject(a, "chunk", o->chunk);
+static void put_us(text_buf *t, long long ns) {
+    char buf[32];
+    unsigned long long a = ns < 0 ? 0ULL - (unsigned long long)ns : (unsigned long long)ns;
+    text_put(t, buf, (size_t)snprintf(buf, sizeof buf, "%s%llu.%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000)));
+}
+
+/* A number: an exact integer as one, else the shortest of 15 or 17 significant digits that reads
+ * back as the same double (cJSON's rule); null when not finite. */
+static void put_num(text_buf *t, double v) {
+    if (!isfinite(v)) { text_puts(t, "null"); return; }
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) { put_int(t, (long long)v); return; }   /* 2^53 */
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%1.15g", v);
+    if (strtod(buf, NULL) != v) n = snprintf(buf, sizeof buf, "%1.17g", v);
+    text_put(t, buf, (size_t)n);
+}
+
+/* `"key":` after a comma unless it opens its object */
+static void key(text_buf *t, const char *k) {
+    if (t->n > 0 && t->s[t->n - 1] != '{') text_put(t, ",", 1);
+    text_put(t, "\"", 1);
+    text_puts(t, k);
+    text_put(t, "\":", 2);
+}
+static void f_str(text_buf *t, const char *k, const char *v) { key(t, k); put_str(t, v); }
+static void f_int(text_buf *t, const char *k, long long v) { key(t, k); put_int(t, v); }
+static void f_num(text_buf *t, const char *k, double v) { key(t, k); put_num(t, v); }
+static void f_us(text_buf *t, const char *k, long long ns) { key(t, k); put_us(t, ns); }
+static long long ns_of_s(double s) { return llround(s * 1e9); }
+
+/* The events of the trace before they are sorted by time (metadata first, then by ts; ties keep
+ * the order they were made in): each a slice of the text buffer. */
+typedef struct {
+    size_t off, len;
+    double ts;     /* -inf for metadata */
+    long seq;
+} timed_event;
+
+typedef struct {
+    text_buf t;
+    timed_event *v;
+    long n, cap;
+    size_t open;   /* where the event being written begins */
+} event_list;
+
+static text_buf *ev_begin(event_list *l) {
+    l->open = l->t.n;
+    text_put(&l->t, "{", 1);
+    return &l->t;
+}
+
+static void ev_end(event_list *l, double ts_us) {
+    text_put(&l->t, "}", 1);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->v = moe_xrealloc(l->v, (size_t)l->cap, sizeof *l->v);
+    }
+    l->v[l->n] = (timed_event){l->open, l->t.n - l->open, ts_us, l->n};
+    l->n++;
+}
+
+static int by_time(const void *a, const void *b) {
+    const timed_event *x = a, *y = b;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void meta_event(event_list *l, const char *what, int pid, int tid, const char *name) {
+    text_buf *t = ev_begin(l);
+    f_str(t, "name", what); f_str(t, "ph", "M"); f_int(t, "pid", pid); f_int(t, "tid", tid);
+    key(t, "args"); text_put(t, "{", 1); f_str(t, "name", name); text_put(t, "}", 1);
+    ev_end(l, -INFINITY);
+}
+
+/* An instant event of the hang; its "args" object is left open for the caller's fields */
+static text_buf *instant_begin(event_list *l, const char *name, int pid, int tid, double ts_s, const char *state) {
+    text_buf *t = ev_begin(l);
+    f_str(t, "name", name); f_str(t, "cat", "hang"); f_str(t, "ph", "i"); f_str(t, "s", "t");
+    f_us(t, "ts", ns_of_s(ts_s)); f_int(t, "pid", pid); f_int(t, "tid", tid);
+    key(t, "args"); text_put(t, "{", 1); f_str(t, "state", state);
+    return t;
+}
+
+static void op_args(text_buf *t, const program_op *o) {
+    f_int(t, "mb", o->mb);
+    f_int(t, "layer", o->layer);
+    f_int(t, "chunk", o->chunk);
     if (o->kind == OP_COMPUTE) {
-        cJSON_AddNumberToObject(a, "flops", o->flops);
-        cJSON_AddNumberToObject(a, "tokens", o->tokens);
+        f_num(t, "flops", o->flops);
+        f_num(t, "tokens", o->tokens);
     } else {
-        cJSON_AddNumberToObject(a, "bytes", o->bytes);
-        if (o->kind == OP_SEND || o->kind == OP_RECV) cJSON_AddNumberToObject(a, "peer", o->peer);
-        else cJSON_AddNumberToObject(a, "group", o->group);
+        f_num(t, "bytes", o->bytes);
+        if (o->kind == OP_SEND || o->kind == OP_RECV) f_int(t, "peer", o->peer);
+        else f_int(t, "group", o->group);
     }
 }
 
 /* A counter sample {"ph": "C"} on rank `pid`'s process. */
-static cJSON *counter(const char *name, const char *key, int pid, double ts_s, double value) {
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "name", name);
-    cJSON_AddStringToObject(x, "ph", "C");
-    cJSON_AddNumberToObject(x, "ts", ts_s * 1e6);
-    cJSON_AddNumberToObject(x, "pid", pid);
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(x, "args"), key, value);
-    return x;
+static void counter(event_list *l, const char *name, const char *k, int pid, double ts_s, double value) {
+    text_buf *t = ev_begin(l);
+    f_str(t, "name", name); f_str(t, "ph", "C"); f_us(t, "ts", ns_of_s(ts_s)); f_int(t, "pid", pid);
+    key(t, "args"); text_put(t, "{", 1); f_num(t, k, value); text_put(t, "}", 1);
+    ev_end(l, ts_s * 1e6);
 }
 
 /* One end of a send -> receive arrow (flow events "s" at the send, "f" at the arrival). */
-static cJSON *flow(const char *ph, int sender, int tag, int pid, double ts_us) {
+static void flow(event_list *l, const char *ph, int sender, int tag, int pid, double ts_us) {
     char id[48];
     snprintf(id, sizeof id, "p2p-%d-%d", sender, tag);
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "name", "send -> recv");
-    cJSON_AddStringToObject(x, "cat", "p2p");
-    cJSON_AddStringToObject(x, "ph", ph);
-    cJSON_AddStringToObject(x, "id", id);
-    if (ph[0] == 'f') cJSON_AddStringToObject(x, "bp", "e");
-    cJSON_AddNumberToObject(x, "ts", ts_us);
-    cJSON_AddNumberToObject(x, "pid", pid);
-    cJSON_AddNumberToObject(x, "tid", STREAM_P2P);
-    return x;
+    text_buf *t = ev_begin(l);
+    f_str(t, "name", "send -> recv"); f_str(t, "cat", "p2p"); f_str(t, "ph", ph); f_str(t, "id", id);
+    if (ph[0] == 'f') f_str(t, "bp", "e");
+    f_us(t, "ts", llround(ts_us * 1e3)); f_int(t, "pid", pid); f_int(t, "tid", STREAM_P2P);
+    ev_end(l, ts_us);
 }
 
 /* A step of a counter: at time t the value changes by delta (sorted and summed later). */
@@ -173,15 +224,15 @@ static int by_t(const void *a, const void *b) {
 }
 
 /* The counter track `name` from its changes: one sample per distinct time, value * scale. */
-static void counter_track(event_list *l, const char *name, const char *key, int pid, step_change *c, int n,
+static void counter_track(event_list *l, const char *name, const char *k, int pid, step_change *c, int n,
                           double base, double scale) {
     qsort(c, (size_t)n, sizeof *c, by_t);
     double v = base;
-    push(l, counter(name, key, pid, 0, v * scale), 0);
+    counter(l, name, k, pid, 0, v * scale);
     for (int i = 0; i < n;) {
         double t = c[i].t;
         while (i < n && c[i].t == t) v += c[i++].delta;
-        push(l, counter(name, key, pid, t, v * scale), t * 1e6);
+        counter(l, name, k, pid, t, v * scale);
     }
 }
 
@@ -235,8 +286,8 @@ static void rank_events(event_list *l, const program *p, const step_exec_result 
     program_coords(p, rank, &d, &s, &e, &t);
     char name[160];
     snprintf(name, sizeof name, "rank %d (stage %d, ep %d, replica %d) GPU %d node %d", rank, s, e, d, gpu, gpu / gpn);
-    push(l, meta_event("process_name", rank, 0, name), -INFINITY);
-    for (int st = 0; st < STREAM_N; st++) push(l, meta_event("thread_name", rank, st, stream_name(st)), -INFINITY);
+    meta_event(l, "process_name", rank, 0, name);
+    for (int st = 0; st < STREAM_N; st++) meta_event(l, "thread_name", rank, st, stream_name(st));
     int n = p->stage_n_ops[s], nc = 0;
     step_change *inflight = moe_xmalloc((size_t)(2 * n + 1) * sizeof *inflight);
     for (int i = 0; i < n; i++) {
@@ -245,32 +296,35 @@ static void rank_events(event_list *l, const program *p, const step_exec_result 
         program_op o;
         program_rank_op(p, rank, i, &o);
         if (ot->end_s < 0) {   /* blocked inside this collective when the step hung */
-            cJSON *x = instant(step_trace_event_name(&o), rank, o.stream, ot->start_s, "waiting");
-            cJSON *a = cJSON_GetObjectItem(x, "args");
-            cJSON_AddNumberToObject(a, "group", o.group);
-            cJSON_AddNumberToObject(a, "layer", o.layer);
-            cJSON_AddNumberToObject(a, "mb", o.mb);
-            push(l, x, ot->start_s * 1e6);
+            text_buf *x = instant_begin(l, step_trace_event_name(&o), rank, o.stream, ot->start_s, "waiting");
+            f_int(x, "group", o.group);
+            f_int(x, "layer", o.layer);
+            f_int(x, "mb", o.mb);
+            text_put(x, "}", 1);
+            ev_end(l, ot->start_s * 1e6);
             continue;
         }
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "name", step_trace_event_name(&o));
-        cJSON_AddStringToObject(x, "cat", phase_name(o.phase));
-        cJSON_AddStringToObject(x, "ph", "X");
-        cJSON_AddNumberToObject(x, "ts", ot->start_s * 1e6);
-        cJSON_AddNumberToObject(x, "dur", (ot->end_s - ot->start_s) * 1e6);
-        cJSON_AddNumberToObject(x, "pid", rank);
-        cJSON_AddNumberToObject(x, "tid", o.kind == OP_RECV ? STREAM_P2P : o.stream);
-        cJSON *args = cJSON_AddObjectToObject(x, "args");
-        cJSON_AddNumberToObject(args, "op", i);   /* its index in the rank's program (events are time-sorted) */
-        add_op_args(args, &o);
-        push(l, x, ot->start_s * 1e6);
+        long long start_ns = ns_of_s(ot->start_s);
+        text_buf *x = ev_begin(l);
+        f_str(x, "name", step_trace_event_name(&o));
+        f_str(x, "cat", phase_name(o.phase));
+        f_str(x, "ph", "X");
+        f_us(x, "ts", start_ns);
+        f_us(x, "dur", ns_of_s(ot->end_s) - start_ns);   /* the rounded end minus the rounded start */
+        f_int(x, "pid", rank);
+        f_int(x, "tid", o.kind == OP_RECV ? STREAM_P2P : o.stream);
+        key(x, "args");
+        text_put(x, "{", 1);
+        f_int(x, "op", i);   /* its index in the rank's program (events are time-sorted) */
+        op_args(x, &o);
+        text_put(x, "}", 1);
+        ev_end(l, ot->start_s * 1e6);
         /* arrows between traced ranks: from the send's start to the arrival, inside the receive */
         if (o.kind == OP_SEND && o.peer >= 0 && o.peer < p->n_ranks && traced[o.peer])
-            push(l, flow("s", rank, o.tag, rank, ot->start_s * 1e6), ot->start_s * 1e6);
+            flow(l, "s", rank, o.tag, rank, ot->start_s * 1e6);
         if (o.kind == OP_RECV && o.peer >= 0 && o.peer < p->n_ranks && traced[o.peer]) {
             double dur_us = (ot->end_s - ot->start_s) * 1e6, at = ot->end_s * 1e6 - (dur_us > 0.002 ? 0.001 : dur_us / 2);
-            push(l, flow("f", o.peer, o.tag, rank, at), at);
+            flow(l, "f", o.peer, o.tag, rank, at);
         }
         /* bytes this rank has on the wire: its sends and collectives from start to end */
         if (o.kind != OP_COMPUTE && o.kind != OP_RECV && o.bytes > 0) {
@@ -283,13 +337,13 @@ static void rank_events(event_list *l, const program *p, const step_exec_result 
     memory_counter(l, p, rank, s, r->trace_times[k]);
     if (r->hang.found && rank == r->hang.culprit) {
         double at = r->split ? r->split[rank].end_s : 0;
-        cJSON *x = instant("stalled", rank, STREAM_COMPUTE, at, "never arrived");
-        cJSON *a = cJSON_GetObjectItem(x, "args");
-        cJSON_AddStringToObject(a, "at", op_kind_label(r->hang.op));
-        cJSON_AddNumberToObject(a, "group", r->hang.group);
-        cJSON_AddNumberToObject(a, "layer", r->hang.layer);
-        cJSON_AddNumberToObject(a, "mb", r->hang.mb);
-        push(l, x, at * 1e6);
+        text_buf *x = instant_begin(l, "stalled", rank, STREAM_COMPUTE, at, "never arrived");
+        f_str(x, "at", op_kind_label(r->hang.op));
+        f_int(x, "group", r->hang.group);
+        f_int(x, "layer", r->hang.layer);
+        f_int(x, "mb", r->hang.mb);
+        text_put(x, "}", 1);
+        ev_end(l, at * 1e6);
     }
 }
 
@@ -353,9 +407,70 @@ static cJSON *hang_json(const program *p, const step_hang *h) {
     return o;
 }
 
-cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source) {
-    cJSON *doc = cJSON_CreateObject();
-    cJSON *ev = cJSON_AddArrayToObject(doc, "traceEvents");
+static void f_json(text_buf *t, const char *k, const cJSON *v) {
+    char *j = cJSON_PrintUnformatted(v);
+    key(t, k);
+    text_puts(t, j ? j : "null");
+    free(j);
+}
+
+static void put_nums(text_buf *t, const char *k, const double *v, int n, int stride) {
+    key(t, k);
+    text_put(t, "[", 1);
+    for (int i = 0; i < n; i++) {
+        if (i) text_put(t, ",", 1);
+        put_num(t, v ? v[(size_t)i * stride] : 0);
+    }
+    text_put(t, "]", 1);
+}
+
+/* otherData (trace.h): the layout, the per-rank and per-expert figures, the hang and the timeout,
+ * then the members of `extra` */
+static void other_data(text_buf *t, const program *p, const step_exec_result *r, const char *source,
+                       const cJSON *extra) {
+    const scenario *s = p->scn;
+    int N = p->n_ranks;
+    text_put(t, "{", 1);
+    f_str(t, "format", STEP_TRACE_FORMAT);
+    f_str(t, "source", source);
+    f_str(t, "generator", "moesim step");
+    f_str(t, "scenario", s->name);
+    f_int(t, "ranks", N);
+    f_int(t, "gpus_per_node", s->cluster.gpus_per_node);
+    f_int(t, "tp", p->tp);
+    f_int(t, "pp", p->pp);
+    f_int(t, "ep", p->ep);
+    f_int(t, "dp", p->dp);
+    if (!r->hang.found) f_num(t, "step_time_s", r->step_time_s);
+    key(t, "rank_gpu");
+    text_put(t, "[", 1);
+    for (int i = 0; i < N; i++) {
+        if (i) text_put(t, ",", 1);
+        put_int(t, program_gpu_of_rank(p, i));
+    }
+    text_put(t, "]", 1);
+    double *v = moe_xmalloc((size_t)(N > 0 ? N : 1) * sizeof *v);
+    for (int i = 0; i < N; i++) v[i] = r->split ? r->split[i].end_s : 0;
+    put_nums(t, "rank_step_s", v, N, 1);
+    for (int i = 0; i < N; i++) v[i] = r->split ? r->split[i].compute_s + r->split[i].optimizer_s : 0;
+    put_nums(t, "rank_compute_s", v, N, 1);
+    free(v);
+    /* time inside all-to-alls after the last arrival: what a slow link lengthens */
+    if (r->a2a_s) put_nums(t, "rank_a2a_s", r->a2a_s, N, 1);
+    int E = p->n_moe_layers > 0 ? s->model.experts : 0;
+    put_nums(t, "expert_tokens", p->step_expert_tokens, E, 1);
+    put_nums(t, "expert_tokens_routed", p->step_expert_routed, E, 1);
+    cJSON *h = hang_json(p, &r->hang), *to = step_timeout_json(p, &r->timeout);
+    f_json(t, "hang", h);
+    f_json(t, "collective_timeout", to);
+    cJSON_Delete(h);
+    cJSON_Delete(to);
+    for (const cJSON *e = extra ? extra->child : NULL; e; e = e->next) f_json(t, e->string, e);
+    text_put(t, "}", 1);
+}
+
+/* The whole document as text (trace.h): the traced ranks' events in time order, then otherData. */
+static char *trace_text(const program *p, const step_exec_result *r, const char *source, const cJSON *extra) {
     char *traced = moe_xcalloc((size_t)p->n_ranks + 1, 1);
     for (int k = 0; k < r->n_trace_ranks; k++)
         if (r->trace_ranks[k] >= 0 && r->trace_ranks[k] < p->n_ranks && r->trace_times[k]) traced[r->trace_ranks[k]] = 1;
@@ -365,58 +480,34 @@ cJSON *step_trace_build(const program *p, const step_exec_result *r, const char 
         if (rank < 0 || rank >= p->n_ranks || !r->trace_times[k]) continue;
         rank_events(&l, p, r, k, traced);
     }
+    free(traced);
     /* sorted by time (metadata first): viewers and readers see the step in order */
     if (l.n > 0) qsort(l.v, (size_t)l.n, sizeof *l.v, by_time);   /* qsort(NULL, 0): UB */
-    for (long i = 0; i < l.n; i++) cJSON_AddItemToArray(ev, l.v[i].ev);
+    text_buf out = {0};
+    text_puts(&out, "{\"traceEvents\":[");
+    for (long i = 0; i < l.n; i++) {
+        if (i) text_put(&out, ",", 1);
+        text_put(&out, l.t.s + l.v[i].off, l.v[i].len);
+    }
     free(l.v);
-    free(traced);
-    cJSON_AddStringToObject(doc, "displayTimeUnit", "ms");
-    const scenario *s = p->scn;
-    int N = p->n_ranks;
-    cJSON *od = cJSON_AddObjectToObject(doc, "otherData");
-    cJSON_AddStringToObject(od, "format", STEP_TRACE_FORMAT);
-    cJSON_AddStringToObject(od, "source", source);
-    cJSON_AddStringToObject(od, "generator", "moesim step");
-    cJSON_AddStringToObject(od, "scenario", s->name);
-    cJSON_AddNumberToObject(od, "ranks", N);
-    cJSON_AddNumberToObject(od, "gpus_per_node", s->cluster.gpus_per_node);
-    cJSON_AddNumberToObject(od, "tp", p->tp);
-    cJSON_AddNumberToObject(od, "pp", p->pp);
-    cJSON_AddNumberToObject(od, "ep", p->ep);
-    cJSON_AddNumberToObject(od, "dp", p->dp);
-    if (!r->hang.found) cJSON_AddNumberToObject(od, "step_time_s", r->step_time_s);
-    cJSON *gpu = cJSON_AddArrayToObject(od, "rank_gpu");
-    cJSON *stp = cJSON_AddArrayToObject(od, "rank_step_s");
-    cJSON *cmp = cJSON_AddArrayToObject(od, "rank_compute_s");
-    for (int i = 0; i < N; i++) {
-        cJSON_AddItemToArray(gpu, cJSON_CreateNumber(program_gpu_of_rank(p, i)));
-        cJSON_AddItemToArray(stp, cJSON_CreateNumber(r->split ? r->split[i].end_s : 0));
-        cJSON_AddItemToArray(cmp, cJSON_CreateNumber(r->split ? r->split[i].compute_s + r->split[i].optimizer_s : 0));
-    }
-    if (r->a2a_s) {   /* time inside all-to-alls after the last arrival: what a slow link lengthens */
-        cJSON *xc = cJSON_AddArrayToObject(od, "rank_a2a_s");
-        for (int i = 0; i < N; i++) cJSON_AddItemToArray(xc, cJSON_CreateNumber(r->a2a_s[i]));
-    }
-    cJSON *et = cJSON_AddArrayToObject(od, "expert_tokens");
-    for (int e = 0; e < s->model.experts && p->n_moe_layers > 0; e++)
-        cJSON_AddItemToArray(et, cJSON_CreateNumber(p->step_expert_tokens[e]));
-    cJSON *er = cJSON_AddArrayToObject(od, "expert_tokens_routed");
-    for (int e = 0; e < s->model.experts && p->n_moe_layers > 0; e++)
-        cJSON_AddItemToArray(er, cJSON_CreateNumber(p->step_expert_routed[e]));
-    cJSON_AddItemToObject(od, "hang", hang_json(p, &r->hang));
-    cJSON_AddItemToObject(od, "collective_timeout", step_timeout_json(p, &r->timeout));
+    text_free(&l.t);
+    text_puts(&out, "],\"displayTimeUnit\":\"ms\",\"otherData\":");
+    other_data(&out, p, r, source, extra);
+    text_put(&out, "}", 1);
+    return out.s;
+}
+
+cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source) {
+    char *text = trace_text(p, r, source, NULL);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
     return doc;
 }
 
 int step_trace_write(const char *path, const program *p, const step_exec_result *r, const cJSON *other_extra,
                      moe_error *err) {
-    cJSON *doc = step_trace_build(p, r, "simulated");
-    cJSON *od = cJSON_GetObjectItemCaseSensitive(doc, "otherData");
-    for (const cJSON *e = other_extra ? other_extra->child : NULL; e; e = e->next)
-        cJSON_AddItemToObject(od, e->string, cJSON_Duplicate(e, 1));
-    char *text = cJSON_PrintUnformatted(doc);
-    cJSON_Delete(doc);
-    int rc = text ? write_file_atomic(path, text, err) : moe_error_set(err, EXIT_RUNTIME, "trace: out of memory");
+    char *text = trace_text(p, r, "simulated", other_extra);
+    int rc = write_file_atomic(path, text, err);
     free(text);
     return rc;
 }

@@ -91,7 +91,9 @@ int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int 
 /* The collective-timeout record of otherData ("collective_timeout": null when none; SCENARIO.md). */
 struct cJSON *step_timeout_json(const program *p, const step_timeout *t);
 
-/* Build the trace document (caller frees with cJSON_Delete). `source` is "simulated" or "live". */
+/* Build the trace document (caller frees with cJSON_Delete). `source` is "simulated" or "live".
+ * It is the parse of the text step_trace_write writes (each event written straight as text, which
+ * costs a fraction of printing cJSON items). */
 struct cJSON *step_trace_build(const program *p, const step_exec_result *r, const char *source);
 /* Build ("simulated") and write it to `path` atomically; the members of `other_extra` (an object, may
  * be NULL: e.g. the lossless fabric's report, step_pfc.h, as "pfc") are copied into otherData. */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "sim/report/results_db_internal.h"
 #include "sim/base/alloc.h"
+#include "sim/base/text_buf.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -125,32 +126,16 @@ cJSON *db_row_point(const results_db *db, sqlite3_stmt *st, const int *order, in
 
 /* ---- CSV ----------------------------------------------------------------------------------------- */
 
-typedef struct {
-    char *b;
-    size_t n, cap;
-} text_buf;
-
-static void tb_put(text_buf *t, const char *s, size_t n) {
-    if (t->n + n + 1 > t->cap) {
-        while (t->n + n + 1 > t->cap) t->cap = t->cap ? 2 * t->cap : 1 << 16;
-        t->b = moe_xrealloc(t->b, t->cap, 1);
-    }
-    memcpy(t->b + t->n, s, n);
-    t->n += n;
-}
-
-/* A CSV cell: quoted (quotes doubled) when it holds a comma, quote, newline or ';' (the array
- * separator); numbers never are. */
 static void tb_cell(text_buf *t, const char *s, size_t n) {
     int quote = 0;
     for (size_t i = 0; i < n && !quote; i++) quote = s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == ';';
-    if (!quote) { tb_put(t, s, n); return; }
-    tb_put(t, "\"", 1);
+    if (!quote) { text_put(t, s, n); return; }
+    text_put(t, "\"", 1);
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"') tb_put(t, "\"", 1);
-        tb_put(t, s + i, 1);
+        if (s[i] == '"') text_put(t, "\"", 1);
+        text_put(t, s + i, 1);
     }
-    tb_put(t, "\"", 1);
+    text_put(t, "\"", 1);
 }
 
 /* A JSON column's cell: arrays of scalars joined with ';' (strings without their quotes), anything
@@ -172,13 +157,13 @@ static void tb_json_cell(text_buf *t, const char *json) {
     }
     text_buf j = {0};
     for (const cJSON *e = v->child; e; e = e->next) {
-        if (e != v->child) tb_put(&j, ";", 1);
+        if (e != v->child) text_put(&j, ";", 1);
         char *p = cJSON_IsString(e) ? moe_xstrdup(e->valuestring) : cJSON_PrintUnformatted(e);
-        tb_put(&j, p, strlen(p));
+        text_put(&j, p, strlen(p));
         free(p);
     }
-    tb_cell(t, j.b ? j.b : "", j.n);
-    free(j.b);
+    tb_cell(t, j.s ? j.s : "", j.n);
+    free(j.s);
     cJSON_Delete(v);
 }
 
@@ -188,10 +173,10 @@ static void tb_value(text_buf *t, const db_column *c, sqlite3_stmt *st, int col)
     char num[64];
     if (c->kind == KIND_NUMBER || (c->kind == KIND_JSON && (type == SQLITE_INTEGER || type == SQLITE_FLOAT))) {
         int n = db_format_number(sqlite3_column_double(st, col), num, sizeof num);
-        tb_put(t, num, (size_t)n);
+        text_put(t, num, (size_t)n);
     } else if (c->kind == KIND_BOOL) {
-        if (sqlite3_column_int(st, col)) tb_put(t, "true", 4);
-        else tb_put(t, "false", 5);
+        if (sqlite3_column_int(st, col)) text_put(t, "true", 4);
+        else text_put(t, "false", 5);
     } else if (c->kind == KIND_STRING) {
         tb_cell(t, (const char *)sqlite3_column_text(st, col), (size_t)sqlite3_column_bytes(st, col));
     } else {
@@ -200,20 +185,20 @@ static void tb_value(text_buf *t, const db_column *c, sqlite3_stmt *st, int col)
 }
 
 static int write_out(FILE *f, text_buf *t, results_db *db, moe_error *err) {
-    if (t->n && fwrite(t->b, 1, t->n, f) != t->n)
+    if (t->n && fwrite(t->s, 1, t->n, f) != t->n)
         return moe_error_set(err, EXIT_RUNTIME, "%s: writing an export: %s", db->path, strerror(errno));
     t->n = 0;
     return 0;
 }
 
 static void csv_header(const results_db *db, const int *order, text_buf *t) {
-    tb_put(t, "id,status,reason", 16);
+    text_put(t, "id,status,reason", 16);
     for (int k = 0; k < db->n_cols; k++) {
-        tb_put(t, ",", 1);
+        text_put(t, ",", 1);
         const char *name = db->cols[order[k]].name;
         tb_cell(t, name, strlen(name));
     }
-    tb_put(t, "\n", 1);
+    text_put(t, "\n", 1);
 }
 
 /* The rows of points lo <= id < hi, in id order. */
@@ -229,17 +214,17 @@ static int csv_rows(results_db *db, const int *order, long lo, long hi, FILE *f,
     while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         char num[32];
         int n = snprintf(num, sizeof num, "%lld,", (long long)sqlite3_column_int64(st, 0));
-        tb_put(t, num, (size_t)n);
+        text_put(t, num, (size_t)n);
         const char *status = (const char *)sqlite3_column_text(st, 1);
-        tb_put(t, status, strlen(status));
-        tb_put(t, ",", 1);
+        text_put(t, status, strlen(status));
+        text_put(t, ",", 1);
         if (sqlite3_column_type(st, 2) != SQLITE_NULL)
             tb_cell(t, (const char *)sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 2));
         for (int k = 0; k < db->n_cols; k++) {
-            tb_put(t, ",", 1);
+            text_put(t, ",", 1);
             tb_value(t, &db->cols[order[k]], st, 4 + k);
         }
-        tb_put(t, "\n", 1);
+        text_put(t, "\n", 1);
         if (t->n > (1 << 20)) bad = write_out(f, t, db, err);
     }
     if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) bad = db_fail(db, rc, "export", err);
@@ -254,7 +239,7 @@ int results_db_write_csv(results_db *db, FILE *f, moe_error *err) {
     csv_header(db, order, &t);
     int rc = csv_rows(db, order, LONG_MIN, LONG_MAX, f, &t, err);
     free(order);
-    free(t.b);
+    free(t.s);
     return rc;
 }
 
@@ -322,7 +307,7 @@ static int write_csv_parallel(results_db *db, FILE *f, const char *dir, int jobs
     }
     free(pids);
     free(order);
-    free(t.b);
+    free(t.s);
     moe_error e = {0};
     if (db_connect(db, SQLITE_OPEN_READWRITE, &e) && !rc) {
         *err = e;
@@ -370,31 +355,31 @@ int results_db_write_json(results_db *db, FILE *f, moe_error *err) {
     }
     json_frame(db, &head, &tail);
     text_buf t = {0};
-    tb_put(&t, head, strlen(head));
+    text_put(&t, head, strlen(head));
     int bad = 0, first = 1;
     while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         cJSON *pt = db_row_point(db, st, order, 1);
         char *p = cJSON_Print(pt);
         cJSON_Delete(pt);
-        if (!first) tb_put(&t, ", ", 2);
+        if (!first) text_put(&t, ", ", 2);
         first = 0;
         /* an item of the points array is one level deeper than a document of its own */
         for (const char *s = p; *s; s++) {
-            tb_put(&t, s, 1);
-            if (*s == '\n') tb_put(&t, "\t\t", 2);
+            text_put(&t, s, 1);
+            if (*s == '\n') text_put(&t, "\t\t", 2);
         }
         free(p);
         if (t.n > (1 << 20)) bad = write_out(f, &t, db, err);
     }
     if (!bad && rc != SQLITE_ROW && rc != SQLITE_DONE) bad = db_fail(db, rc, "export", err);
-    tb_put(&t, tail, strlen(tail));
-    tb_put(&t, "\n", 1);
+    text_put(&t, tail, strlen(tail));
+    text_put(&t, "\n", 1);
     if (!bad) bad = write_out(f, &t, db, err);
     sqlite3_finalize(st);
     free(order);
     free(head);
     free(tail);
-    free(t.b);
+    free(t.s);
     return bad;
 }
 
