@@ -76,6 +76,7 @@ int component_auto_count(const scenario *s, component_kind k) {
 }
 
 int component_count(const scenario *s, component_kind k) {
+    if ((unsigned)k >= COMP_NKINDS) return 0;
     double n = s->reliability.components[k].count;
     return n >= 0 ? (int)n : component_auto_count(s, k);
 }
