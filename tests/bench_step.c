@@ -10,8 +10,10 @@
  *   4 steps     the seed with routing.steps 4 and a drifting law: the cost of a step after the first
  * Goals (issue 13): seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
  *
- * Prints wall and CPU time (the CPU time is what one core spends; the wall time includes whatever
- * else runs on the machine), peak RSS, the step breakdown, how many distinct communication patterns
+ * The routing draws of a step run in as many threads as the machine has cores (routing_set_threads,
+ * as `simrun` gives a lone step; the same bytes as one thread).
+ * Prints wall and CPU time (the CPU time is what the process's threads spend, one core's worth of
+ * work; the wall time includes whatever else runs on the machine), peak RSS, the step breakdown, how many distinct communication patterns
  * SimGrid simulated and the memo hit rate, and the hot-expert what-if of scenarios/hot-expert.json.
  * Run from the repository root (make bench does). */
 #define _POSIX_C_SOURCE 200809L
@@ -81,9 +83,9 @@ static int timed(const char *label, const scenario *s, const step_options *opt, 
     qsort(wall, (size_t)reps, sizeof *wall, cmp_double);
     qsort(cpu, (size_t)reps, sizeof *cpu, cmp_double);
     printf("%-11s PP%d x EP%d x DP%d: CPU min %.3f s median %.3f s, wall min %.3f s median %.3f s (%d runs)   "
-           "goal %.1f s   ratio (CPU min) %.2f   ops executed %.0f\n",
+           "goal %.1f s   ratio (wall min) %.2f (CPU min) %.2f   ops executed %.0f\n",
            label, s->layout.pp, s->layout.ep, s->layout.dp, cpu[0], cpu[reps / 2], wall[0], wall[reps / 2], reps,
-           goal_s, cpu[0] / goal_s, num(r->breakdown, "ops_executed"));
+           goal_s, wall[0] / goal_s, cpu[0] / goal_s, num(r->breakdown, "ops_executed"));
     return 0;
 }
 
@@ -92,13 +94,15 @@ int main(void) {
     scenario s;
     moe_error err = {0};
     if (scenario_load(path, &s, NULL, &err)) { fprintf(stderr, "bench_step: %s\n", err.msg); return 1; }
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    routing_set_threads(cores);
     const char *env = getenv("MOESIM_BENCH_REPS");
     int reps = env ? atoi(env) : 3;
     if (reps < 1) reps = 1;
     if (reps > MAX_REPS) reps = MAX_REPS;
-    printf("bench_step: %s (%s, %d GPUs, %s routing, capacity %.2f %s)\n", path, s.model.preset, scn_gpus(&s),
-           s.routing.distribution == ROUTE_UNIFORM ? "uniform" : "non-uniform", s.routing.capacity_factor,
-           s.routing.drop ? "drop" : "dropless");
+    printf("bench_step: %s (%s, %d GPUs, %s routing, capacity %.2f %s); routing draws in %d threads\n", path,
+           s.model.preset, scn_gpus(&s), s.routing.distribution == ROUTE_UNIFORM ? "uniform" : "non-uniform",
+           s.routing.capacity_factor, s.routing.drop ? "drop" : "dropless", routing_threads());
 
     step_result r;
     if (timed("seed", &s, NULL, reps, 2.0, &r)) return 1;

@@ -612,6 +612,47 @@ static void test_determinism_and_pool(void **state) {
     routing_ctx_free(c);
 }
 
+/* routing_pool_fill in threads: every slot the keys map to drawn once, each the same bytes as a direct
+ * draw of (law, slot, 0) in the caller's thread, the gets afterwards drawing nothing */
+static void test_pool_fill_threads(void **state) {
+    (void)state;
+    scenario s = make_scn(16, 4, 64, 8, 128);
+    s.seed = 77;
+    s.routing.distribution = ROUTE_ZIPF;
+    s.routing.zipf_s = 1.0;
+    s.routing.node_limit = 2;
+    routing_forget();   /* no draw kept from an earlier pool: the fill draws them all */
+    routing_ctx *c = ctx_or_fail(&s, 0);
+    moe_error err;
+    routing_pool *p = routing_pool_create(c, 2, 0, &err);
+    assert_non_null(p);
+    int layers[80], mbs[80];
+    for (int i = 0; i < 80; i++) { layers[i] = i % 4; mbs[i] = i / 4; }
+    routing_set_threads(3);
+    assert_int_equal(routing_threads(), 3);
+    assert_int_equal(routing_pool_fill(p, layers, mbs, 80, 0, &err), 0);
+    routing_set_threads(1);
+    assert_int_equal(routing_pool_draws(p), 8);   /* 4 zipf laws x 2 samples */
+    routing_sample b;
+    sample_or_fail(c, &b);
+    for (int i = 0; i < 80; i++) {
+        const routing_sample *x = routing_pool_get(p, layers[i], mbs[i], 0);
+        assert_non_null(x);
+        assert_int_equal(routing_draw(c, x->layer, x->micro_batch, 0, &b), 0);
+        assert_true(same_sample(x, &b));
+    }
+    assert_int_equal(routing_pool_draws(p), 8);
+    assert_int_equal(routing_pool_fill(p, layers, mbs, 80, 0, &err), 0);   /* nothing left to draw */
+    assert_int_equal(routing_pool_draws(p), 8);
+    routing_sample_free(&b);
+    routing_pool_free(p);
+    routing_ctx_free(c);
+    routing_set_threads(1000);
+    assert_int_equal(routing_threads(), ROUTING_MAX_THREADS);
+    routing_set_threads(0);
+    assert_int_equal(routing_threads(), 1);
+}
+
 /* ---- trace files and validation --------------------------------------------------------------------- */
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
@@ -786,6 +827,7 @@ int main(void) {
         cmocka_unit_test(test_node_limited_few_experts),
         cmocka_unit_test(test_balanced_exact_shares),
         cmocka_unit_test(test_determinism_and_pool),
+        cmocka_unit_test(test_pool_fill_threads),
         cmocka_unit_test(test_trace_distribution),
         cmocka_unit_test(test_validation_errors),
         cmocka_unit_test(test_a2a_pattern),

@@ -12,6 +12,7 @@
 #include "sim/plan/layout_rank.h"
 #include "sim/point/point_eval.h"
 #include "sim/program/program.h"
+#include "sim/program/routing.h"
 #include "sim/report/plots.h"
 #include "sim/report/point_pool.h"
 #include "sim/report/report_table.h"
@@ -402,7 +403,13 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
                          .progress = progress_for(o, todo, slow), .status = eval_status,
                          .progress_every_s = o->progress_every_s > 0 ? o->progress_every_s : 30};
     if (po.chunk > 20000) po.chunk = 20000;
+    /* the jobs are cores: what the worker processes leave idle (fewer runs than jobs: one point, a
+     * short search) goes to each worker's routing draws (routing_set_threads; the same bytes) */
+    long per = po.chunk > 1 ? po.chunk : 1, runs = (todo + per - 1) / per;
+    long workers = runs < jobs ? (runs > 0 ? runs : 1) : jobs;
+    routing_set_threads(slow ? (int)(jobs / workers) : 1);
     rc = run_points(lo, hi, eval_fn, eval_sink, &c, &po, err);
+    routing_set_threads(1);
     if (rc) {
         /* keep what was stored; say how to go on */
         moe_error cerr = {0};

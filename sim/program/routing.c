@@ -18,6 +18,7 @@
 #include "sim/scenario/scenario_paths.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,8 @@ struct routing_ctx {
     int groups_on, topk_groups, n_groups;
     int nodes_on, node_limit;
     int direct_when_full;  /* the token's nodes hold at most E/4 experts: draw from them (choose_token) */
+    int nodes_in_groups;   /* every node's experts are of one expert group (or no groups): a selected
+                            * node's group is selected too */
     /* law */
     route_kind dist;
     int hot_expert;
@@ -525,6 +528,11 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
         for (int k = 0; k < c->n_nodes; k++)
             if (c->node_start[k + 1] - c->node_start[k] > most) most = c->node_start[k + 1] - c->node_start[k];
         c->direct_when_full = 4L * c->node_limit * most <= c->E && c->node_limit <= PICK_MAX_NODES;
+        c->nodes_in_groups = 1;
+        for (int e = 0; e < c->E && c->groups_on; e++) {
+            int nd = c->expert_node[e];
+            c->nodes_in_groups &= c->expert_group[e] == c->expert_group[c->node_experts[c->node_start[nd]]];
+        }
     }
     if (c->nodes_on) {
         /* the node_limit nodes holding the fewest experts must still hold top_k of them */
@@ -790,11 +798,21 @@ static void pick_from_nodes(const routing_ctx *c, routing_scratch *x, pick_state
         for (; b > 0 && sel[b - 1] > v; b--) sel[b] = sel[b - 1];
         sel[b] = v;
     }
+    /* eligible(), knowing that the nodes (and, called when they are, the groups) are all chosen and
+     * these experts' nodes are among them: an expert not taken yet whose group is selected, which
+     * holds for every expert of a selected node when nodes nest in groups. Branch-free: whether an
+     * expert was taken is a coin flip to the predictor. */
+    uint32_t tok = x->tok;
+    int check_group = c->groups_on && !c->nodes_in_groups;
     for (int q = 0; q < p->nodes; q++) {
         int k = sel[q];
         for (int i = c->node_start[k]; i < c->node_start[k + 1]; i++) {
             int e = c->node_experts[i];
-            if (eligible(c, x, p, e) && (uniform || w[e] > 0.0)) cand[m++] = e;
+            int ok = x->seen_expert[e] != tok;
+            if (check_group) ok &= x->seen_group[c->expert_group[e]] == tok;
+            if (!uniform) ok &= w[e] > 0.0;
+            cand[m] = e;
+            m += ok;
         }
     }
     while (p->got < c->K && m > 0) {
@@ -1156,26 +1174,106 @@ void routing_forget(void) {
         else i++;
 }
 
-const routing_sample *routing_pool_get(routing_pool *p, int layer, int micro_batch, int group) {
+static size_t slot_of(const routing_pool *p, int layer, int micro_batch, int group) {
     int law = routing_ctx_layer_law(p->ctx, layer) % p->n_laws;
     int slot = (int)(routing_seed(0, 0, law, micro_batch, group) % (uint32_t)p->per_law);
-    size_t idx = (size_t)law * p->per_law + slot;
+    return (size_t)law * p->per_law + slot;
+}
+
+/* Slot idx from a draw the process keeps (1), or its arrays allocated for drawing it (0); -1 when out
+ * of memory. Counts the slot as drawn. */
+static int slot_prepare(routing_pool *p, size_t idx) {
+    int law = (int)(idx / (size_t)p->per_law), slot = (int)(idx % (size_t)p->per_law);
+    uint64_t key = p->ctx->digest ? draw_key(p->ctx, law, slot) : 0;
+    kept_draw *k = key ? kept_find(key) : NULL;
+    p->draws++;
+    if (k) {
+        k->users++;
+        p->kept[idx] = k;
+        return 1;
+    }
+    moe_error err;
+    return routing_sample_init(p->ctx, &p->slots[idx], &err) ? -1 : 0;
+}
+
+static void slot_draw(routing_pool *p, size_t idx) {
+    routing_draw(p->ctx, (int)(idx / (size_t)p->per_law), (int)(idx % (size_t)p->per_law), 0, &p->slots[idx]);
+    p->ready[idx] = 1;
+}
+
+const routing_sample *routing_pool_get(routing_pool *p, int layer, int micro_batch, int group) {
+    size_t idx = slot_of(p, layer, micro_batch, group);
     if (p->kept[idx]) return &p->kept[idx]->s;
     if (!p->ready[idx]) {
-        uint64_t key = p->ctx->digest ? draw_key(p->ctx, law, slot) : 0;
-        kept_draw *k = key ? kept_find(key) : NULL;
-        p->draws++;
-        if (k) {
-            k->users++;
-            p->kept[idx] = k;
-            return &k->s;
-        }
-        moe_error err;
-        if (routing_sample_init(p->ctx, &p->slots[idx], &err)) return NULL;
-        routing_draw(p->ctx, law, slot, 0, &p->slots[idx]);
-        p->ready[idx] = 1;
+        int got = slot_prepare(p, idx);
+        if (got < 0) return NULL;
+        if (got) return &p->kept[idx]->s;
+        slot_draw(p, idx);
     }
     return &p->slots[idx];
+}
+
+/* ---- drawing a pool's slots at once ------------------------------------------------------------------
+ * Each draw reads the immutable context and writes only its own sample and scratch (its own
+ * generator seeded from its key), so the draws of a pool can run in threads and give the same bytes
+ * as one after the other; the process's kept draws are looked up and the arrays allocated before the
+ * threads start, in the caller's thread. */
+static int g_threads = 1;
+
+void routing_set_threads(int threads) { g_threads = threads < 1 ? 1 : threads > ROUTING_MAX_THREADS ? ROUTING_MAX_THREADS : threads; }
+int routing_threads(void) { return g_threads; }
+
+typedef struct {
+    routing_pool *p;
+    const size_t *todo;
+    int n, first, stride;
+} fill_share;
+
+static void *fill_worker(void *arg) {
+    fill_share *w = arg;
+    for (int i = w->first; i < w->n; i += w->stride) slot_draw(w->p, w->todo[i]);
+    return NULL;
+}
+
+int routing_pool_fill(routing_pool *p, const int *layers, const int *micro_batches, int n, int group,
+                      moe_error *err) {
+    size_t slots = (size_t)p->n_laws * (size_t)p->per_law;
+    size_t *todo = moe_xmalloc((slots > 0 ? slots : 1) * sizeof *todo);
+    unsigned char *queued = moe_xcalloc(slots > 0 ? slots : 1, 1);
+    if (!todo || !queued) {
+        free(todo);
+        free(queued);
+        return moe_error_set(err, EXIT_RUNTIME, "routing pool: out of memory");
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        size_t idx = slot_of(p, layers[i], micro_batches[i], group);
+        if (p->kept[idx] || p->ready[idx] || queued[idx]) continue;
+        queued[idx] = 1;
+        int got = slot_prepare(p, idx);
+        if (got < 0) {
+            free(todo);
+            free(queued);
+            return moe_error_set(err, EXIT_RUNTIME, "routing: out of memory for a sample (%d ranks, %d experts)",
+                                 p->ctx->n, p->ctx->E);
+        }
+        if (got == 0) todo[m++] = idx;
+    }
+    int T = g_threads < m ? g_threads : m;
+    if (T < 1) T = 1;
+    pthread_t tid[ROUTING_MAX_THREADS];
+    fill_share share[ROUTING_MAX_THREADS];
+    int started[ROUTING_MAX_THREADS] = {0};
+    for (int t = 0; t < T; t++) share[t] = (fill_share){p, todo, m, t, T};
+    for (int t = 1; t < T; t++) started[t] = pthread_create(&tid[t], NULL, fill_worker, &share[t]) == 0;
+    fill_worker(&share[0]);   /* the caller's thread takes share 0, and any share whose thread did not start */
+    for (int t = 1; t < T; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else fill_worker(&share[t]);
+    }
+    free(todo);
+    free(queued);
+    return 0;
 }
 
 int routing_pool_draws(const routing_pool *p) { return p->draws; }

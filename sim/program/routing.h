@@ -129,7 +129,8 @@
  * routing_sample: caller-owned struct; routing_sample_init allocates its arrays (and private scratch)
  *   for one ctx's shape, routing_sample_free releases them. Draws overwrite it in place.
  * routing_pool: owns its samples; pointers returned by routing_pool_get stay valid until
- *   routing_pool_free. The pool is not thread-safe (lazy fill). The ctx must outlive the pool.
+ *   routing_pool_free. The pool is not thread-safe (lazy fill; routing_pool_fill draws in threads of
+ *   its own). The ctx must outlive the pool.
  */
 #ifndef MOESIM_ROUTING_H
 #define MOESIM_ROUTING_H
@@ -267,6 +268,17 @@ routing_pool *routing_pool_create(const routing_ctx *ctx, int samples_per_layer,
  * routing_draw(ctx, L, s, 0): its layer/micro_batch/group fields say so. */
 const routing_sample *routing_pool_get(routing_pool *pool, int layer, int micro_batch, int group);
 int routing_pool_draws(const routing_pool *pool);   /* samples drawn so far */
+/* Draw now every slot that the n keys (layers[i], micro_batches[i], group) map to and that is not drawn
+ * or kept yet, routing_threads() of them at a time (POSIX threads; the samples are the same bytes
+ * whatever the count: "Determinism" above), so that routing_pool_get finds them. 0, or EXIT_RUNTIME
+ * when out of memory. */
+int routing_pool_fill(routing_pool *pool, const int *layers, const int *micro_batches, int n, int group,
+                      moe_error *err);
+/* The threads routing_pool_fill draws with, for the whole process: 1 (the default) to
+ * ROUTING_MAX_THREADS. A program whose worker processes share the cores (simrun -j) keeps 1. */
+#define ROUTING_MAX_THREADS 16
+void routing_set_threads(int threads);
+int routing_threads(void);
 /* A pool's draws are kept in the process (routing.c, "the process's draws": a draw is a function of its
  * context and (law, slot)) and copied into the next pool that asks for the same one; this forgets
  * them (benchmarks that time a cold step). */
