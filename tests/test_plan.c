@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim/scenario/schedule_rules.h"
 #include "sim/plan/compute_budget.h"
 #include "sim/plan/costmodel.h"
 #include "sim/plan/memory.h"
@@ -293,10 +294,15 @@ static void layout_warnings(void **state) {
     p = eval(&s);
     assert_true(has_warning(&p, "crosses the spine"));
     s = seed_scenario();
-    s.layout.global_batch = 256 * 20;                       /* m = 20 < 2 x PP */
-    p = eval(&s);
-    assert_true(has_warning(&p, "DualPipe needs"));
+    s.layout.global_batch = 256 * 20;                       /* m = 20 < 2 x PP: DualPipe cannot run it */
+    moe_error verr = {0};
+    assert_int_equal(scn_schedule_check("seed", scn_schedule_run(&s.layout), s.layout.pp, scn_micro_batches(&s),
+                                        s.layout.global_batch, &verr), EXIT_BADINPUT);
+    if (!strstr(verr.msg, "layout.global_batch")) fail_msg("%s", verr.msg);
+    assert_non_null(strstr(verr.msg, "at least 2*pp"));
     s.layout.schedule = SCHED_1F1B;                         /* 15/35 = 43% bubble */
+    assert_int_equal(scn_schedule_check("seed", scn_schedule_run(&s.layout), s.layout.pp, scn_micro_batches(&s),
+                                        s.layout.global_batch, &verr), 0);
     p = eval(&s);
     assert_true(has_warning(&p, "bubble 43%"));
 }

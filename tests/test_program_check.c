@@ -52,12 +52,40 @@ static void test_seed_runs(void **state) {
     program_free(p);
 }
 
+/* DualPipe at one stage: no pipeline, the program 1F1B's op for op (schedule_rules.h) */
 static void test_dualpipe_one_stage(void **state) {
     (void)state;
     scenario s;
     load_seed(&s);
+    s.model.layers = 4;   /* a short program: the schedule, not the model, is under test */
+    s.model.dense_layers = 1;
     layout(&s, 4, 1, 64, 16);
-    refused_like_build(&s, "layout.pp");
+    moe_error err = {0};
+    assert_int_equal(program_check(&s, &err), 0);
+    program *dual = NULL, *plain = NULL;
+    assert_int_equal(program_build(&s, &dual, &err), 0);
+    s.layout.schedule = SCHED_1F1B;
+    assert_int_equal(program_build(&s, &plain, &err), 0);
+    assert_int_equal(dual->n_chunks, plain->n_chunks);
+    assert_int_equal(dual->stage_n_ops[0], plain->stage_n_ops[0]);
+    for (int i = 0; i < dual->stage_n_ops[0]; i++) {
+        const program_op *a = &dual->stage_ops[0][i], *b = &plain->stage_ops[0][i];
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->kernel, b->kernel);
+        assert_int_equal(a->mb, b->mb);
+        assert_int_equal(a->layer, b->layer);
+        assert_int_equal(a->phase, b->phase);
+    }
+    program_free(dual);
+    program_free(plain);
+    /* two stages and too few micro-batches for DualPipe: refused when the scenario is read */
+    load_seed(&s);
+    s.layout.global_batch = 256 * 20;   /* PP16: 20 < 32 micro-batches */
+    assert_int_equal(scenario_validate(&s, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "layout.global_batch"));
+    /* and the program layer's own check says the same */
+    assert_int_equal(program_check(&s, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "at least 2*pp"));
 }
 
 static void test_node_limit_one_expert_per_node(void **state) {

@@ -1,5 +1,6 @@
 /* memory.c — per-GPU memory ledgers (model, assumptions and sources in memory.h). */
 #include "sim/plan/memory.h"
+#include "sim/scenario/schedule_rules.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -193,7 +194,7 @@ void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act
                             const mem_state_bytes *sb, int micro_batches, const stage_census *cz, int rank,
                             mem_ledgers *out) {
     const layout_cfg *lay = &s->layout;
-    int dual = lay->schedule == SCHED_DUALPIPE && lay->pp > 1;
+    int dual = scn_schedule_run(lay) == SCHED_DUALPIPE;
     int other = lay->pp - 1 - rank;
     stage_params sp;
     memory_stage_params(mc, &s->model, lay, &cz[rank], &sp);

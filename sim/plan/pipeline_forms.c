@@ -1,5 +1,6 @@
 /* pipeline_forms.c — closed forms of pipeline schedules (see pipeline_forms.h). */
 #include "sim/plan/pipeline_forms.h"
+#include "sim/scenario/schedule_rules.h"
 
 #include <string.h>
 
@@ -44,8 +45,9 @@ double bubble_dualpipe_s(int p, double B, double W, double FB) {
 }
 
 double inflight_microbatches_of(const layout_cfg *lay, int m, int stage) {
-    int extra = lay->moe_a2a_overlap && lay->schedule == SCHED_1F1B;
-    return inflight_microbatches(lay->schedule, lay->pp + extra, m, lay->vpp, stage);
+    schedule_kind run = scn_schedule_run(lay);
+    int extra = lay->moe_a2a_overlap && run == SCHED_1F1B;
+    return inflight_microbatches(run, lay->pp + extra, m, lay->vpp, stage);
 }
 
 double inflight_microbatches(schedule_kind sched, int p, int m, int v, int stage) {

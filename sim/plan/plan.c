@@ -29,6 +29,7 @@
  * Not modelled at this level: routing imbalance and the all-to-alls that full recompute repeats (the
  * step level simulates the former). */
 #include "sim/plan/plan.h"
+#include "sim/scenario/schedule_rules.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -377,8 +378,6 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
              x->ep_span.nodes, s->cluster.leaf_down_ports);
     if (l->pp > s->model.layers && !l->pipeline_layout[0])
         warn(out, "PP=%d exceeds the %d layers: some stages hold no layer", l->pp, s->model.layers);
-    if (l->schedule == SCHED_DUALPIPE && (l->pp % 2 != 0 || x->m < 2 * l->pp))
-        warn(out, "DualPipe needs an even PP and at least 2*PP micro-batches (PP=%d, m=%d)", l->pp, x->m);
 }
 
 /* The slowest rank's per-micro-batch figures, kept for the step-time formulas. */
@@ -398,7 +397,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     fill_params(s, &x.mc, out);
     snprintf(out->costmodel_source, sizeof out->costmodel_source, "%s", cm->source);
     const layout_cfg *lay = &s->layout;
-    int pp = lay->pp, dual = lay->schedule == SCHED_DUALPIPE && pp > 1;
+    int pp = lay->pp, dual = scn_schedule_run(lay) == SCHED_DUALPIPE;
 
     /* ---- compute budget (seed 003 step 1) ---- */
     out->total_flops = budget_total_flops(s->run.tokens, out->flops_per_token_6n);
@@ -493,7 +492,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     out->comm_mb_s = wt.comm;
     out->compute_s = m * wt.c;
     double pipe_exposed = m * wt.e;
-    switch (dual ? SCHED_DUALPIPE : lay->schedule) {
+    switch (scn_schedule_run(lay)) {
     case SCHED_DUALPIPE:
         /* B full backward chunk, W its weight-gradient part, F&B the overlapped pair (F + B plus
          * what communication it could not hide) */

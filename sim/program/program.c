@@ -20,6 +20,7 @@
  * segment by segment, alternately, so that one item's all-to-all runs under the other's compute.
  */
 #include "sim/program/program.h"
+#include "sim/scenario/schedule_rules.h"
 #include "sim/base/alloc.h"
 
 #include <math.h>
@@ -984,10 +985,11 @@ static int build_checks(const scenario *s, schedule_spec *out_sp, moe_error *err
         char v[32]; snprintf(v, sizeof v, "%d", L->ep);
         return moe_error_input(err, s->file, "layout.ep", v, "a divisor of model.experts (%d)", s->model.experts);
     }
-    schedule_spec sp = {.kind = L->schedule, .pp = L->pp, .vpp = L->schedule == SCHED_INTERLEAVED ? L->vpp : 1,
+    schedule_kind run = scn_schedule_run(L);
+    schedule_spec sp = {.kind = run, .pp = L->pp, .vpp = run == SCHED_INTERLEAVED ? L->vpp : 1,
                         .m = scn_micro_batches(s)};
-    sp.n_chunks = L->schedule == SCHED_INTERLEAVED ? sp.vpp : L->schedule == SCHED_DUALPIPE ? 2 : 1;
-    sp.a2a_overlap = L->moe_a2a_overlap && L->schedule != SCHED_DUALPIPE;
+    sp.n_chunks = run == SCHED_INTERLEAVED ? sp.vpp : run == SCHED_DUALPIPE ? 2 : 1;
+    sp.a2a_overlap = L->moe_a2a_overlap && run != SCHED_DUALPIPE;
     if (schedule_check(&sp, s->file, err)) return err->code;
     int n_ms = schedule_n_model_stages(&sp);
     if (s->model.layers < n_ms && !L->pipeline_layout[0]) {

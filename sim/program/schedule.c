@@ -1,6 +1,7 @@
 /* schedule.c — per-stage work order of the pipeline schedules (see schedule.h). */
 #include "sim/program/schedule.h"
 #include "sim/base/alloc.h"
+#include "sim/scenario/schedule_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,29 +22,12 @@ int schedule_check(const schedule_spec *sp, const char *file, moe_error *err) {
         snprintf(v, sizeof v, "pp=%d, micro-batches=%d", sp->pp, sp->m);
         return moe_error_input(err, file, "layout", v, "pp >= 1 and at least one micro-batch per pipeline");
     }
-    if (sp->kind == SCHED_INTERLEAVED) {
-        if (sp->vpp < 1) {
-            snprintf(v, sizeof v, "%d", sp->vpp);
-            return moe_error_input(err, file, "layout.vpp", v, "vpp >= 1 for the interleaved schedule");
-        }
-        if (sp->m % sp->pp != 0) {
-            snprintf(v, sizeof v, "%d micro-batches, pp=%d", sp->m, sp->pp);
-            return moe_error_input(err, file, "layout.global_batch", v,
-                                   "micro-batches per pipeline divisible by pp (interleaved 1F1B "
-                                   "runs micro-batches in groups of pp)");
-        }
+    if (sp->kind == SCHED_INTERLEAVED && sp->vpp < 1) {
+        snprintf(v, sizeof v, "%d", sp->vpp);
+        return moe_error_input(err, file, "layout.vpp", v, "vpp >= 1 for the interleaved schedule");
     }
-    if (sp->kind == SCHED_DUALPIPE) {
-        if (sp->pp % 2 != 0) {
-            snprintf(v, sizeof v, "%d", sp->pp);
-            return moe_error_input(err, file, "layout.pp", v, "an even pp for DualPipe (two opposite pipelines)");
-        }
-        if (sp->m % 2 != 0 || sp->m < 2 * sp->pp) {
-            snprintf(v, sizeof v, "%d micro-batches, pp=%d", sp->m, sp->pp);
-            return moe_error_input(err, file, "layout.global_batch", v,
-                                   "an even number of micro-batches per pipeline, at least 2*pp, for DualPipe");
-        }
-    }
+    /* the shapes each schedule runs: the scenario's rule (validation rejected the others already) */
+    if (scn_schedule_check(file, sp->kind, sp->pp, sp->m, 0, err)) return err->code;
     return 0;
 }
 

@@ -2,6 +2,7 @@
  * (SCENARIO.md, "moesim-scenario/1"). Per-field work (types, ranges, names) is table-driven in
  * scenario_fields.c; this file holds what involves several fields at once. */
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/schedule_rules.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -358,22 +359,10 @@ static int check_layout(const scenario *s, moe_error *err) {
                  L->micro_batch, attn_dp, per_round);
         return bad_int(s, err, "layout.global_batch", L->global_batch, exp);
     }
-    /* DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe asserts it) feeds the batch from both ends
-     * of the pipeline: an even number of stages, an even number of micro-batches split between the two
-     * directions. (The reference code also wants >= 2*pp micro-batches; fewer only lengthens the
-     * bubble, which the plan and step levels model, so it is not rejected here.) One stage has no
-     * pipeline at all. */
+    /* the schedule's shape (schedule_rules.h): the step program's generator and the plan's formulas
+     * assume it */
     long long micro_batches = L->global_batch / per_round;
-    if (L->schedule == SCHED_DUALPIPE && L->pp > 1) {
-        if (L->pp % 2 != 0)
-            return bad_int(s, err, "layout.pp", L->pp, "an even number of stages for the \"dualpipe\" schedule");
-        if (micro_batches % 2 != 0) {
-            snprintf(val, sizeof val, "%d (%lld micro-batches per pipeline)", L->global_batch, micro_batches);
-            return moe_error_input(err, s->file, "layout.global_batch", val,
-                                   "an even number of micro-batches for the \"dualpipe\" schedule (half "
-                                   "enter at each end of the pipeline)");
-        }
-    }
+    if (scn_schedule_check(s->file, scn_schedule_run(L), L->pp, micro_batches, L->global_batch, err)) return err->code;
     return 0;
 }
 

@@ -234,7 +234,10 @@ const scn_field scn_fields[] = {
     F_INT("layout.micro_batch", layout.micro_batch, 1, NOMAX, "sequences", "sequences per micro-batch per attention-data-parallel rank"),
     F_INT("layout.global_batch", layout.global_batch, 1, NOMAX, "sequences", "sequences per optimizer step",
           DSV3_REPORT ", training hyper-parameters: the batch size ramps up to 15,360 sequences"),
-    F_ENUM("layout.schedule", layout.schedule, scn_schedule_names, "", "pipeline schedule", DSV3_REPORT ", section 3.2.1: DualPipe"),
+    F_ENUM("layout.schedule", layout.schedule, scn_schedule_names, "",
+           "pipeline schedule; \"interleaved\": micro-batches per pipeline a multiple of pp; \"dualpipe\": an even pp "
+           "and an even number of micro-batches, at least 2*pp (deepseek-ai/DualPipe asserts both), and at pp = 1 "
+           "(no pipeline) the layout runs 1F1B", DSV3_REPORT ", section 3.2.1: DualPipe"),
     F_INT("layout.vpp", layout.vpp, 1, NOMAX, "", "virtual pipeline chunks per rank (interleaved 1F1B)"),
     F_ENUM("layout.recompute", layout.recompute, scn_recompute_names, "",
            "activation recomputation: none, selective (attention and activations) or full blocks",
