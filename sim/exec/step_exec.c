@@ -139,6 +139,8 @@ typedef struct {
     int *stream_len;
     double *a2a_memo;              /* n_patterns x n_groups (EP groups only used) */
     coll_memo_entry *coll_memo;    /* n_groups x 3 x COLL_MEMO_SIZES */
+    double **stage_price;          /* per stage x op: the price of an op that is not rank-relative
+                                      (step_price_fn), < 0 until priced */
     int *queue, q_head, q_tail, q_cap;
     int *a2a_last;
     long executed;
@@ -320,7 +322,10 @@ static void advance(exec_ctx *x, int si) {
                 double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
                 double t_end, busy = 0;
                 if (op->kind == OP_COMPUTE) {
-                    busy = x->price(x->price_ctx, p, r->rank, op) * r->slow;
+                    double *memo = program_op_rank_relative(op) ? NULL : &x->stage_price[s][i];
+                    double price = memo && *memo >= 0 ? *memo : x->price(x->price_ctx, p, r->rank, op);
+                    if (memo) *memo = price;
+                    busy = price * r->slow;
                     t_end = t0 + busy;
                     r->t[i].start_s = t0;
                 } else if (op->kind == OP_SEND) {
@@ -380,7 +385,8 @@ static void advance(exec_ctx *x, int si) {
                 r->free_t[st] = t_end;
                 if (t_end > r->end_s) r->end_s = t_end;
                 r->cur[st]++;
-                x->executed++;
+                if ((++x->executed & (STEP_PROGRESS_OPS - 1)) == 0 && x->o->progress)
+                    x->o->progress(x->o->progress_ctx, x->executed);
                 progress = 1;
             }
         }
@@ -535,6 +541,11 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     res->n_simulated_ranks = x.n_sim;
 
     /* stream lists per stage (RECVs are on no stream) */
+    x.stage_price = moe_xcalloc((size_t)p->pp, sizeof(double *));
+    for (int s = 0; s < p->pp; s++) {
+        x.stage_price[s] = moe_xmalloc((size_t)(p->stage_n_ops[s] + 1) * sizeof(double));
+        for (int i = 0; i < p->stage_n_ops[s]; i++) x.stage_price[s][i] = -1;
+    }
     x.stream_lists = moe_xcalloc((size_t)p->pp * STREAM_N, sizeof(int *));
     x.stream_len = moe_xcalloc((size_t)p->pp * STREAM_N, sizeof(int));
     int max_ops = 0;
@@ -696,6 +707,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     }
     free(x.rs);
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
+    for (int s = 0; s < p->pp; s++) free(x.stage_price[s]);
+    free(x.stage_price);
     free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.a2a_memo); free(x.coll_memo);
     free(x.a2a_last); free(x.queue); free(x.sim_index); free(rep_sim); free(x.recv_slot); free(stage_n_recv);
     step_pricing_free(&x.own_pricing);

@@ -59,8 +59,15 @@
 #include "sim/plan/plan_compute.h"
 #include "sim/program/program.h"
 
-/* Compute duration of a resolved op on `rank` without the slow-GPU factor (the executor applies it). */
+/* Compute duration of a resolved op on `rank` without the slow-GPU factor (the executor applies it).
+ * An op that resolution leaves as it is (program_op_rank_relative() false: a COMPUTE op outside the
+ * routed experts) must be priced alike on every rank: the fast executor prices each such op of a
+ * stage's list once. */
 typedef double (*step_price_fn)(void *ctx, const program *p, int rank, const program_op *op);
+
+/* Called every STEP_PROGRESS_OPS executed ops with the count so far (a line for the user). */
+typedef void (*step_progress_fn)(void *ctx, long ops_executed);
+#define STEP_PROGRESS_OPS (1L << 20)
 
 /* The default pricing context: the cost model and the per-kernel price table the plan level sums
  * (plan_compute.h) — one pricing of every kernel for both levels. Built once per program. */
@@ -100,6 +107,8 @@ typedef struct {
      * ranks can be picked after the run (step_exec_trace) from what the run found: the slowest rank,
      * the hang's culprit; the step is run once whether or not it is traced */
     int keep_timelines;
+    step_progress_fn progress;      /* optional */
+    void *progress_ctx;
 } step_exec_opts;
 
 /* A hang: the collective instance the (first) culprit never arrived at. Ranks are global; mirrored

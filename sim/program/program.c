@@ -896,6 +896,15 @@ static void gen_stage(program *p, const layer_info *li, const schedule_spec *sp,
 }
 
 /* ---- resolution ---------------------------------------------------------------------------------------------- */
+/* The token-expert pairs EP rank e receives in routing draw `draw`, and the FLOPs of its expert GEMMs
+ * (forward: two or three matrices of hidden x expert_hidden / tp per pair, 2 FLOPs a multiply-add). */
+static double expert_pairs(const program *p, int draw, int e) { return p->recv_tokens[draw * p->ep + e]; }
+static float expert_flops(const program *p, double pairs) {
+    const model_cfg *m = &p->scn->model;
+    double per_pair = 2.0 * (m->ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * m->hidden * m->expert_hidden / p->tp;
+    return (float)(pairs * per_pair);
+}
+
 static void resolve(const program *p, int rank, int d, int e, int t, program_op *o) {
     if (!program_op_rank_relative(o)) return;
     if ((o->kind == OP_SEND || o->kind == OP_RECV) && o->group == GROUP_CP) {
@@ -912,15 +921,12 @@ static void resolve(const program *p, int rank, int d, int e, int t, program_op 
     if (o->kind == OP_COMPUTE && o->pattern >= 0) {
         /* expert GEMMs: sized by the token-expert pairs this rank receives in that routing draw */
         const scenario *sc = p->scn;
-        int draw = p->patterns[o->pattern].draw;
-        double pairs = p->recv_tokens[draw * p->ep + e];
-        double per_pair = 2.0 * (sc->model.ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * sc->model.hidden *
-                          sc->model.expert_hidden / p->tp;
+        double pairs = expert_pairs(p, p->patterns[o->pattern].draw, e);
         double wbytes = (sc->model.ffn_act == FFN_SWIGLU ? 3.0 : 2.0) * sc->model.hidden *
                         sc->model.expert_hidden / p->tp * dtype_bytes(sc->precision.compute) *
                         (sc->model.experts / p->ep);
         o->tokens = (int32_t)llround(pairs);
-        o->flops = (float)(pairs * per_pair);
+        o->flops = expert_flops(p, pairs);
         o->mem_bytes = (float)(wbytes + pairs * sc->model.hidden * 2.0 * 4);
     }
     if (o->kind == OP_A2A_DISPATCH || o->kind == OP_A2A_COMBINE) {
@@ -942,7 +948,7 @@ int program_materialize(const program *p, int rank, program_op **ops) {
     return n;
 }
 
-/* model FLOPs of the step: every rank's compute ops, resolved */
+/* model FLOPs of the step: every rank's compute ops, the routed experts' as resolution sizes them */
 static void count_model_flops(program *p) {
     double fl = 0;
     for (int r = 0; r < p->n_ranks; r++) {
@@ -952,8 +958,7 @@ static void count_model_flops(program *p) {
         for (int i = 0; i < p->stage_n_ops[st]; i++) {
             const program_op *o = &p->stage_ops[st][i];
             if (o->kind != OP_COMPUTE || o->kernel == K_OPTIMIZER) continue;
-            if (o->pattern >= 0) { program_op ro; program_rank_op(p, r, i, &ro); fl += ro.flops; }
-            else fl += o->flops;
+            fl += o->pattern >= 0 ? expert_flops(p, expert_pairs(p, p->patterns[o->pattern].draw, e)) : o->flops;
         }
     }
     p->model_flops_per_step = fl * p->dp;

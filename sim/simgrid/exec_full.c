@@ -357,7 +357,7 @@ static void stream_actor(int argc, char **argv) {
             t_end = now(x);
         }
         r->t[i].start_s = t_start;
-        x->executed++;
+        if ((++x->executed & (STEP_PROGRESS_OPS - 1)) == 0 && x->o->progress) x->o->progress(x->o->progress_ctx, x->executed);
         mark_done(r, i, t_end);
     }
     x->actors_left--;

@@ -98,21 +98,12 @@ static cJSON *a2a_waits(const program *p, const step_exec_result *x) {
     return o;
 }
 
-/* Pricing that also reports progress: every 2^16 compute ops priced, a line for the caller. */
-typedef struct {
-    step_pricing *inner;
-    const step_options *opt;
-    long priced;
-} progress_pricing;
-
-static double price_with_progress(void *vctx, const program *p, int rank, const program_op *op) {
-    progress_pricing *c = vctx;
-    if ((++c->priced & 0xffff) == 0) {
-        char text[120];
-        snprintf(text, sizeof text, "%.2fM compute ops simulated", c->priced / 1e6);
-        c->opt->progress(c->opt->progress_ctx, text);
-    }
-    return step_price_costmodel(c->inner, p, rank, op);
+/* Progress of the executor: a line for the caller every STEP_PROGRESS_OPS ops. */
+static void exec_progress(void *ctx, long executed) {
+    const step_options *opt = ctx;
+    char text[120];
+    snprintf(text, sizeof text, "%.2fM ops simulated", executed / 1e6);
+    opt->progress(opt->progress_ctx, text);
 }
 
 static void say(const step_options *opt, const char *text) {
@@ -226,10 +217,9 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     step_pricing pricing;
     step_pricing_init(&pricing, p, &cm);
     step_exec_opts eo = {.comm = &comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
-    progress_pricing pp = {.inner = &pricing, .opt = opt};
     if (opt && opt->progress) {
-        eo.price = price_with_progress;
-        eo.price_ctx = &pp;
+        eo.progress = exec_progress;
+        eo.progress_ctx = (void *)opt;
         say(opt, "executing the step program");
     }
     step_exec_result xr;
