@@ -376,8 +376,6 @@ static void layout_warnings(const plan_ctx *x, plan_result *out) {
     if (s->model.experts > 0 && x->ep_span.nodes > s->cluster.leaf_down_ports)
         warn(out, "EP group spans %d nodes > %d under one leaf switch: its all-to-all crosses the spine",
              x->ep_span.nodes, s->cluster.leaf_down_ports);
-    if (l->pp > s->model.layers && !l->pipeline_layout[0])
-        warn(out, "PP=%d exceeds the %d layers: some stages hold no layer", l->pp, s->model.layers);
 }
 
 /* The slowest rank's per-micro-batch figures, kept for the step-time formulas. */
