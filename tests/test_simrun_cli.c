@@ -286,6 +286,14 @@ static void test_search(void **state) {
     assert_int_equal(db_long(dir, "SELECT count(*) FROM points WHERE status = 'infeasible'"), n_all - n_fit);
     cJSON_Delete(all);
     cJSON_Delete(doc);
+    /* --levels step without --top: every layout that fits simulated at step level (the plan still
+     * ranks them and keeps out what does not fit) */
+    char every[4300];
+    snprintf(every, sizeof every, "%s/search-step", tmpdir);
+    assert_int_equal(run(out, sizeof out, err, sizeof err, "search", "tests/data/scenarios/small-moe.json", "--levels",
+                         "step", "--out", every, "--quiet", NULL), 0);
+    assert_int_equal(db_long(every, "SELECT count(*) FROM points WHERE \"step.step_time_s\" IS NOT NULL"), n_fit);
+    assert_true(n_fit > 8);   /* more than the default --top */
     /* a scenario that already sweeps cannot be searched */
     assert_int_equal(run(out, sizeof out, err, sizeof err, "--search", "scenarios/checkpoint-sweep.json", NULL), 2);
 }

@@ -76,8 +76,8 @@ static const char RUN_OPTIONS[] =
     "  -q, --quiet          no table, no progress\n";
 
 static const char SEARCH_OPTIONS[] =
-    "      --top K|all      simulate the best K layouts at step level (default 8); all: every layout that\n"
-    "                       fits, the table ranked by step-level tokens/s/GPU\n"
+    "      --top K|all      simulate the best K layouts at step level (default 8; all with --levels step);\n"
+    "                       all: every layout that fits, the table ranked by step-level tokens/s/GPU\n"
     "  (and every option of `simrun run`; --levels defaults to plan,step)\n"
     "  -o, --out DIR        output folder (default: the scenario's output.dir)\n"
     "  -j, --jobs N         worker processes for the step-level simulations (default: the number of cores)\n"
@@ -173,7 +173,7 @@ static int parse_levels(cli_parser *p, const char *s, int *out) {
 /* The options of `simrun run` and `simrun search`. */
 typedef struct {
     const char *file, *out;
-    int levels, fidelity, jobs, resume, quiet, reproducible, shard_i, shard_n, top;
+    int levels, fidelity, jobs, resume, quiet, reproducible, shard_i, shard_n, top, top_set;
     int force, strict, json, csv;
     double max_points, progress_every_s, commit_every_s;
     int commit_set;
@@ -221,6 +221,7 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
             if (!search) return cli_error(p, "--top: only with `simrun search` (or --search)");
             if (strcmp(optarg, "all") == 0) a->top = SEARCH_TOP_ALL;
             else if (cli_int_opt(p, optarg, 1, 1000, &a->top)) return 1;
+            a->top_set = 1;
             break;
         case O_SEARCH:
             if (!search) return cli_error(p, "--search: use `simrun search SCENARIO.json`");
@@ -229,6 +230,9 @@ static int parse_run_args(cli_parser *p, int argc, char **argv, int search, run_
     }
     if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return 1;
     if (a->resume && a->force) return cli_error(p, "--resume and --force: expected one of them");
+    /* a search asked for at step level and not at plan level ranks every layout that fits at step level
+     * (the plan still ranks and prunes what does not fit) */
+    if (search && !a->top_set && (a->levels & LEVEL_STEP) && !(a->levels & LEVEL_PLAN)) a->top = SEARCH_TOP_ALL;
     a->file = argv[optind];
     a->out = p->common.out;
     a->jobs = p->common.jobs ? p->common.jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
