@@ -290,6 +290,9 @@ int run_points(long lo, long hi, point_fn fn, point_sink sink, void *ctx, const 
             while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {}
             s->pid = 0;
             running--;
+            /* the user's signal reached the worker too: its point did not fail, it was not run; it stays
+             * unrecorded and --resume evaluates it */
+            if (g_stop) continue;
             long next = s->last + 1;
             while (next < s->b && skipped(opt->skip, lo, next)) next++;
             if (next >= s->b) continue;   /* everything arrived */
