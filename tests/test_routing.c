@@ -626,11 +626,11 @@ static void test_pool_fill_threads(void **state) {
     moe_error err;
     routing_pool *p = routing_pool_create(c, 2, 0, &err);
     assert_non_null(p);
-    int layers[80], mbs[80];
+    int layers[80], mbs[80];   /* the keys the fill covers: 4 layers x 20 micro-batches */
     for (int i = 0; i < 80; i++) { layers[i] = i % 4; mbs[i] = i / 4; }
     routing_set_threads(3);
     assert_int_equal(routing_threads(), 3);
-    assert_int_equal(routing_pool_fill(p, layers, mbs, 80, 0, &err), 0);
+    assert_int_equal(routing_pool_fill(p, 4, 20, 0, &err), 0);
     routing_set_threads(1);
     assert_int_equal(routing_pool_draws(p), 8);   /* 4 zipf laws x 2 samples */
     routing_sample b;
@@ -642,7 +642,7 @@ static void test_pool_fill_threads(void **state) {
         assert_true(same_sample(x, &b));
     }
     assert_int_equal(routing_pool_draws(p), 8);
-    assert_int_equal(routing_pool_fill(p, layers, mbs, 80, 0, &err), 0);   /* nothing left to draw */
+    assert_int_equal(routing_pool_fill(p, 4, 20, 0, &err), 0);   /* nothing left to draw */
     assert_int_equal(routing_pool_draws(p), 8);
     routing_sample_free(&b);
     routing_pool_free(p);

@@ -414,12 +414,12 @@ static void f_json(text_buf *t, const char *k, const cJSON *v) {
     free(j);
 }
 
-static void put_nums(text_buf *t, const char *k, const double *v, int n, int stride) {
+static void put_nums(text_buf *t, const char *k, const double *v, int n) {
     key(t, k);
     text_put(t, "[", 1);
     for (int i = 0; i < n; i++) {
         if (i) text_put(t, ",", 1);
-        put_num(t, v ? v[(size_t)i * stride] : 0);
+        put_num(t, v ? v[i] : 0);
     }
     text_put(t, "]", 1);
 }
@@ -451,15 +451,15 @@ static void other_data(text_buf *t, const program *p, const step_exec_result *r,
     text_put(t, "]", 1);
     double *v = moe_xmalloc((size_t)(N > 0 ? N : 1) * sizeof *v);
     for (int i = 0; i < N; i++) v[i] = r->split ? r->split[i].end_s : 0;
-    put_nums(t, "rank_step_s", v, N, 1);
+    put_nums(t, "rank_step_s", v, N);
     for (int i = 0; i < N; i++) v[i] = r->split ? r->split[i].compute_s + r->split[i].optimizer_s : 0;
-    put_nums(t, "rank_compute_s", v, N, 1);
+    put_nums(t, "rank_compute_s", v, N);
     free(v);
     /* time inside all-to-alls after the last arrival: what a slow link lengthens */
-    if (r->a2a_s) put_nums(t, "rank_a2a_s", r->a2a_s, N, 1);
+    if (r->a2a_s) put_nums(t, "rank_a2a_s", r->a2a_s, N);
     int E = p->n_moe_layers > 0 ? s->model.experts : 0;
-    put_nums(t, "expert_tokens", p->step_expert_tokens, E, 1);
-    put_nums(t, "expert_tokens_routed", p->step_expert_routed, E, 1);
+    put_nums(t, "expert_tokens", p->step_expert_tokens, E);
+    put_nums(t, "expert_tokens_routed", p->step_expert_routed, E);
     cJSON *h = hang_json(p, &r->hang), *to = step_timeout_json(p, &r->timeout);
     f_json(t, "hang", h);
     f_json(t, "collective_timeout", to);

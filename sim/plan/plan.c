@@ -395,7 +395,8 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     fill_params(s, &x.mc, out);
     snprintf(out->costmodel_source, sizeof out->costmodel_source, "%s", cm->source);
     const layout_cfg *lay = &s->layout;
-    int pp = lay->pp, dual = scn_schedule_run(lay) == SCHED_DUALPIPE;
+    schedule_kind run = scn_schedule_run(lay);
+    int pp = lay->pp, dual = run == SCHED_DUALPIPE;
 
     /* ---- compute budget (seed 003 step 1) ---- */
     out->total_flops = budget_total_flops(s->run.tokens, out->flops_per_token_6n);
@@ -490,7 +491,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     out->comm_mb_s = wt.comm;
     out->compute_s = m * wt.c;
     double pipe_exposed = m * wt.e;
-    switch (scn_schedule_run(lay)) {
+    switch (run) {
     case SCHED_DUALPIPE:
         /* B full backward chunk, W its weight-gradient part, F&B the overlapped pair (F + B plus
          * what communication it could not hide) */

@@ -247,17 +247,7 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
     const routing_sample **distinct = moe_xmalloc((size_t)cap * sizeof *distinct);
     long *uses = moe_xcalloc((size_t)cap, sizeof(long));
     /* the pool's draws at once (in threads when the process has them: routing_set_threads) */
-    size_t n_keys = (size_t)p->n_moe_layers * (size_t)m;
-    int *key_layer = moe_xmalloc((n_keys > 0 ? n_keys : 1) * sizeof *key_layer);
-    int *key_mb = moe_xmalloc((n_keys > 0 ? n_keys : 1) * sizeof *key_mb);
-    for (int l = 0; l < p->n_moe_layers; l++)
-        for (int mb = 0; mb < m; mb++) {
-            key_layer[(size_t)l * m + mb] = l;
-            key_mb[(size_t)l * m + mb] = mb;
-        }
-    int rc = routing_pool_fill(pool, key_layer, key_mb, (int)n_keys, 0, err);
-    free(key_layer);
-    free(key_mb);
+    int rc = routing_pool_fill(pool, p->n_moe_layers, m, 0, err);
     for (int l = 0; l < p->n_moe_layers && rc == 0; l++)
         for (int mb = 0; mb < m; mb++) {
             const routing_sample *rs = routing_pool_get(pool, l, mb, 0);

@@ -1235,8 +1235,7 @@ static void *fill_worker(void *arg) {
     return NULL;
 }
 
-int routing_pool_fill(routing_pool *p, const int *layers, const int *micro_batches, int n, int group,
-                      moe_error *err) {
+int routing_pool_fill(routing_pool *p, int n_layers, int n_micro_batches, int group, moe_error *err) {
     size_t slots = (size_t)p->n_laws * (size_t)p->per_law;
     size_t *todo = moe_xmalloc((slots > 0 ? slots : 1) * sizeof *todo);
     unsigned char *queued = moe_xcalloc(slots > 0 ? slots : 1, 1);
@@ -1246,8 +1245,8 @@ int routing_pool_fill(routing_pool *p, const int *layers, const int *micro_batch
         return moe_error_set(err, EXIT_RUNTIME, "routing pool: out of memory");
     }
     int m = 0;
-    for (int i = 0; i < n; i++) {
-        size_t idx = slot_of(p, layers[i], micro_batches[i], group);
+    for (long i = 0; i < (long)n_layers * n_micro_batches; i++) {
+        size_t idx = slot_of(p, (int)(i / n_micro_batches), (int)(i % n_micro_batches), group);
         if (p->kept[idx] || p->ready[idx] || queued[idx]) continue;
         queued[idx] = 1;
         int got = slot_prepare(p, idx);

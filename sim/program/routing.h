@@ -268,12 +268,11 @@ routing_pool *routing_pool_create(const routing_ctx *ctx, int samples_per_layer,
  * routing_draw(ctx, L, s, 0): its layer/micro_batch/group fields say so. */
 const routing_sample *routing_pool_get(routing_pool *pool, int layer, int micro_batch, int group);
 int routing_pool_draws(const routing_pool *pool);   /* samples drawn so far */
-/* Draw now every slot that the n keys (layers[i], micro_batches[i], group) map to and that is not drawn
- * or kept yet, routing_threads() of them at a time (POSIX threads; the samples are the same bytes
- * whatever the count: "Determinism" above), so that routing_pool_get finds them. 0, or EXIT_RUNTIME
- * when out of memory. */
-int routing_pool_fill(routing_pool *pool, const int *layers, const int *micro_batches, int n, int group,
-                      moe_error *err);
+/* Draw now every slot that a key (layer < n_layers, micro_batch < n_micro_batches, group) maps to and
+ * that is not drawn or kept yet, routing_threads() of them at a time (POSIX threads; the samples are
+ * the same bytes whatever the count: "Determinism" above), so that routing_pool_get finds them. 0, or
+ * EXIT_RUNTIME when out of memory. */
+int routing_pool_fill(routing_pool *pool, int n_layers, int n_micro_batches, int group, moe_error *err);
 /* The threads routing_pool_fill draws with, for the whole process: 1 (the default) to
  * ROUTING_MAX_THREADS. A program whose worker processes share the cores (simrun -j) keeps 1. */
 #define ROUTING_MAX_THREADS 16
