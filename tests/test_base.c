@@ -1,10 +1,11 @@
 /* test_base.c — the base layer's contracts: strict JSON (RFC 8259 grammar, duplicate keys, range),
  * typed getters' messages, the bounded file reader (FIFOs, devices, folders, size cap), the atomic
- * writer, the allocation policy and the seed mixer.
+ * writer, the allocation policy, the seed mixer and the text buffer's decimal digits.
  *
  * Truths: RFC 8259 section 6 (number grammar) and 4 (names SHOULD be unique; we refuse repeats);
  * the splitmix64 outputs published with Vigna's reference implementation (seed 0: e220a8397b1dcdaf,
- * 6e789e6aa1b965f4, 06c45d188009454f; seed 1234567: 6457827717110365317); POSIX file types. */
+ * 6e789e6aa1b965f4, 06c45d188009454f; seed 1234567: 6457827717110365317); POSIX file types; C's
+ * printf ("%lld", "%llu") for the digits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 #include "sim/base/fileio.h"
 #include "sim/base/json_read.h"
 #include "sim/base/rng_seed.h"
+#include "sim/base/text_buf.h"
 
 static char DIR_[64];
 
@@ -366,6 +369,40 @@ static void test_seed_mix(void **state) {
     assert_true(moe_seed_fold32(0x0123456789abcdefull) == (0x01234567u ^ 0x89abcdefu));
 }
 
+/* ---- text buffer ----------------------------------------------------------------------------- */
+
+/* text_put_ll / text_put_ull against printf on the extremes, every power of ten and its neighbours,
+ * and a pseudo-random sample; growth past the first 64 KiB keeps what was put. */
+static void test_text_digits(void **state) {
+    (void)state;
+    text_buf t = {0}, ref = {0};
+    char buf[32];
+    long long v[64];
+    int n = 0;
+    v[n++] = 0; v[n++] = LLONG_MIN; v[n++] = LLONG_MAX; v[n++] = LLONG_MIN + 1;
+    for (long long p = 1; p <= LLONG_MAX / 10; p *= 10) { v[n++] = p; v[n++] = p - 1; v[n++] = -p; }
+    for (int i = 0; i < n; i++) {
+        text_put_ll(&t, v[i]);
+        text_put(&t, ",", 1);
+        text_puts(&ref, (snprintf(buf, sizeof buf, "%lld,", v[i]), buf));
+    }
+    text_put_ull(&t, ULLONG_MAX);
+    text_puts(&ref, (snprintf(buf, sizeof buf, "%llu", ULLONG_MAX), buf));
+    uint64_t st = 42;
+    for (int i = 0; i < 20000; i++) {   /* about 400 KB: the buffer grows several times */
+        uint64_t x = moe_seed_next(&st) >> (i % 64);
+        text_put(&t, ";", 1);
+        text_put_ull(&t, x);
+        text_puts(&ref, (snprintf(buf, sizeof buf, ";%llu", (unsigned long long)x), buf));
+    }
+    assert_int_equal(t.n, ref.n);
+    assert_int_equal(strlen(t.s), t.n);   /* NUL-terminated */
+    assert_string_equal(t.s, ref.s);
+    text_free(&t);
+    text_free(&ref);
+    assert_null(t.s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_number_grammar), cmocka_unit_test(test_json_structure),
@@ -373,6 +410,7 @@ int main(void) {
         cmocka_unit_test(test_bounded_reader),      cmocka_unit_test(test_atomic_writer),
         cmocka_unit_test(test_output_not_regular),
         cmocka_unit_test(test_alloc_policy),        cmocka_unit_test(test_seed_mix),
+        cmocka_unit_test(test_text_digits),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

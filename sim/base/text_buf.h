@@ -9,14 +9,26 @@
 #define MOESIM_TEXT_BUF_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef struct {
     char *s;
     size_t n, cap;
 } text_buf;
 
-void text_put(text_buf *t, const char *p, size_t n);
+void text_reserve(text_buf *t, size_t more);   /* room for `more` bytes and the NUL */
+
+/* Inline: a trace puts tens of millions of short pieces, most of them one to a few bytes. */
+static inline void text_put(text_buf *t, const char *p, size_t n) {
+    if (t->n + n + 1 > t->cap) text_reserve(t, n);
+    memcpy(t->s + t->n, p, n);
+    t->n += n;
+    t->s[t->n] = '\0';
+}
+
 void text_puts(text_buf *t, const char *p);   /* a C string */
+void text_put_ull(text_buf *t, unsigned long long v);   /* decimal digits, as "%llu" prints them */
+void text_put_ll(text_buf *t, long long v);             /* as "%lld" */
 void text_free(text_buf *t);
 
 #endif

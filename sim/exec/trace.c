@@ -94,15 +94,16 @@ static void put_str(text_buf *t, const char *p) {
     text_put(t, "\"", 1);
 }
 
-static void put_int(text_buf *t, long long v) {
-    char buf[24];
-    text_put(t, buf, (size_t)snprintf(buf, sizeof buf, "%lld", v));
-}
+static void put_int(text_buf *t, long long v) { text_put_ll(t, v); }
 
+/* ns as microseconds with three decimals ("%llu.%03u" of its magnitude, signed) */
 static void put_us(text_buf *t, long long ns) {
-    char buf[32];
     unsigned long long a = ns < 0 ? 0ULL - (unsigned long long)ns : (unsigned long long)ns;
-    text_put(t, buf, (size_t)snprintf(buf, sizeof buf, "%s%llu.%03u", ns < 0 ? "-" : "", a / 1000, (unsigned)(a % 1000)));
+    unsigned frac = (unsigned)(a % 1000);
+    char tail[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10)};
+    if (ns < 0) text_put(t, "-", 1);
+    text_put_ull(t, a / 1000);
+    text_put(t, tail, 4);
 }
 
 /* A number: an exact integer as one, else the shortest of 15 or 17 significant digits that reads
