@@ -39,12 +39,15 @@ static scenario seed_shape(route_kind dist) {
     return s;
 }
 
-static int bench(const char *label, route_kind dist, int node_limit, int groups_on) {
+/* ep: the group's ranks (64: the seed's; 256: the seed's GPUs as PP16 x EP256 x DP1, 32 nodes) */
+static int bench(const char *label, route_kind dist, int node_limit, int groups_on, int ep) {
     scenario s = seed_shape(dist);
     s.routing.node_limit = node_limit;
     if (!groups_on) s.model.topk_groups = 0;
-    int gpus[64];
-    for (int i = 0; i < 64; i++) gpus[i] = i;   /* ep-inner: GPUs 0..63 = nodes 0..7 */
+    s.layout.ep = ep;
+    s.layout.dp = 256 / ep;
+    int gpus[256];
+    for (int i = 0; i < ep; i++) gpus[i] = i;   /* ep-inner: GPUs 0..ep-1 = nodes 0..ep/8-1 */
     moe_error err;
     routing_ctx *c = routing_ctx_create(&s, gpus, &err);
     if (!c) { fprintf(stderr, "bench_routing: %s\n", err.msg); return 1; }
@@ -104,11 +107,12 @@ int main(void) {
     printf("bench_routing: one EP group of seed-4096: 64 ranks x 4096 tokens, 256 experts, top-8 "
            "(2,097,152 assignments per draw), FP8 dispatch, capacity 1.25 + drop\n");
     int rc = 0;
-    rc |= bench("uniform, groups 8/4, M=4", ROUTE_UNIFORM, 4, 1);
-    rc |= bench("hot 0.6, groups 8/4, M=4", ROUTE_HOT, 4, 1);
-    rc |= bench("zipf 1.2, groups 8/4, M=4", ROUTE_ZIPF, 4, 1);
-    rc |= bench("uniform, unconstrained", ROUTE_UNIFORM, 0, 0);
-    rc |= bench("hot 0.6, unconstrained", ROUTE_HOT, 0, 0);
+    rc |= bench("uniform, groups 8/4, M=4", ROUTE_UNIFORM, 4, 1, 64);
+    rc |= bench("hot 0.6, groups 8/4, M=4", ROUTE_HOT, 4, 1, 64);
+    rc |= bench("zipf 1.2, groups 8/4, M=4", ROUTE_ZIPF, 4, 1, 64);
+    rc |= bench("uniform, unconstrained", ROUTE_UNIFORM, 0, 0, 64);
+    rc |= bench("hot 0.6, unconstrained", ROUTE_HOT, 0, 0, 64);
+    rc |= bench("uniform, M=4, EP256 (32 nodes)", ROUTE_UNIFORM, 4, 1, 256);
     rc |= bench_pool("uniform, 4 samples", ROUTE_UNIFORM, 4, 0);
     rc |= bench_pool("hot 0.6, 4 samples", ROUTE_HOT, 4, 0);
     rc |= bench_pool("zipf 1.2, 8 laws x 1 sample", ROUTE_ZIPF, 1, 8);

@@ -34,6 +34,9 @@
 #define REJECT_LIMIT(k) (64 + 8 * (k))
 /* The most nodes a token's experts may span for pick_from_nodes (direct_when_full). */
 #define PICK_MAX_NODES 64
+/* tokens per source rank accounted together (routing_draw): a block of choices is n x 16 x K int32,
+ * 128 KB at 256 ranks and top-8 */
+#define ROUTING_BLOCK_TOKENS 16
 
 struct routing_ctx {
     /* shape */
@@ -94,6 +97,9 @@ struct routing_scratch {
     uint32_t *seen_expert, *seen_group, *seen_node;  /* selection stamps, [E], [groups], [n_nodes] */
     uint32_t *sent_rank, *sent_node;                 /* accounting stamps, [n], [n_nodes] */
     uint32_t tok;          /* current token stamp (1-based within a draw) */
+    uint32_t sent_tok;     /* the accounting's token stamp (tokens are accounted in another order) */
+    int32_t *block;        /* [n * ROUTING_BLOCK_TOKENS * K] a block's choices, rank-major (routing_draw) */
+    int *block_m;          /* [n * ROUTING_BLOCK_TOKENS] how many experts each of them got */
     int32_t *cand;         /* [E] the eligible experts of pick_from_nodes */
     int64_t *routed;       /* [E] pairs the router assigned each expert, before the capacity limit */
     int64_t assignments, dropped, over, empty;
@@ -616,6 +622,8 @@ static void scratch_free(routing_scratch *x) {
     free(x->unit_used);
     free(x->cand);
     free(x->routed);
+    free(x->block);
+    free(x->block_m);
     free(x);
 }
 
@@ -639,9 +647,11 @@ static routing_scratch *scratch_alloc(const routing_ctx *c) {
     x->unit_used = moe_xmalloc(n * units * sizeof *x->unit_used);
     x->cand = moe_xmalloc(E * sizeof *x->cand);
     x->routed = moe_xmalloc(E * sizeof *x->routed);
+    x->block = moe_xmalloc(n * ROUTING_BLOCK_TOKENS * (size_t)c->K * sizeof *x->block);
+    x->block_m = moe_xmalloc(n * ROUTING_BLOCK_TOKENS * sizeof *x->block_m);
     if (!x->rng || !x->load || !x->pairs || !x->node_pairs || !x->seen_expert || !x->seen_group ||
         !x->seen_node || !x->sent_rank || !x->sent_node || !x->unit_order || !x->unit_start ||
-        !x->unit_experts || !x->unit_used || !x->cand || !x->routed) {
+        !x->unit_experts || !x->unit_used || !x->cand || !x->routed || !x->block || !x->block_m) {
         scratch_free(x);
         return NULL;
     }
@@ -715,7 +725,7 @@ static void begin(const routing_ctx *c, routing_scratch *x) {
     memset(x->seen_node, 0, nn * sizeof *x->seen_node);
     memset(x->sent_rank, 0, n * sizeof *x->sent_rank);
     memset(x->sent_node, 0, nn * sizeof *x->sent_node);
-    x->tok = 0;
+    x->tok = x->sent_tok = 0;
     x->assignments = x->dropped = x->over = x->empty = 0;
 }
 
@@ -933,7 +943,7 @@ static int balanced_token(const routing_ctx *c, routing_scratch *x, int rank, ui
  * `rec` (may be NULL) receives the K slots as stored in routing_sample.choices. */
 static inline __attribute__((always_inline)) void account_token(const routing_ctx *c, routing_scratch *x, int i, const int32_t *e, int m,
                                  int32_t *rec) {
-    uint32_t tok = x->tok;
+    uint32_t tok = ++x->sent_tok;
     int own = c->rank_node[i];
     int32_t *pairs = x->pairs + (size_t)i * c->n;
     int32_t *node_pairs = x->node_pairs + (size_t)i * c->n_nodes;
@@ -1029,14 +1039,28 @@ int routing_draw(const routing_ctx *ctx, int layer, int micro_batch, int group, 
     int law = routing_ctx_layer_law(c, layer);
     int balanced = c->dist == ROUTE_BALANCED;
     if (balanced) balanced_begin(c, x);
-    int32_t picked[c->K];
-    size_t T = (size_t)c->tokens_per_rank, K = (size_t)c->K;
-    for (size_t t = 0; t < T; t++)
-        for (int i = 0; i < c->n; i++) {
-            x->tok++;
-            int m = balanced ? balanced_token(c, x, i, t, picked) : choose_token(c, x, law, picked);
-            account_token(c, x, i, picked, m, s->choices ? s->choices + ((size_t)i * T + t) * K : NULL);
-        }
+    /* Tokens are chosen in the generator's order (token t of every source rank, then t + 1) and
+     * accounted a block of ROUTING_BLOCK_TOKENS at a time, source rank by source rank: a rank's
+     * capacity counts, pair and node rows then stay in cache for the block instead of being fetched
+     * again for every token. The result is the same: the accounting of a source rank's tokens keeps
+     * their order (its capacity counts are its own), and the rest are sums of integers. */
+    size_t T = (size_t)c->tokens_per_rank, K = (size_t)c->K, B = ROUTING_BLOCK_TOKENS;
+    for (size_t t0 = 0; t0 < T; t0 += B) {
+        size_t nb = T - t0 < B ? T - t0 : B;
+        for (size_t t = t0; t < t0 + nb; t++)
+            for (int i = 0; i < c->n; i++) {
+                x->tok++;
+                size_t at = (size_t)i * B + (t - t0);
+                int32_t *out = x->block + at * K;
+                x->block_m[at] = balanced ? balanced_token(c, x, i, t, out) : choose_token(c, x, law, out);
+            }
+        for (int i = 0; i < c->n; i++)
+            for (size_t t = t0; t < t0 + nb; t++) {
+                size_t at = (size_t)i * B + (t - t0);
+                account_token(c, x, i, x->block + at * K, x->block_m[at],
+                              s->choices ? s->choices + ((size_t)i * T + t) * K : NULL);
+            }
+    }
     s->layer = layer;
     s->micro_batch = micro_batch;
     s->group = group;
