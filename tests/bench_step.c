@@ -11,7 +11,9 @@
  * Goals (issue 13): seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
  *
  * The routing draws of a step run in as many threads as the machine has cores (routing_set_threads,
- * as `simrun` gives a lone step; the same bytes as one thread).
+ * as `simrun` gives a lone step; the same bytes as one thread), and with two or more cores the
+ * SimGrid patterns in a helper process beside the executor (sg_comm_set_helpers, as `simrun`); the
+ * CPU time printed is this process's, not the helper's.
  * Prints wall and CPU time (the CPU time is what the process's threads spend, one core's worth of
  * work; the wall time includes whatever else runs on the machine), peak RSS, the step breakdown, how many distinct communication patterns
  * SimGrid simulated and the memo hit rate, and the hot-expert what-if of scenarios/hot-expert.json.
@@ -96,6 +98,7 @@ int main(void) {
     if (scenario_load(path, &s, NULL, &err)) { fprintf(stderr, "bench_step: %s\n", err.msg); return 1; }
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     routing_set_threads(cores);
+    sg_comm_set_helpers(cores > 1);   /* as simrun runs a lone step */
     const char *env = getenv("MOESIM_BENCH_REPS");
     int reps = env ? atoi(env) : 3;
     if (reps < 1) reps = 1;

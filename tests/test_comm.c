@@ -286,10 +286,107 @@ static int child_memo(void) {
     return !ok || fails;
 }
 
+/* ---- the helper (sg_comm_set_helpers): announced queries worked out in a forked process ------------
+ * Truth: the same queries asked of a model without a helper, in a fresh memo. Every answer must be
+ * bit for bit the same and the statistics the same, whether the helper sent it, the caller took it,
+ * or it was never announced; a model destroyed with its helper still working leaves no process. */
+#define HQ 12
+static group g_hq[HQ];
+static int g_ring[8];
+
+static void hq_query(void *qctx, size_t k, comm_query *q) {
+    (void)qctx;
+    memset(q, 0, sizeof *q);
+    if (k < 8) { q->is_a2a = 1; q->a2a = g_hq[k].p; return; }
+    *q = (comm_query){.kind = k % 2 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER, .gpus = g_ring, .n = 8,
+                      .bytes = (double)(k + 1) * MB};
+}
+static void hq_release(void *qctx, size_t k, comm_query *q) { (void)qctx; (void)k; (void)q; }
+
+static double hq_ask(comm_model *m, int k) {
+    comm_query q;
+    hq_query(NULL, (size_t)k, &q);
+    return q.is_a2a ? m->a2a_s(m->ctx, &q.a2a) : m->collective_s(m->ctx, q.kind, q.gpus, q.n, q.bytes);
+}
+
+static int same_stats(const char *what, sg_comm_stats a, sg_comm_stats b) {
+    int ok = a.queries == b.queries && a.hits == b.hits && a.simulated == b.simulated && a.flows == b.flows &&
+             a.closed_form == b.closed_form;
+    printf("  helper, %-34s %ld queries %ld hits %ld simulated (%ld flows), %ld from the helper: %s\n", what,
+           b.queries, b.hits, b.simulated, b.flows, b.from_helper, ok ? "as without" : "DIFFERENT");
+    return ok;
+}
+
+static int child_helper(void) {
+    scenario s = fx_fabric("test_comm", 8, 4, 2.0);
+    /* eight all-to-alls of two nodes: 1-4 MB per pair at the first two nodes, the same four payloads
+     * two nodes further (the same signature: the helper lists each once), and eight rings on rail 0 */
+    for (int k = 0; k < 8; k++) uniform_group(&g_hq[k], k < 4 ? 0 : 16, 16, (double)(k % 4 + 1) * MB);
+    for (int i = 0; i < 8; i++) g_ring[i] = 8 * i;
+    comm_announcement an = {.n = HQ, .n_first = 8, .query = hq_query, .release = hq_release};
+    const int order[HQ + 1] = {11, 0, 5, 9, 1, 2, 3, 4, 6, 7, 8, 10, 3};
+    double ref[HQ];
+    int ok = 1;
+    moe_error err = {0};
+
+    sg_comm_set_helpers(0);
+    comm_model m = sg_comm_create(&s, &err);
+    if (!m.ctx) { printf("  %s\n", err.msg); return 1; }
+    for (int k = 0; k < HQ; k++) ref[k] = hq_ask(&m, k);
+    sg_comm_stats in_order = sg_comm_get_stats(&m);
+    m.destroy(m.ctx);
+    sg_comm_forget();
+    m = sg_comm_create(&s, &err);
+    for (int j = 0; j <= HQ; j++) hq_ask(&m, order[j]);
+    sg_comm_stats shuffled = sg_comm_get_stats(&m);
+    m.destroy(m.ctx);
+    /* 4 all-to-all signatures (each asked twice) and 4 ring sizes; the shuffled list asks one again */
+    ok = ok && in_order.simulated == 8 && in_order.hits == 4 && shuffled.hits == 5;
+
+    sg_comm_set_helpers(1);
+    /* 1. the helper has sent everything: every answer is its */
+    sg_comm_forget();
+    m = sg_comm_create(&s, &err);
+    m.announce(m.ctx, &an);
+    sg_comm_helper_finish(&m);
+    for (int k = 0; k < HQ; k++) ok = ok && hq_ask(&m, k) == ref[k];
+    sg_comm_stats st = sg_comm_get_stats(&m);
+    ok = same_stats("after it finished:", in_order, st) && ok && st.from_helper == st.simulated;
+    m.destroy(m.ctx);
+
+    /* 2. asked at once, in another order, one query twice: the helper and the caller share the work */
+    sg_comm_forget();
+    m = sg_comm_create(&s, &err);
+    m.announce(m.ctx, &an);
+    for (int j = 0; j <= HQ; j++) ok = ok && hq_ask(&m, order[j]) == ref[order[j]];
+    st = sg_comm_get_stats(&m);
+    ok = same_stats("asked at once, out of order:", shuffled, st) && ok;
+    m.destroy(m.ctx);
+
+    /* 3. destroyed while the helper works; a query nobody announced; the next model's answers */
+    sg_comm_forget();
+    m = sg_comm_create(&s, &err);
+    an.n = 4;
+    an.n_first = 4;
+    m.announce(m.ctx, &an);
+    ok = ok && hq_ask(&m, 9) == ref[9];
+    m.destroy(m.ctx);
+    int leftover = waitpid(-1, NULL, WNOHANG);   /* -1: no child process left */
+    m = sg_comm_create(&s, &err);
+    for (int k = 0; k < HQ; k++) ok = ok && hq_ask(&m, k) == ref[k];
+    m.destroy(m.ctx);
+    printf("  helper: answers %s; after a destroy, %s\n", ok ? "identical" : "DIFFERENT",
+           leftover == -1 ? "no process left" : "a process LEFT");
+    for (int k = 0; k < 8; k++) free(g_hq[k].bytes);
+    sg_comm_set_helpers(0);
+    return !(ok && leftover == -1);
+}
+
 static void test_a2a_shapes(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_a2a_shapes), 0); }
 static void test_concurrent_groups(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_concurrent), 0); }
 static void test_degraded_nic(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_degraded), 0); }
 static void test_memo(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_memo), 0); }
+static void test_helper(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_helper), 0); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -298,6 +395,7 @@ int main(void) {
         cmocka_unit_test(test_concurrent_groups),
         cmocka_unit_test(test_degraded_nic),
         cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_helper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

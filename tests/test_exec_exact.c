@@ -78,7 +78,7 @@ static int compare(const program *p, const step_exec_result *a, const step_exec_
     for (int r = 0; r < p->n_ranks; r++) {
         int ok = same_split(&a->split[r], &b->split[r]) && a->a2a_s[r] == b->a2a_s[r] &&
                  a->a2a_last_count[r] == b->a2a_last_count[r];
-        const op_time *ta = a->timelines[a->sim_rank[r]], *tb = b->timelines[r];
+        const op_time *ta = a->timelines[a->sim_rank[r]], *tb = b->timelines[b->sim_rank[r]];
         for (int i = 0; ok && i < program_n_ops(p, r); i++)
             ok = ta[i].start_s == tb[i].start_s && ta[i].end_s == tb[i].end_s;
         if (!ok && first < 0) first = r;
@@ -116,15 +116,37 @@ static int child_point(void) {
     }
     costmodel cm;
     if (costmodel_for_scenario(&s, &cm, &err)) { printf("  %s\n", err.msg); return 1; }
+    /* first with the SimGrid helper (comm_simgrid.h) working out the announced patterns beside the
+     * run, from a cold memo; then without it, from a cold memo again: the same run and statistics */
+    sg_comm_set_helpers(1);
+    comm_model helped = sg_comm_create(&s, &err);
+    if (!helped.ctx) { printf("  %s\n", err.msg); return 1; }
+    step_exec_result h;
+    int bad = run(p, &helped, &cm, 1, &h);
+    sg_comm_stats hs = sg_comm_get_stats(&helped);
+    helped.destroy(helped.ctx);
+    sg_comm_set_helpers(0);
+    sg_comm_forget();
     comm_model comm = sg_comm_create(&s, &err);
     if (!comm.ctx) { printf("  %s\n", err.msg); return 1; }
     step_exec_result a, b;
-    int bad = run(p, &comm, &cm, 1, &a) + run(p, &comm, &cm, 0, &b);
+    bad += run(p, &comm, &cm, 1, &a);
+    sg_comm_stats as = sg_comm_get_stats(&comm);
+    bad += run(p, &comm, &cm, 0, &b);
     if (!bad) bad = compare(p, &a, &b);
+    if (!bad) bad = compare(p, &h, &a);
+    if (hs.queries != as.queries || hs.hits != as.hits || hs.simulated != as.simulated || hs.flows != as.flows ||
+        hs.closed_form != as.closed_form) {
+        printf("  %s point %d: with the helper %ld queries %ld simulated, without %ld %ld\n", g_file, g_point,
+               hs.queries, hs.simulated, as.queries, as.simulated);
+        bad++;
+    }
     int per_replica = p->n_ranks / p->dp, twins = a.n_simulated_ranks < a.n_simulated_replicas * per_replica;
-    printf("  %-40s point %d: %5d ranks, %5d simulated with the shortcuts (tp %d, dp %d%s), step %.6f s: %s\n",
+    printf("  %-40s point %d: %5d ranks, %5d simulated with the shortcuts (tp %d, dp %d%s), step %.6f s, "
+           "%ld of %ld patterns from the helper: %s\n",
            g_file, g_point, p->n_ranks, a.n_simulated_ranks, p->tp, p->dp, twins ? ", TP twins" : "", a.step_time_s,
-           bad ? "DIFFERENT" : "identical");
+           hs.from_helper, hs.simulated + hs.closed_form, bad ? "DIFFERENT" : "identical");
+    step_exec_result_free(&h);
     step_exec_result_free(&a);
     step_exec_result_free(&b);
     comm.destroy(comm.ctx);

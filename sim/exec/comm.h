@@ -13,6 +13,8 @@
 #ifndef MOESIM_COMM_H
 #define MOESIM_COMM_H
 
+#include <stddef.h>
+
 #include "sim/scenario/scenario.h"
 
 typedef enum { COLL_ALL_REDUCE = 0, COLL_REDUCE_SCATTER, COLL_ALL_GATHER } coll_kind;
@@ -37,6 +39,29 @@ typedef struct {
                                   ones over PXN (fabric_gpu_route); node_bytes is ignored */
 } a2a_pattern;
 
+/* One question for a model, described ahead of being asked (comm_model.announce): an all-to-all
+ * (is_a2a) or a ring collective over n GPUs of `bytes` per GPU. */
+typedef struct {
+    int is_a2a;
+    a2a_pattern a2a;
+    coll_kind kind;
+    const int *gpus;
+    int n;
+    double bytes;
+} comm_query;
+
+/* The announcer's description of its k-th query: fills *q, whose arrays stay valid until the
+ * matching release(qctx, k, q). It reads the announcer's memory only, so it may be called in a
+ * process forked from the announcer's. */
+typedef struct {
+    size_t n;
+    size_t n_first;   /* queries 0 .. n_first - 1 are needed at about the same time, first; the rest
+                         later, in their order */
+    void (*query)(void *qctx, size_t k, comm_query *q);
+    void (*release)(void *qctx, size_t k, comm_query *q);
+    void *qctx;
+} comm_announcement;
+
 typedef struct comm_model {
     void *ctx;
     const char *name;          /* "analytic", "simgrid" */
@@ -47,6 +72,12 @@ typedef struct comm_model {
     /* Ring collective over `n` GPUs, `bytes` = full buffer size per GPU (NCCL convention). */
     double (*collective_s)(void *ctx, coll_kind kind, const int *gpus, int n, double bytes);
     void (*destroy)(void *ctx);
+    /* Optional (NULL: none). The all-to-alls and collectives the caller is about to ask for, in about
+     * the order it will, so that the model may work them out ahead, beside the caller. The answers
+     * and the model's statistics are what they are without it; whatever it did not work out ahead is
+     * worked out when asked. The announcement is read during the call only (in the model's helper,
+     * from its copy of the caller's memory). */
+    void (*announce)(void *ctx, const comm_announcement *a);
     /* 1: a pattern and its image under a rotation of the GPUs of every node (GPU k -> k - m, so rail
      * k -> rail k - m) take exactly the same time, bit for bit, while no link is degraded: the rails
      * are identical planes. The executor's TP-twin shortcut relies on it (step_exec.h). */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---- pricing ----------------------------------------------------------------------------------- */
 void step_pricing_init(step_pricing *pr, const program *p, const costmodel *cm) {
@@ -137,8 +139,11 @@ typedef struct {
     group_state *gs;
     int **stream_lists;            /* per stage x stream: op indices */
     int *stream_len;
-    double *a2a_memo;              /* n_patterns x n_groups (EP groups only used) */
-    coll_memo_entry *coll_memo;    /* n_groups x 3 x COLL_MEMO_SIZES */
+    int *group_slot;               /* per group: its index among the groups with simulated members
+                                      (the only ones asked about), else -1 */
+    int n_live;                    /* how many groups have simulated members */
+    double *a2a_memo;              /* n_patterns x n_live (EP groups only used) */
+    coll_memo_entry *coll_memo;    /* n_live x 3 x COLL_MEMO_SIZES */
     double **stage_price;          /* per stage x op: the price of an op that is not rank-relative
                                       (step_price_fn), < 0 until priced */
     int *queue, q_head, q_tail, q_cap;
@@ -214,7 +219,7 @@ void step_a2a_buf_free(step_a2a_buf *b) {
 }
 
 static double a2a_time(exec_ctx *x, int pattern, int g) {
-    double *m = &x->a2a_memo[(size_t)pattern * x->p->n_groups + g];
+    double *m = &x->a2a_memo[(size_t)pattern * x->n_live + x->group_slot[g]];
     if (*m >= 0) return *m;
     a2a_pattern pat;
     step_a2a_buf buf;
@@ -224,9 +229,13 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
     return *m;
 }
 
+static coll_kind coll_kind_of(op_kind k) {
+    return k == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER : k == OP_ALL_GATHER ? COLL_ALL_GATHER : COLL_ALL_REDUCE;
+}
+
 static double coll_time(exec_ctx *x, op_kind k, int g, double bytes) {
-    int ck = k == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER : k == OP_ALL_GATHER ? COLL_ALL_GATHER : COLL_ALL_REDUCE;
-    coll_memo_entry *m = &x->coll_memo[((size_t)g * 3 + ck) * COLL_MEMO_SIZES];
+    int ck = coll_kind_of(k);
+    coll_memo_entry *m = &x->coll_memo[((size_t)x->group_slot[g] * 3 + ck) * COLL_MEMO_SIZES];
     int slot = 0;
     while (slot < COLL_MEMO_SIZES && m[slot].t >= 0 && m[slot].bytes != bytes) slot++;
     if (slot < COLL_MEMO_SIZES && m[slot].t >= 0) return m[slot].t;
@@ -270,6 +279,115 @@ static int worse_a2a(const step_a2a_wait *w, double spread, double start_s, int 
     if (spread != w->spread_s) return spread > w->spread_s;
     if (start_s != w->start_s) return start_s < w->start_s;
     return group < w->group;
+}
+
+/* ---- the queries announced ahead (comm.h announce) -------------------------------------------------
+ * Every all-to-all (routing pattern, EP group) and ring collective (kind, group, bytes) the simulated
+ * ranks will ask for, each once, so that the model may simulate them beside the run instead of in
+ * its way: the all-to-alls first (the first micro-batches of the stages need every routing draw's),
+ * then the collectives (the gradient and parameter rings, mostly at the step's tail), each in op order
+ * across the stages. */
+typedef struct { int is_a2a, what, group; double bytes; } announced;   /* what: pattern or coll_kind */
+typedef struct {
+    const program *p;
+    announced *v;
+    size_t n;
+    step_a2a_buf *bufs;   /* per query: what query() lent (the a2a arrays) */
+    int **gpus;           /* per query: a collective's GPUs */
+} announce_ctx;
+
+static void announced_query(void *qctx, size_t k, comm_query *q) {
+    announce_ctx *a = qctx;
+    const announced *v = &a->v[k];
+    memset(q, 0, sizeof *q);
+    q->is_a2a = v->is_a2a;
+    if (v->is_a2a) {
+        step_a2a_pattern(a->p, v->what, v->group, &q->a2a, &a->bufs[k]);
+        return;
+    }
+    const program_group *G = &a->p->groups[v->group];
+    a->gpus[k] = moe_xmalloc((size_t)G->n * sizeof(int));
+    for (int i = 0; i < G->n; i++) a->gpus[k][i] = program_gpu_of_rank(a->p, G->ranks[i]);
+    *q = (comm_query){.kind = (coll_kind)v->what, .gpus = a->gpus[k], .n = G->n, .bytes = v->bytes};
+}
+
+static void announced_release(void *qctx, size_t k, comm_query *q) {
+    announce_ctx *a = qctx;
+    (void)q;
+    step_a2a_buf_free(&a->bufs[k]);
+    free(a->gpus[k]);
+    a->gpus[k] = NULL;
+}
+
+static void announce_queries(const exec_ctx *x) {
+    const program *p = x->p;
+    int G = p->n_groups, P = p->n_patterns > 0 ? p->n_patterns : 1;
+    /* the groups of each kind that have simulated members, per stage */
+    int *mark = moe_xcalloc((size_t)G + 1, sizeof(int));
+    int **stage_groups = moe_xcalloc((size_t)p->pp * GROUP_NKINDS, sizeof(int *));
+    int *n_stage_groups = moe_xcalloc((size_t)p->pp * GROUP_NKINDS, sizeof(int));
+    for (int r = 0; r < p->n_ranks; r++) {
+        if (x->sim_index[r] < 0) continue;
+        int d, st, e, t;
+        program_coords(p, r, &d, &st, &e, &t);
+        for (int k = 0; k < GROUP_NKINDS; k++) {
+            int g = program_group_of(p, r, (group_kind)k), at = st * GROUP_NKINDS + k;
+            if (g < 0 || g >= G || mark[g] == st + 1) continue;
+            mark[g] = st + 1;
+            if (!stage_groups[at]) stage_groups[at] = moe_xmalloc((size_t)x->n_sim * sizeof(int));
+            stage_groups[at][n_stage_groups[at]++] = g;
+        }
+    }
+    size_t L = (size_t)x->n_live;
+    unsigned char *a2a_seen = moe_xcalloc((size_t)P * L + 1, 1);
+    coll_memo_entry *coll_seen = moe_xmalloc((L * 3 * COLL_MEMO_SIZES + 1) * sizeof *coll_seen);
+    for (size_t i = 0; i < L * 3 * COLL_MEMO_SIZES; i++) coll_seen[i] = (coll_memo_entry){0, -1};
+    announce_ctx a = {.p = p};
+    size_t cap = 0;
+    int max_ops = 0;
+    for (int s = 0; s < p->pp; s++) if (p->stage_n_ops[s] > max_ops) max_ops = p->stage_n_ops[s];
+    size_t n_a2a = 0;
+    for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < max_ops; i++)
+        for (int s = 0; s < p->pp; s++) {
+            if (i >= p->stage_n_ops[s]) continue;
+            const program_op *op = &p->stage_ops[s][i];
+            int is_a2a = op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE;
+            int is_coll = op->kind == OP_REDUCE_SCATTER || op->kind == OP_ALL_GATHER || op->kind == OP_ALL_REDUCE;
+            if (pass == 0 ? !is_a2a : !is_coll) continue;
+            if (op->group < 0 || op->group >= GROUP_NKINDS) continue;   /* the list holds the group's kind */
+            int at = s * GROUP_NKINDS + op->group;
+            for (int m = 0; m < n_stage_groups[at]; m++) {
+                int g = stage_groups[at][m];
+                if (is_a2a) {
+                    unsigned char *seen = &a2a_seen[(size_t)op->pattern * L + x->group_slot[g]];
+                    if (*seen) continue;
+                    *seen = 1;
+                } else {
+                    coll_memo_entry *e = &coll_seen[((size_t)x->group_slot[g] * 3 + coll_kind_of(op->kind)) * COLL_MEMO_SIZES];
+                    int slot = 0;
+                    while (slot < COLL_MEMO_SIZES && e[slot].t >= 0 && e[slot].bytes != op->bytes) slot++;
+                    if (slot < COLL_MEMO_SIZES && e[slot].t >= 0) continue;
+                    if (slot < COLL_MEMO_SIZES) e[slot] = (coll_memo_entry){op->bytes, 0};
+                }
+                if (a.n == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    a.v = moe_xrealloc(a.v, cap, sizeof *a.v);
+                }
+                a.v[a.n++] = (announced){is_a2a, is_a2a ? op->pattern : (int)coll_kind_of(op->kind), g, op->bytes};
+                n_a2a += (size_t)is_a2a;
+            }
+        }
+    if (a.n > 0) {
+        a.bufs = moe_xcalloc(a.n, sizeof *a.bufs);
+        a.gpus = moe_xcalloc(a.n, sizeof *a.gpus);
+        comm_announcement an = {.n = a.n, .n_first = n_a2a, .query = announced_query, .release = announced_release, .qctx = &a};
+        x->o->comm->announce(x->o->comm->ctx, &an);
+    }
+    free(a.v); free(a.bufs); free(a.gpus);
+    free(a2a_seen); free(coll_seen); free(mark);
+    for (int i = 0; i < p->pp * GROUP_NKINDS; i++) free(stage_groups[i]);
+    free(stage_groups); free(n_stage_groups);
 }
 
 /* A rank's wait inside a collective (arrival to end): the longest one, and the first to pass the
@@ -508,6 +626,47 @@ static int tp_twins_apply(const program *p, const step_exec_opts *o) {
     return 1;
 }
 
+/* Every simulated rank's timeline in one block (n_ops + 1 entries each, in rank order): 71 MB for the
+ * seed's 1024 ranks, 284 MB for EP256's 4096. It is mapped on its own, kept out of forks
+ * (MADV_DONTFORK: the helper process the SimGrid model forks as the run starts, comm_simgrid.h, never
+ * reads it, and without this every page the executor writes would first be copied or unprotected
+ * for it), and the process keeps one freed block for its next run (the next step, the next layout
+ * of a search): faulting 71 MB of fresh pages in costs about 0.1 s on the 2-core VM, the price of
+ * the whole warm step. */
+static void *g_spare_block;   /* kept for the next run */
+static size_t g_spare_bytes;
+
+static op_time *timeline_block_alloc(const program *p, const exec_ctx *x, size_t *bytes) {
+    size_t n = 1;
+    for (int r = 0; r < p->n_ranks; r++)
+        if (x->sim_index[r] >= 0) n += (size_t)program_n_ops(p, r) + 1;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    *bytes = (n * sizeof(op_time) + page - 1) / page * page;
+    if (g_spare_block && g_spare_bytes >= *bytes) {
+        void *b = g_spare_block;
+        *bytes = g_spare_bytes;
+        g_spare_block = NULL;
+        return b;
+    }
+    void *b = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED) {   /* a heap block then (bytes 0 says so) */
+        *bytes = 0;
+        return moe_xmalloc(n * sizeof(op_time));
+    }
+    madvise(b, *bytes, MADV_DONTFORK);
+    return b;
+}
+
+/* Keep the larger of `b` and the spare for the next run; unmap the other. */
+static void timeline_block_free(op_time *b, size_t bytes) {
+    if (!b) return;
+    if (bytes == 0) { free(b); return; }
+    if (g_spare_block && g_spare_bytes >= bytes) { munmap(b, bytes); return; }
+    if (g_spare_block) munmap(g_spare_block, g_spare_bytes);
+    g_spare_block = b;
+    g_spare_bytes = bytes;
+}
+
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
     memset(res, 0, sizeof *res);
     if (o->materialized && o->shortcut) return moe_error_set(err, EXIT_RUNTIME, "step_exec: materialized ops need shortcut = 0");
@@ -539,6 +698,22 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     for (int r = 0; r < p->n_ranks; r++) x.sim_index[r] = rep_of[r] == r ? x.n_sim++ : -1;
     for (int d = 0; d < p->dp; d++) if (rep_sim[d] == d) res->n_simulated_replicas++;
     res->n_simulated_ranks = x.n_sim;
+    /* groups: members that are simulated; the memos hold only groups that have some (at 131,072
+     * GPUs the ones of all groups were 0.2 GB) */
+    x.gs = moe_xcalloc((size_t)p->n_groups, sizeof *x.gs);
+    x.group_slot = moe_xmalloc((size_t)(p->n_groups + 1) * sizeof(int));
+    for (int g = 0; g < p->n_groups; g++) {
+        for (int m = 0; m < p->groups[g].n; m++) if (x.sim_index[p->groups[g].ranks[m]] >= 0) x.gs[g].expected++;
+        x.group_slot[g] = x.gs[g].expected > 0 ? x.n_live++ : -1;
+    }
+    size_t n_a2a_memo = (size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * (size_t)x.n_live;
+    x.a2a_memo = moe_xmalloc((n_a2a_memo + 1) * sizeof(double));
+    for (size_t i = 0; i < n_a2a_memo; i++) x.a2a_memo[i] = -1;
+    x.coll_memo = moe_xmalloc(((size_t)x.n_live * 3 * COLL_MEMO_SIZES + 1) * sizeof *x.coll_memo);
+    for (size_t i = 0; i < (size_t)x.n_live * 3 * COLL_MEMO_SIZES; i++) x.coll_memo[i] = (coll_memo_entry){0, -1};
+    /* as early as the simulated ranks are known: the model's helper starts before the ranks' state is
+     * laid out (and is forked from a smaller process) */
+    if (o->comm && o->comm->announce && !o->materialized) announce_queries(&x);
 
     /* stream lists per stage (RECVs are on no stream) */
     x.stage_price = moe_xcalloc((size_t)p->pp, sizeof(double *));
@@ -572,6 +747,9 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             if (*slot < 0) *slot = stage_n_recv[s]++;
         }
     x.rs = moe_xcalloc((size_t)x.n_sim, sizeof *x.rs);
+    size_t block_bytes;
+    op_time *block = timeline_block_alloc(p, &x, &block_bytes);
+    size_t block_at = 0;
     for (int r = 0, si = 0; r < p->n_ranks; r++) {
         if (x.sim_index[r] < 0) continue;
         rank_state *rs = &x.rs[si++];
@@ -583,7 +761,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->mat = o->materialized ? o->materialized[r] : NULL;
         rs->list = rs->mat ? rs->mat : p->stage_ops[s];
         for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = rs->dep_at[st] = -1;
-        rs->t = moe_xmalloc((size_t)(rs->n_ops + 1) * sizeof(op_time));
+        rs->t = block + block_at;
+        block_at += (size_t)rs->n_ops + 1;
         step_split_begin(&rs->split);
         for (int i = 0; i < rs->n_ops; i++) rs->t[i] = (op_time){-1, -1};
         int n_recv = stage_n_recv[s];
@@ -594,14 +773,6 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->slow = p->faults.compute_factor[r];
         rs->stop_at = p->faults.stop_at[r];
     }
-    /* groups: members that are simulated */
-    x.gs = moe_xcalloc((size_t)p->n_groups, sizeof *x.gs);
-    for (int g = 0; g < p->n_groups; g++)
-        for (int m = 0; m < p->groups[g].n; m++) if (x.sim_index[p->groups[g].ranks[m]] >= 0) x.gs[g].expected++;
-    x.a2a_memo = moe_xmalloc((size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups * sizeof(double));
-    for (size_t i = 0; i < (size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * p->n_groups; i++) x.a2a_memo[i] = -1;
-    x.coll_memo = moe_xmalloc((size_t)p->n_groups * 3 * COLL_MEMO_SIZES * sizeof *x.coll_memo);
-    for (size_t i = 0; i < (size_t)p->n_groups * 3 * COLL_MEMO_SIZES; i++) x.coll_memo[i] = (coll_memo_entry){0, -1};
     x.a2a_last = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
     x.q_cap = x.n_sim + 1;
     x.queue = moe_xmalloc((size_t)x.q_cap * sizeof(int));
@@ -692,24 +863,29 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             res->timelines[rs->rank] = rs->t;
             rs->t = NULL;
         }
+        res->timeline_block = block;
+        res->timeline_block_bytes = block_bytes;
+        block = NULL;
         step_exec_trace(p, res, o->n_trace_ranks, o->trace_ranks);
         if (!o->keep_timelines) {
-            for (int r = 0; r < p->n_ranks; r++) free(res->timelines[r]);
             free(res->timelines);
+            timeline_block_free(res->timeline_block, res->timeline_block_bytes);
             res->timelines = NULL;
+            res->timeline_block = NULL;
         }
         res->n_ops_executed = x.executed;
     }
     free(rep_of);
 
     for (int si = 0; si < x.n_sim; si++) {
-        free(x.rs[si].t); free(x.rs[si].recv_at); free(x.rs[si].recv_from);
+        free(x.rs[si].recv_at); free(x.rs[si].recv_from);
     }
+    timeline_block_free(block, block_bytes);   /* when the result did not take it */
     free(x.rs);
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
     for (int s = 0; s < p->pp; s++) free(x.stage_price[s]);
     free(x.stage_price);
-    free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.a2a_memo); free(x.coll_memo);
+    free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.group_slot); free(x.a2a_memo); free(x.coll_memo);
     free(x.a2a_last); free(x.queue); free(x.sim_index); free(rep_sim); free(x.recv_slot); free(stage_n_recv);
     step_pricing_free(&x.own_pricing);
     return rc;
@@ -738,9 +914,10 @@ void step_exec_trace(const program *p, step_exec_result *r, int n, const int *ra
 
 void step_exec_result_free(step_exec_result *r) {
     free(r->split); free(r->a2a_s);
-    if (r->timelines)
+    if (r->timelines && !r->timeline_block)
         for (int k = 0; k < r->n_ranks; k++) free(r->timelines[k]);
     free(r->timelines);
+    timeline_block_free(r->timeline_block, r->timeline_block_bytes);
     free(r->sim_rank); free(r->a2a_last_count);
     trace_free(r);
     free(r->hang.waiting); free(r->hang.missing); free(r->hang.missing_last_op);

@@ -12,7 +12,10 @@
  * table (plan_compute.h), so both levels price a kernel alike — times the rank's compute factor
  * (program.faults: faults.slow_gpus, sim/program/faults.h); communication from a comm_model (comm.h),
  * memoized per (pattern, group) for all-to-alls and per (group, kind) for ring collectives, so that an
- * expensive SimGrid pattern run happens once per distinct pattern. Degraded links (faults.links) are
+ * expensive SimGrid pattern run happens once per distinct pattern. When the comm model takes
+ * announcements (comm.h announce), the executor first announces every all-to-all and ring
+ * collective its simulated ranks will ask for, so that the model can work them out beside the run
+ * (the SimGrid model's helper process). Degraded links (faults.links) are
  * the comm model's: it prices transfers on the fabric with its faulty links. An
  * all-to-all hands the comm model its group's GPUs, the routing sample's byte matrix and the DeepEP
  * per-node RDMA payloads (a2a_pattern.node_bytes); combine-direction patterns go as their mirror
@@ -166,6 +169,8 @@ typedef struct {
     /* opts.keep_timelines: per rank, NULL unless simulated, its per-op timeline with the trace's
      * conventions above (rank r's is timelines[sim_rank[r]]); else NULL */
     op_time **timelines;
+    op_time *timeline_block;        /* non-NULL: timelines[] point into this one block (its bytes) */
+    size_t timeline_block_bytes;
     step_hang hang;
     step_timeout timeout;
     double max_collective_wait_s;   /* the longest wait of a rank inside a collective that completed */

@@ -18,6 +18,7 @@
 #include "sim/report/report_table.h"
 #include "sim/report/results_db.h"
 #include "sim/scenario/scenario.h"
+#include "sim/simgrid/comm_simgrid.h"
 
 double sweep_bytes_per_point(int levels) {
     /* results.db + results.csv per point, measured: a plan-level point 1.42 KB (0.60 + 0.81 KB, the
@@ -408,8 +409,10 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
     long per = po.chunk > 1 ? po.chunk : 1, runs = (todo + per - 1) / per;
     long workers = runs < jobs ? (runs > 0 ? runs : 1) : jobs;
     routing_set_threads(slow ? (int)(jobs / workers) : 1);
+    sg_comm_set_helpers(slow && jobs / workers > 1);   /* a spare core also simulates patterns ahead */
     rc = run_points(lo, hi, eval_fn, eval_sink, &c, &po, err);
     routing_set_threads(1);
+    sg_comm_set_helpers(0);
     if (rc) {
         /* keep what was stored; say how to go on */
         moe_error cerr = {0};

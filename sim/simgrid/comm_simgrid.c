@@ -1,5 +1,5 @@
 /* comm_simgrid.c — comm.h on SimGrid: flow-level runs of each distinct pattern, memoized. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime: wall time of the SimGrid runs (statistics only) */
+#define _GNU_SOURCE /* clock_gettime (the SimGrid runs' wall time, statistics only); prctl */
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/plan/costmodel.h"
 #include "sim/base/alloc.h"
@@ -10,11 +10,20 @@
 #include "sim/simgrid/rail_fabric.h"
 #include "sim/simgrid/rail_flows.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- memo: open addressing, 64-bit signature -> seconds ------------------------------------------
  * One memo per process, shared by every model sg_comm_create makes there: a pattern's duration is a
@@ -90,9 +99,41 @@ static void sig_bytes(sig *s, double b) {
 }
 static uint64_t sig_done(sig *s) { return s->h ? s->h : 1; }
 
+/* The helper (sg_comm_set_helpers): a fork of this process that simulates the queries announced to a
+ * model (comm.h announce) while the caller goes on, and sends their durations over a socket: first
+ * how many and their signatures in the announced order, then (signature, seconds, flows) records.
+ * It starts from a copy of this process's memo and SimGrid engine, and a duration depends on its
+ * signature alone (rail_flows.h), so what it sends is what this process would have computed.
+ *
+ * The caller needs the first queries of the announcement (n_first) at about the same time, at once
+ * (the step's all-to-alls: its first micro-batches need every routing draw's), and the rest later in
+ * their order. So the helper works through the first ones from the last to the first, then the rest
+ * in order, and the caller takes what it needs and the helper has not started itself, telling the
+ * helper (the same socket, the other way) so that it skips those; the caller waits only for a query
+ * the helper has started or sent. On the first ones they meet in the middle. */
+/* the helper's j-th query: the first ones backwards, then the rest */
+static size_t helper_at(size_t j, size_t n_first) { return j < n_first ? n_first - 1 - j : j; }
+
+typedef struct {
+    pid_t pid;           /* 0: no helper */
+    int fd;              /* a socket to the helper: its records in, the signatures the caller
+                            computes itself out */
+    int have_keys;       /* the signature list was read: order, pos, done */
+    memo sent;           /* every signature the helper sent (kept when it ends: the statistics) */
+    size_t n;
+    uint64_t *order;     /* the helper's signatures, in the announced order */
+    memo pos;            /* signature -> its index in order */
+    unsigned char *done; /* per index: sent by the helper (1) or taken by the caller (2) */
+    size_t n_first;      /* how many of them are of the announcement's first ones */
+    size_t next;         /* where the helper is in its order (helper_at), as far as the caller knows */
+} sg_helper;
+
+typedef struct { uint64_t key; double t; long flows; } helper_record;
+
 typedef struct {
     cluster_cfg c;
     faults_cfg f;
+    sg_helper helper;
     memo seen;           /* the signatures this model was asked for (its statistics) */
     rail_flow *flows;
     double *finish;
@@ -189,6 +230,7 @@ static int lookup(sg_ctx *x, uint64_t key, double *t) {
     if (!memo_find(&g_memo, key, t, &flows)) return 0;
     memo_put(&x->seen, key, 0, 0);
     count_new(x, flows);
+    if (memo_find(&x->helper.sent, key, NULL, NULL)) x->st.from_helper++;
     return 1;
 }
 
@@ -214,25 +256,29 @@ static a2a_pattern placed_a2a(const sg_ctx *x, const a2a_pattern *p, int base, i
     return q;
 }
 
-static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
-    sg_ctx *x = ctx;
-    if (p->n < 1 || !p->gpus) { x->st.queries++; return -1; }
+/* An all-to-all's signature; *base and *rail: where it is simulated (placed_a2a). */
+static uint64_t a2a_key(const sg_ctx *x, const a2a_pattern *p, int *base, int *rail) {
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0xA2A);
     if (p->pairwise) sig_word(&s, 0x9A1);   /* NCCL pairwise flows (DeepEP signatures unchanged) */
     sig_word(&s, (uint64_t)p->n);
     sig_word(&s, (uint64_t)a2a_copies(&x->c, p));
-    const int base = sig_base_gpu(x, p->gpus, p->n), rail = sig_rail_shift(x, p->gpus, p->n);
-    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - base - rail));
+    *base = sig_base_gpu(x, p->gpus, p->n);
+    *rail = sig_rail_shift(x, p->gpus, p->n);
+    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - *base - *rail));
     for (size_t k = 0; k < (size_t)p->n * (size_t)p->n; k++) sig_bytes(&s, p->bytes[k]);
     if (p->node_bytes) {
         sig_word(&s, (uint64_t)p->n_nodes);
         for (size_t k = 0; k < (size_t)p->n * (size_t)p->n_nodes; k++) sig_bytes(&s, p->node_bytes[k]);
     }
     if (x->max_flows != SG_MAX_PATTERN_FLOWS) sig_word(&s, (uint64_t)x->max_flows);   /* which ones go closed */
-    uint64_t key = sig_done(&s);
+    return sig_done(&s);
+}
+
+/* Its duration: a flow-level run at its signature's placement, or the closed form past max_flows;
+ * *flows: the flows simulated (0: closed form). */
+static double a2a_compute(sg_ctx *x, const a2a_pattern *p, int base, int rail, long *flows) {
     double t;
-    if (lookup(x, key, &t)) return t;
     int *at = moe_xmalloc(((size_t)p->n + (size_t)(p->nodes ? p->n_nodes : 0)) * sizeof(int));
     a2a_pattern q = placed_a2a(x, p, base, rail, at, at + p->n);
     gpu_flow_list fl = {0};
@@ -242,7 +288,31 @@ static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
     else t = run_flows(x, &fl);
     gpu_flow_list_free(&fl);
     free(at);
-    store(x, key, t, x->pending_flows);
+    *flows = x->pending_flows;
+    return t;
+}
+
+static int helper_wait(sg_ctx *x, uint64_t key);
+
+/* A query's duration when the memo has it or the helper is about to send it (1), counted as one
+ * query. */
+static int answer_known(sg_ctx *x, uint64_t key, double *t) {
+    if (lookup(x, key, t)) return 1;
+    if (!helper_wait(x, key)) return 0;
+    x->st.queries--;   /* the same query, looked up again */
+    return lookup(x, key, t);
+}
+
+static double sg_a2a_s(void *ctx, const a2a_pattern *p) {
+    sg_ctx *x = ctx;
+    if (p->n < 1 || !p->gpus) { x->st.queries++; return -1; }
+    int base, rail;
+    uint64_t key = a2a_key(x, p, &base, &rail);
+    double t;
+    if (answer_known(x, key, &t)) return t;
+    long flows;
+    t = a2a_compute(x, p, base, rail, &flows);
+    store(x, key, t, flows);
     return t;
 }
 
@@ -266,34 +336,265 @@ static double sg_p2p_s(void *ctx, int src, int dst, double bytes) {
     return t;
 }
 
-/* A ring step is the same every step (every GPU forwards one chunk to its successor): simulate one
- * step of each phase on the fabric, with all the ring's edges at once, and multiply by the steps. */
-static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
-    sg_ctx *x = ctx;
-    if (n < 2 || bytes <= 0) { x->st.queries++; return 0.0; }
+static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int *base) {
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0xC011);
     sig_word(&s, (uint64_t)kind);
     sig_word(&s, (uint64_t)n);
-    const int base = sig_base_gpu(x, gpus, n) + sig_rail_shift(x, gpus, n);
-    for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - base));
+    *base = sig_base_gpu(x, gpus, n) + sig_rail_shift(x, gpus, n);
+    for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - *base));
     sig_bytes(&s, bytes);
-    uint64_t key = sig_done(&s);
-    double t;
-    if (lookup(x, key, &t)) return t;
+    return sig_done(&s);
+}
+
+/* A ring step is the same every step (every GPU forwards one chunk to its successor): simulate one
+ * step of each phase on the fabric, with all the ring's edges at once, and multiply by the steps. */
+static double coll_compute(sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int base, long *flows) {
     int *at = moe_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) at[i] = gpus[i] - base;
     x->pending_flows = 0;
-    t = ring_collective_s(&x->c, kind, at, n, bytes, run_flow_list, x);
+    double t = ring_collective_s(&x->c, kind, at, n, bytes, run_flow_list, x);
     free(at);
-    if (t < 0) return -1;
-    store(x, key, t, x->pending_flows);
+    *flows = x->pending_flows;
     return t;
+}
+
+static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
+    sg_ctx *x = ctx;
+    if (n < 2 || bytes <= 0) { x->st.queries++; return 0.0; }
+    int base;
+    uint64_t key = coll_key(x, kind, gpus, n, bytes, &base);
+    double t;
+    if (answer_known(x, key, &t)) return t;
+    long flows;
+    t = coll_compute(x, kind, gpus, n, bytes, base, &flows);
+    if (t < 0) return -1;
+    store(x, key, t, flows);
+    return t;
+}
+
+/* ---- the helper ------------------------------------------------------------------------------------- */
+static int g_helpers;   /* sg_comm_set_helpers */
+
+void sg_comm_set_helpers(int on) { g_helpers = on ? 1 : 0; }
+
+/* MSG_NOSIGNAL: a write to a peer that has gone fails (EPIPE) instead of raising SIGPIPE */
+static int write_full(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int wait_readable(int fd) {
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    for (;;) {
+        int r = poll(&pf, 1, -1);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return -1;
+    }
+}
+
+/* n bytes from a non-blocking socket, waiting for them */
+static int read_full(int fd, void *buf, size_t n) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (errno != EINTR && wait_readable(fd)) return -1;
+            continue;
+        }
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* The query's signature and, when `t` is non-NULL, its duration (*flows as in a2a_compute). */
+static uint64_t query_work(sg_ctx *x, const comm_query *q, double *t, long *flows) {
+    int base, rail = 0;
+    uint64_t key = q->is_a2a ? a2a_key(x, &q->a2a, &base, &rail) : coll_key(x, q->kind, q->gpus, q->n, q->bytes, &base);
+    if (t) *t = q->is_a2a ? a2a_compute(x, &q->a2a, base, rail, flows) : coll_compute(x, q->kind, q->gpus, q->n, q->bytes, base, flows);
+    return key;
+}
+
+static int query_valid(const comm_query *q) {
+    return q->is_a2a ? q->a2a.n >= 1 && q->a2a.gpus : q->n >= 2 && q->bytes > 0;
+}
+
+/* In the forked helper: the signatures this process does not know yet (each once), then their
+ * durations in the helper's order (helper_at), skipping what the caller took (read before each). A
+ * query that fails (t < 0) is sent as such: the caller then computes it and reports the failure. */
+static void helper_main(sg_ctx *x, const comm_announcement *a, int fd) {
+    size_t *todo = moe_xmalloc((a->n + 1) * sizeof *todo);
+    uint64_t *keys = moe_xmalloc((a->n + 1) * sizeof *keys);
+    memo mine = {0}, skip = {0};
+    size_t m = 0, m_first = 0;
+    for (size_t k = 0; k < a->n; k++) {
+        comm_query q;
+        a->query(a->qctx, k, &q);
+        if (query_valid(&q)) {
+            uint64_t key = query_work(x, &q, NULL, NULL);
+            if (!memo_find(&g_memo, key, NULL, NULL) && !memo_find(&mine, key, NULL, NULL)) {
+                memo_put(&mine, key, 0, 0);
+                keys[m] = key;
+                todo[m++] = k;
+                m_first += k < a->n_first;
+            }
+        }
+        a->release(a->qctx, k, &q);
+    }
+    uint64_t head[2] = {m, m_first};
+    if (write_full(fd, head, sizeof head) || write_full(fd, keys, m * sizeof *keys)) _exit(1);
+    for (size_t jj = 0; jj < m; jj++) {
+        size_t j = helper_at(jj, m_first);
+        uint64_t t_key;
+        while (recv(fd, &t_key, sizeof t_key, MSG_DONTWAIT) == (ssize_t)sizeof t_key) memo_put(&skip, t_key, 0, 0);
+        if (memo_find(&skip, keys[j], NULL, NULL)) continue;
+        comm_query q;
+        a->query(a->qctx, todo[j], &q);
+        helper_record r = {0};
+        r.key = query_work(x, &q, &r.t, &r.flows);
+        a->release(a->qctx, todo[j], &q);
+        if (write_full(fd, &r, sizeof r)) _exit(1);
+    }
+    _exit(0);
+}
+
+/* All but `sent`, which the model's statistics read after its helper ended. */
+static void helper_free(sg_helper *h) {
+    free(h->order);
+    free(h->done);
+    memo_free(&h->pos);
+    memo sent = h->sent;
+    memset(h, 0, sizeof *h);
+    h->sent = sent;
+}
+
+/* One record from the helper into the memo: 1 read, 0 none there yet (non-blocking), -1 the helper
+ * is gone. */
+static int helper_take_record(sg_helper *h) {
+    helper_record r;
+    ssize_t got = read(h->fd, &r, sizeof r);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    if (got != (ssize_t)sizeof r) return -1;   /* end of file, or a torn record: writes are whole */
+    if (r.t >= 0) memo_put(&g_memo, r.key, r.t, r.flows);
+    memo_put(&h->sent, r.key, 0, 0);
+    double at;
+    if (memo_find(&h->pos, r.key, &at, NULL)) h->done[(size_t)at] = 1;
+    return 1;
+}
+
+/* Stop the helper: keep what it has sent, end it. */
+static void helper_end(sg_ctx *x) {
+    sg_helper *h = &x->helper;
+    if (h->pid <= 0) return;
+    if (h->have_keys)
+        while (helper_take_record(h) > 0) {}
+    kill(h->pid, SIGKILL);
+    while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR) {}
+    close(h->fd);
+    helper_free(h);
+}
+
+static int read_keys(sg_helper *h) {
+    uint64_t head[2];
+    if (read_full(h->fd, head, sizeof head) || head[0] > ((uint64_t)1 << 32) || head[1] > head[0]) return -1;
+    h->n = (size_t)head[0];
+    h->n_first = (size_t)head[1];
+    h->order = moe_xmalloc((h->n + 1) * sizeof *h->order);
+    h->done = moe_xcalloc(h->n + 1, 1);
+    if (read_full(h->fd, h->order, h->n * sizeof *h->order)) return -1;
+    for (size_t i = 0; i < h->n; i++) memo_put(&h->pos, h->order[i], (double)i, 0);
+    h->next = 0;
+    h->have_keys = 1;
+    return 0;
+}
+
+/* A query this process is about to compute. 1: the helper sent it (it is in the memo now); 0: this
+ * process computes it, and the helper will not (or there is no helper). */
+static int helper_wait(sg_ctx *x, uint64_t key) {
+    sg_helper *h = &x->helper;
+    if (h->pid <= 0) return 0;
+    if (!h->have_keys) {
+        /* the helper is still listing what it will do: take this one rather than wait for the list */
+        struct pollfd pf = {.fd = h->fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) <= 0) {
+            if (write_full(h->fd, &key, sizeof key)) { /* gone */ }
+            return 0;
+        }
+        if (read_keys(h)) { helper_end(x); return 0; }
+    }
+    double at;
+    if (!memo_find(&h->pos, key, &at, NULL)) return 0;
+    size_t i = (size_t)at;
+    for (;;) {
+        int got;
+        while ((got = helper_take_record(h)) > 0) {}
+        if (got < 0) { helper_end(x); return memo_find(&g_memo, key, NULL, NULL); }
+        if (h->done[i] == 1) return memo_find(&g_memo, key, NULL, NULL);
+        /* where the helper is: its first query neither sent nor taken */
+        while (h->next < h->n && h->done[helper_at(h->next, h->n_first)]) h->next++;
+        if (h->next >= h->n || helper_at(h->next, h->n_first) != i) {   /* not what it works on: take it */
+            h->done[i] = 2;
+            if (write_full(h->fd, &key, sizeof key)) { /* gone: this process computes it anyway */ }
+            return 0;
+        }
+        if (wait_readable(h->fd)) { helper_end(x); return 0; }
+    }
+}
+
+void sg_comm_helper_finish(comm_model *m) {
+    if (!m || !m->ctx || m->a2a_s != sg_a2a_s) return;
+    sg_helper *h = &((sg_ctx *)m->ctx)->helper;
+    if (h->pid <= 0 || (!h->have_keys && read_keys(h))) return;
+    while (helper_take_record(h) >= 0)
+        if (wait_readable(h->fd)) break;
+}
+
+static void sg_announce(void *ctx, const comm_announcement *a) {
+    sg_ctx *x = ctx;
+    if (a->n == 0) return;
+    helper_end(x);
+    /* the process has simulated the first query already (the same step again, the next layout of a
+     * search with the same groups): it most likely has the rest, and a fork would cost more than it
+     * saves; what it lacks it simulates when asked */
+    comm_query q0;
+    a->query(a->qctx, 0, &q0);
+    int known = query_valid(&q0) && memo_find(&g_memo, query_work(x, &q0, NULL, NULL), NULL, NULL);
+    a->release(a->qctx, 0, &q0);
+    if (known) return;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return;
+    fflush(NULL);   /* a fork holds a copy of unwritten stdio output, which a flush there would repeat */
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) { close(sv[0]); close(sv[1]); return; }
+    if (pid == 0) {
+        close(sv[0]);
+        /* it ends with its caller, and leaves the caller's signals to the caller */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(0);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_DFL);
+        helper_main(x, a, sv[1]);
+    }
+    close(sv[1]);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    x->helper.pid = pid;
+    x->helper.fd = sv[0];
 }
 
 static void sg_destroy(void *ctx) {
     sg_ctx *x = ctx;
     if (!x) return;
+    helper_end(x);
+    memo_free(&x->helper.sent);
     memo_free(&x->seen);
     free(x->flows);
     free(x->finish);
@@ -327,6 +628,7 @@ comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
     m.p2p_s = sg_p2p_s;
     m.collective_s = sg_collective_s;
     m.destroy = sg_destroy;
+    m.announce = g_helpers ? sg_announce : NULL;   /* without a helper nothing to announce to */
     m.rail_symmetric = 1;   /* by construction: sig_rail_shift */
     return m;
 }

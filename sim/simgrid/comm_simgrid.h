@@ -14,6 +14,15 @@
  *
  * SimGrid keeps one engine and one platform per process: sg_comm_create() may be called again only
  * for the same cluster and faults. Not thread-safe.
+ *
+ * Helpers (sg_comm_set_helpers): what the executor announces ahead (comm.h announce: the step's
+ * all-to-alls and ring collectives) is simulated by a fork of the process beside the executor, which
+ * then waits only for what it needs and does not have yet. The fork starts from this process's memo
+ * and engine; since a duration is a function of its signature alone, its answers are the ones this
+ * process would compute, and the statistics count as without it. No helper is forked when the
+ * process knows the first announced query already (the same step again, the next layout of a search
+ * over the same groups). A model ends its helper when it is destroyed (what the helper sent stays
+ * in the memo), and a helper ends with its process.
  */
 #ifndef MOESIM_SG_COMM_H
 #define MOESIM_SG_COMM_H
@@ -43,6 +52,8 @@ typedef struct {
                               flows): priced by the closed form, which matches SimGrid within 1% on
                               bottleneck-limited patterns (tests/test_comm.c) */
     double sim_wall_s;     /* wall time spent inside SimGrid runs (only what this model simulated) */
+    long from_helper;      /* distinct patterns the helper worked out for this model (of `simulated`
+                              and `closed_form`; how many depends on timing: statistics only) */
 } sg_comm_stats;
 
 /* Forget every duration the process memoized: benchmarks that time a cold step, tests that simulate
@@ -51,6 +62,15 @@ void sg_comm_forget(void);
 
 /* Flow-level runs for patterns of up to `max_flows` flows (default SG_MAX_PATTERN_FLOWS). */
 void sg_comm_set_max_flows(comm_model *m, long max_flows);
+
+/* 1: the models made from now on work announced queries out in a helper process (for a process with
+ * a core to spare: a lone step, not one of a sweep's workers); 0 (the default): when asked, and they
+ * take no announcements (comm_model.announce NULL). */
+void sg_comm_set_helpers(int on);
+
+/* Wait until the helper of model `m` (if it has one) has sent all it will: what a test or a benchmark
+ * calls to know what the helper did. */
+void sg_comm_helper_finish(comm_model *m);
 
 /* Statistics of a model made by sg_comm_create (zeros for another model). */
 sg_comm_stats sg_comm_get_stats(const comm_model *m);
