@@ -182,10 +182,13 @@ static const program_op *head_op(const exec_ctx *x, rank_state *r, int st, int i
     return &r->head[st];
 }
 
-static int ep_group_gpus(const exec_ctx *x, int g, int *gpus) {
-    const program_group *G = &x->p->groups[g];
-    for (int i = 0; i < G->n; i++) gpus[i] = program_gpu_of_rank(x->p, G->ranks[i]);
-    return G->n;
+/* Group g's GPUs, in member order, into a new array (*n of them). */
+static int *group_gpus(const program *p, int g, int *n) {
+    const program_group *G = &p->groups[g];
+    int *gpus = moe_xmalloc((size_t)(G->n + 1) * sizeof(int));
+    for (int i = 0; i < G->n; i++) gpus[i] = program_gpu_of_rank(p, G->ranks[i]);
+    *n = G->n;
+    return gpus;
 }
 
 void step_a2a_pattern(const program *p, int pattern, int g, a2a_pattern *pat, step_a2a_buf *buf) {
@@ -218,8 +221,24 @@ void step_a2a_buf_free(step_a2a_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The memos' layout, which the announcement's sets of what it listed share: all-to-alls by (routing
+ * pattern, group with simulated members), collectives by (such a group, coll_kind), each with up to
+ * COLL_MEMO_SIZES buffer sizes. */
+static size_t a2a_memo_at(const exec_ctx *x, int pattern, int g) {
+    return (size_t)pattern * (size_t)x->n_live + (size_t)x->group_slot[g];
+}
+
+/* In group g's row of a collective memo, kind ck: the entry for `bytes`, else the first free one
+ * (t < 0), else NULL (all sizes taken). */
+static coll_memo_entry *coll_memo_find(coll_memo_entry *memo, const exec_ctx *x, int g, int ck, double bytes) {
+    coll_memo_entry *row = &memo[((size_t)x->group_slot[g] * 3 + (size_t)ck) * COLL_MEMO_SIZES];
+    for (int slot = 0; slot < COLL_MEMO_SIZES; slot++)
+        if (row[slot].t < 0 || row[slot].bytes == bytes) return &row[slot];
+    return NULL;
+}
+
 static double a2a_time(exec_ctx *x, int pattern, int g) {
-    double *m = &x->a2a_memo[(size_t)pattern * x->n_live + x->group_slot[g]];
+    double *m = &x->a2a_memo[a2a_memo_at(x, pattern, g)];
     if (*m >= 0) return *m;
     a2a_pattern pat;
     step_a2a_buf buf;
@@ -234,17 +253,13 @@ static coll_kind coll_kind_of(op_kind k) {
 }
 
 static double coll_time(exec_ctx *x, op_kind k, int g, double bytes) {
-    int ck = coll_kind_of(k);
-    coll_memo_entry *m = &x->coll_memo[((size_t)x->group_slot[g] * 3 + ck) * COLL_MEMO_SIZES];
-    int slot = 0;
-    while (slot < COLL_MEMO_SIZES && m[slot].t >= 0 && m[slot].bytes != bytes) slot++;
-    if (slot < COLL_MEMO_SIZES && m[slot].t >= 0) return m[slot].t;
-    int n = x->p->groups[g].n;
-    int *gpus = moe_xmalloc((size_t)n * sizeof(int));
-    ep_group_gpus(x, g, gpus);
+    int ck = coll_kind_of(k), n;
+    coll_memo_entry *m = coll_memo_find(x->coll_memo, x, g, ck, bytes);
+    if (m && m->t >= 0) return m->t;
+    int *gpus = group_gpus(x->p, g, &n);
     double t = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes);
     free(gpus);
-    if (slot < COLL_MEMO_SIZES) m[slot] = (coll_memo_entry){bytes, t};   /* full: priced each time */
+    if (m) *m = (coll_memo_entry){bytes, t};   /* full: priced each time */
     return t;
 }
 
@@ -305,10 +320,9 @@ static void announced_query(void *qctx, size_t k, comm_query *q) {
         step_a2a_pattern(a->p, v->what, v->group, &q->a2a, &a->bufs[k]);
         return;
     }
-    const program_group *G = &a->p->groups[v->group];
-    a->gpus[k] = moe_xmalloc((size_t)G->n * sizeof(int));
-    for (int i = 0; i < G->n; i++) a->gpus[k][i] = program_gpu_of_rank(a->p, G->ranks[i]);
-    *q = (comm_query){.kind = (coll_kind)v->what, .gpus = a->gpus[k], .n = G->n, .bytes = v->bytes};
+    int n;
+    a->gpus[k] = group_gpus(a->p, v->group, &n);
+    *q = (comm_query){.kind = (coll_kind)v->what, .gpus = a->gpus[k], .n = n, .bytes = v->bytes};
 }
 
 static void announced_release(void *qctx, size_t k, comm_query *q) {
@@ -360,15 +374,13 @@ static void announce_queries(const exec_ctx *x) {
             for (int m = 0; m < n_stage_groups[at]; m++) {
                 int g = stage_groups[at][m];
                 if (is_a2a) {
-                    unsigned char *seen = &a2a_seen[(size_t)op->pattern * L + x->group_slot[g]];
+                    unsigned char *seen = &a2a_seen[a2a_memo_at(x, op->pattern, g)];
                     if (*seen) continue;
                     *seen = 1;
                 } else {
-                    coll_memo_entry *e = &coll_seen[((size_t)x->group_slot[g] * 3 + coll_kind_of(op->kind)) * COLL_MEMO_SIZES];
-                    int slot = 0;
-                    while (slot < COLL_MEMO_SIZES && e[slot].t >= 0 && e[slot].bytes != op->bytes) slot++;
-                    if (slot < COLL_MEMO_SIZES && e[slot].t >= 0) continue;
-                    if (slot < COLL_MEMO_SIZES) e[slot] = (coll_memo_entry){op->bytes, 0};
+                    coll_memo_entry *e = coll_memo_find(coll_seen, x, g, coll_kind_of(op->kind), op->bytes);
+                    if (e && e->t >= 0) continue;
+                    if (e) *e = (coll_memo_entry){op->bytes, 0};
                 }
                 if (a.n == cap) {
                     cap = cap ? 2 * cap : 256;

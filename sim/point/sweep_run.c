@@ -408,8 +408,9 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
      * short search) goes to each worker's routing draws (routing_set_threads; the same bytes) */
     long per = po.chunk > 1 ? po.chunk : 1, runs = (todo + per - 1) / per;
     long workers = runs < jobs ? (runs > 0 ? runs : 1) : jobs;
-    routing_set_threads(slow ? (int)(jobs / workers) : 1);
-    sg_comm_set_helpers(slow && jobs / workers > 1);   /* a spare core also simulates patterns ahead */
+    int threads = slow ? (int)(jobs / workers) : 1;
+    routing_set_threads(threads);
+    sg_comm_set_helpers(threads > 1);   /* a spare core also simulates the step's patterns ahead */
     rc = run_points(lo, hi, eval_fn, eval_sink, &c, &po, err);
     routing_set_threads(1);
     sg_comm_set_helpers(0);
