@@ -1,14 +1,15 @@
 /* test_exec_exact.c — the fast executor's shortcuts are exact: on every step-level scenario the project
  * ships (each point of its sweep) and on the small cases of tests/data/exact (hot expert, slow GPU, NIC
  * and NVLink faults, expert TP, context parallelism, dp-inner), the run that simulates one healthy
- * replica and one rank of each TP group (step_exec.h: the replica shortcut and TP twins) gives, bit for
- * bit, what the run of every rank gives: the step time, every rank's split, time inside all-to-alls,
+ * replica and one rank of each TP group (step_exec.h: the replica shortcut and TP twins), advancing
+ * the ranks of a replica's stage in lockstep (gangs), gives, bit for bit, what the run of every rank,
+ * each on its own, gives: the step time, every rank's split, time inside all-to-alls,
  * last arrivals, every rank's op timeline, the worst all-to-all, the longest collective wait and the
  * first timeout. Both runs price with the scenario's cost model and time communication on SimGrid
  * (comm_simgrid.h; one process per point: one platform per process).
  *
- * Not a comparison of a computation with itself: the per-rank run (shortcut = 0) simulates every rank
- * and every TP index's EP group, ring and send on its own GPUs; the shortcut run simulates a half to
+ * Not a comparison of a computation with itself: the per-rank run (shortcut = 0, per_rank) simulates
+ * every rank, one at a time, and every TP index's EP group, ring and send on its own GPUs; the shortcut run simulates a half to
  * a 16th of the ranks and mirrors them. tests/data/exact/small-tp.json holds TP 2-8 layouts (1F1B,
  * DualPipe, interleaved, ZeRO-3 over two replicas, hot expert); the list also holds layouts where the
  * twins must not apply (TP across nodes, a slow GPU, degraded links: the count of simulated ranks
@@ -78,9 +79,10 @@ static int compare(const program *p, const step_exec_result *a, const step_exec_
     for (int r = 0; r < p->n_ranks; r++) {
         int ok = same_split(&a->split[r], &b->split[r]) && a->a2a_s[r] == b->a2a_s[r] &&
                  a->a2a_last_count[r] == b->a2a_last_count[r];
-        const op_time *ta = a->timelines[a->sim_rank[r]], *tb = b->timelines[b->sim_rank[r]];
-        for (int i = 0; ok && i < program_n_ops(p, r); i++)
-            ok = ta[i].start_s == tb[i].start_s && ta[i].end_s == tb[i].end_s;
+        for (int i = 0; ok && i < program_n_ops(p, r); i++) {
+            const op_time *ta = step_exec_time(a, a->sim_rank[r], i), *tb = step_exec_time(b, b->sim_rank[r], i);
+            ok = ta->start_s == tb->start_s && ta->end_s == tb->end_s;
+        }
         if (!ok && first < 0) first = r;
         n_bad += !ok;
     }
@@ -91,8 +93,9 @@ static int compare(const program *p, const step_exec_result *a, const step_exec_
 static int run(const program *p, const comm_model *comm, const costmodel *cm, int shortcut, step_exec_result *r) {
     step_pricing pr;
     step_pricing_init(&pr, p, cm);
+    /* the reference: every rank simulated, each advancing on its own (no gangs, step_exec.h) */
     step_exec_opts o = {.comm = comm, .price = step_price_costmodel, .price_ctx = &pr, .shortcut = shortcut,
-                        .keep_timelines = 1};
+                        .per_rank = !shortcut, .keep_timelines = 1};
     moe_error err = {0};
     int rc = step_exec_run(p, &o, r, &err);
     step_pricing_free(&pr);

@@ -7,19 +7,19 @@
 
 void step_split_begin(step_split_acc *a) { memset(a, 0, sizeof *a); }
 
-void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, int i, double busy_s) {
+void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, size_t stride, int i, double busy_s) {
     const program_op *o = &ops[i];
     step_split *out = &a->s;
     double bind = -1;
     int bind_kind = -1;
     for (int k = 0; k < o->n_deps; k++) {
         int d = o->deps[k];
-        if (t[d].end_s > bind) {
-            bind = t[d].end_s;
+        if (t[d * stride].end_s > bind) {
+            bind = t[d * stride].end_s;
             bind_kind = ops[d].kind;
         }
     }
-    double start = t[i].start_s, free_t = a->free_t;
+    double start = t[i * stride].start_s, free_t = a->free_t;
     if (start > free_t) {
         /* idle until the binding dependency ended, then (live only) until the op started */
         double ready = bind > free_t ? (bind < start ? bind : start) : free_t;
@@ -33,8 +33,8 @@ void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, 
     }
     if (o->kernel == K_OPTIMIZER) out->optimizer_s += busy_s;
     else out->compute_s += busy_s;
-    a->free_t = t[i].end_s;
-    a->last_compute_end = t[i].end_s;
+    a->free_t = t[i * stride].end_s;
+    a->last_compute_end = t[i * stride].end_s;
 }
 
 void step_split_finish(const step_split_acc *a, double end_s, double step_time_s, step_split *out) {
@@ -55,7 +55,7 @@ void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const d
     step_split_begin(&a);
     for (int i = 0; i < n_ops; i++)
         if (ops[i].kind == OP_COMPUTE && t[i].start_s >= 0 && t[i].end_s >= 0)
-            step_split_add(&a, ops, t, i, busy_s ? busy_s[i] : t[i].end_s - t[i].start_s);
+            step_split_add(&a, ops, t, 1, i, busy_s ? busy_s[i] : t[i].end_s - t[i].start_s);
     step_split_finish(&a, end, step_time_s, out);
 }
 

@@ -33,6 +33,8 @@
 
 #include "sim/program/program.h"
 
+#include <stddef.h>
+
 struct cJSON;
 
 /* One op's span in seconds from the step start; -1 = never started / never ended. */
@@ -53,14 +55,15 @@ void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const d
 /* The same rules as the ops run, for an executor that knows each COMPUTE op's busy time when it ends
  * and need not keep them: step_split_begin, then step_split_add for each COMPUTE op that ran, in list
  * order (the order of the rank's compute stream), once its deps' times and its own are final, then
- * step_split_finish with the rank's end (its last stream op's end, 0 when none ran).
+ * step_split_finish with the rank's end (its last stream op's end, 0 when none ran). Op k's time is
+ * t[k * stride] (the fast executor interleaves the ranks of a stage: step_exec.h).
  * step_split_rank is this walk over a finished timeline. */
 typedef struct {
     double free_t, last_compute_end;
     step_split s;
 } step_split_acc;
 void step_split_begin(step_split_acc *a);
-void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, int i, double busy_s);
+void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, size_t stride, int i, double busy_s);
 void step_split_finish(const step_split_acc *a, double end_s, double step_time_s, step_split *out);
 
 /* The same for global rank `rank` of program p, over its stage's op list. */

@@ -90,31 +90,51 @@ typedef struct {
                                       which resolution leaves as they are */
     program_op head[STREAM_N];     /* per stream: its next op, resolved once (head_at: its index) */
     int head_at[STREAM_N];
-    op_time *t;                    /* per op: the timeline (end < 0: not done); a collective's start is
-                                      this rank's arrival, a RECV's the start of its matching SEND */
-    step_split_acc split;          /* the step accounting, fed as the COMPUTE ops end with their
-                                      priced durations as busy times (step_accounting.h) */
+    op_time *t;                    /* per op: the timeline (end < 0: not done), op i at t[i * stride]
+                                      (its gang's lanes side by side); a collective's start is this
+                                      rank's arrival, a RECV's the start of its matching SEND */
+    size_t stride;
+    int gang, lane;                /* its gang (exec_ctx.gangs) and its place there */
     const int *recv_slot;          /* per tag: its slot in recv_at / recv_from when a RECV of the
                                       rank's stage list has it, else -1 (exec_ctx.recv_slot) */
     double *recv_at;               /* per slot: arrival time of the matching SEND; < 0: not yet */
     double *recv_from;             /* per slot: start of the matching SEND */
     int stop_at;                   /* stalled rank: first op index it never issues; else STEP_NO_STALL */
-    int cur[STREAM_N];
-    /* per stream: how far the deps of its head op (index dep_at) are known to be done — the first
-     * dep_k of them, the latest ending at dep_t — so that a rank woken again while its head op waits
-     * (for a member of a collective, a RECV) does not read those deps' timelines again */
-    int dep_at[STREAM_N], dep_k[STREAM_N];
-    double dep_t[STREAM_N];
-    double free_t[STREAM_N];
     int arrived[STREAM_N], arr_seq[STREAM_N];   /* per stream (comm; ZeRO's data-parallel one):
                                                    arrived at its current collective */
     double arr_t[STREAM_N];
-    double slow;
-    double end_s;
     double a2a_s;                  /* time inside all-to-alls from the last arrival to the end (the
                                       transfer itself: what a slow link lengthens) */
-    int in_queue;
 } rank_state;
+
+/* A gang: the simulated ranks of one replica and stage, which run one op list, advanced op by op
+ * together (step_exec.h "Gangs"). An op starts on each lane when that lane's deps and stream allow,
+ * whatever order the lanes are run in (ties in what the executor records are broken by rank and
+ * group), so a gang issues op i on every lane at once when every lane's deps are done: the op list,
+ * the streams and the queue are walked once per gang instead of once per rank, and what is per rank
+ * (deps' ends, durations, arrivals) sits in arrays over the lanes. A stalled rank or a resolved op
+ * list runs alone (a gang of one lane), as does every rank of opts.per_rank. */
+typedef struct {
+    int stage, n;                  /* n lanes */
+    int *lane;                     /* [n] indices into exec_ctx.rs, ascending rank */
+    int stop_at;                   /* its lanes': STEP_NO_STALL unless a stalled rank's gang of one */
+    int cur[STREAM_N];             /* per stream: its next op's place in the stream list */
+    /* per stream: how far the deps of its head op (index dep_at) are known to be done on every lane
+     * (the first dep_k), the latest of them ending at dep_t per lane: a gang woken again while its
+     * head op waits (for a member of a collective, a RECV) does not read those deps again */
+    int dep_at[STREAM_N], dep_k[STREAM_N];
+    double *dep_t;                 /* [STREAM_N][n] */
+    double *free_t;                /* [STREAM_N][n] when each lane's stream is free */
+    double *slow;                  /* [n] slow-GPU factor */
+    double *end_s;                 /* [n] end of the lane's last op */
+    step_split_acc *split;         /* [n] the step accounting, fed as the COMPUTE ops end with their
+                                      priced durations as busy times (step_accounting.h) */
+    op_time *t;                    /* the lanes' timelines: op i of lane k at t[i * n + k] */
+    int in_queue;
+} gang;
+
+/* Op i's span on rank r. */
+static inline op_time *time_of(const rank_state *r, int i) { return &r->t[(size_t)i * r->stride]; }
 
 typedef struct {
     int n_arrived, expected, seq_done, last_rank;
@@ -134,6 +154,8 @@ typedef struct {
     void *price_ctx;
     step_pricing own_pricing;
     rank_state *rs;
+    gang *gangs;
+    int n_gangs;
     int *sim_index;                /* rank -> index into rs, or -1 */
     int n_sim;
     group_state *gs;
@@ -158,11 +180,13 @@ typedef struct {
     double p2p_bytes[4]; int p2p_src[4], p2p_dst[4]; double p2p_t[4];
 } exec_ctx;
 
+/* Queue the gang of simulated rank si. */
 static void wake(exec_ctx *x, int si) {
-    rank_state *r = &x->rs[si];
-    if (r->in_queue) return;
-    r->in_queue = 1;
-    x->queue[x->q_tail] = si;
+    int gi = x->rs[si].gang;
+    gang *g = &x->gangs[gi];
+    if (g->in_queue) return;
+    g->in_queue = 1;
+    x->queue[x->q_tail] = gi;
     x->q_tail = (x->q_tail + 1) % x->q_cap;
 }
 
@@ -278,13 +302,13 @@ static double p2p_time(exec_ctx *x, int src, int dst, double bytes) {
 
 /* End time of dep op j of rank r, or -1 when not done. A RECV ends when its SEND has arrived. */
 static double dep_end(rank_state *r, int j) {
-    if (r->t[j].end_s >= 0) return r->t[j].end_s;
+    if (time_of(r, j)->end_s >= 0) return time_of(r, j)->end_s;
     const program_op *d = &r->list[j];
     if (d->kind != OP_RECV) return -1;
     int slot = r->recv_slot[d->tag];
     if (r->recv_at[slot] < 0) return -1;
-    r->t[j] = (op_time){r->recv_from[slot], r->recv_at[slot]};
-    return r->t[j].end_s;
+    *time_of(r, j) = (op_time){r->recv_from[slot], r->recv_at[slot]};
+    return time_of(r, j)->end_s;
 }
 
 /* Is an all-to-all of arrival spread `spread`, starting at `start_s` in `group`, worse than the worst
@@ -424,98 +448,172 @@ static void note_wait(exec_ctx *x, const rank_state *r, const program_op *o, dou
                                   .fired_s = fired};
 }
 
-/* Run rank `si` as far as it can go. */
-static void advance(exec_ctx *x, int si) {
-    rank_state *r = &x->rs[si];
+/* Dep op j of every lane of g done? Folds each lane's end into dep_t (a max: folding a lane again
+ * when the gang is woken again changes nothing). */
+static int deps_row_done(exec_ctx *x, const gang *g, const program_op *list, int j, double *dep_t) {
+    const op_time *row = g->t + (size_t)j * g->n;
+    if (list[j].kind == OP_RECV) {
+        for (int k = 0; k < g->n; k++) {
+            double te = dep_end(&x->rs[g->lane[k]], j);
+            if (te < 0) return 0;
+            if (te > dep_t[k]) dep_t[k] = te;
+        }
+        return 1;
+    }
+    for (int k = 0; k < g->n; k++) {
+        double te = row[k].end_s;
+        if (te < 0) return 0;
+        if (te > dep_t[k]) dep_t[k] = te;
+    }
+    return 1;
+}
+
+/* Op i ended on lane k at t_end: its stream is free, the lane's end moves. */
+static inline void lane_done(gang *g, double *free_t, int k, double t_end) {
+    free_t[k] = t_end;
+    if (t_end > g->end_s[k]) g->end_s[k] = t_end;
+}
+
+/* COMPUTE op i of stream st on every lane of g. An op that resolution leaves as it is costs the same
+ * on every rank (step_price_fn): priced once per stage. */
+static void run_compute(exec_ctx *x, gang *g, int st, int i, const program_op *op) {
     const program *p = x->p;
-    int s = r->stage;
-    int progress = 1;
+    int n = g->n, relative = program_op_rank_relative(op);
+    double *dep_t = g->dep_t + (size_t)st * n, *free_t = g->free_t + (size_t)st * n;
+    double shared = 0;
+    if (!relative) {
+        double *memo = &x->stage_price[g->stage][i];
+        if (*memo < 0) *memo = x->price(x->price_ctx, p, x->rs[g->lane[0]].rank, op);
+        shared = *memo;
+    }
+    const program_op *list = x->rs[g->lane[0]].list;
+    op_time *row = g->t + (size_t)i * n;
+    for (int k = 0; k < n; k++) {
+        double price = shared;
+        if (relative) {
+            rank_state *r = &x->rs[g->lane[k]];
+            price = x->price(x->price_ctx, p, r->rank, head_op(x, r, st, i));
+        }
+        double t0 = dep_t[k] > free_t[k] ? dep_t[k] : free_t[k], busy = price * g->slow[k];
+        row[k] = (op_time){t0, t0 + busy};
+        lane_done(g, free_t, k, t0 + busy);
+        step_split_add(&g->split[k], list, g->t + k, (size_t)n, i, busy);
+    }
+}
+
+/* SEND op i of stream st on every lane: the arrival goes to the receiver's slot and wakes it. */
+static void run_send(exec_ctx *x, gang *g, int st, int i) {
+    int n = g->n;
+    double *dep_t = g->dep_t + (size_t)st * n, *free_t = g->free_t + (size_t)st * n;
+    op_time *row = g->t + (size_t)i * n;
+    for (int k = 0; k < n; k++) {
+        rank_state *r = &x->rs[g->lane[k]];
+        const program_op *op = head_op(x, r, st, i);
+        double t0 = dep_t[k] > free_t[k] ? dep_t[k] : free_t[k];
+        double t_end = t0 + p2p_time(x, r->rank, op->peer, op->bytes);
+        int ri = x->sim_index[op->peer];
+        if (ri >= 0) {
+            rank_state *rr = &x->rs[ri];
+            int slot = rr->recv_slot[op->tag];
+            if (slot >= 0) { rr->recv_at[slot] = t_end; rr->recv_from[slot] = t0; }
+            wake(x, ri);
+        }
+        row[k] = (op_time){t0, t_end};
+        lane_done(g, free_t, k, t_end);
+    }
+}
+
+/* Rank r arrives at its collective op (stream st) at t0: the last member's arrival starts it and
+ * wakes the members' gangs (but gang gi's, which is running). */
+static void arrive(exec_ctx *x, rank_state *r, int st, const program_op *op, double t0, int gi) {
+    group_state *G = &x->gs[op->group];
+    r->arrived[st] = 1; r->arr_seq[st] = G->seq_done; r->arr_t[st] = t0;
+    /* the last to arrive; on a tie the lowest rank, so that the order in which ranks are run does
+       not decide it */
+    if (G->n_arrived == 0 || t0 > G->max_arr || (t0 == G->max_arr && r->rank < G->last_rank)) {
+        G->last_rank = r->rank;
+        G->max_arr = t0;
+    }
+    if (G->n_arrived == 0 || t0 < G->min_arr) G->min_arr = t0;
+    if (++G->n_arrived < G->expected) return;
+    int a2a = op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE;
+    double dur = a2a ? a2a_time(x, op->pattern, op->group) : coll_time(x, op->kind, op->group, op->bytes);
+    G->start = G->max_arr;
+    G->end = G->max_arr + dur;
+    G->seq_done++;
+    G->n_arrived = 0;
+    if (a2a) {
+        x->a2a_last[G->last_rank]++;
+        double spread = G->max_arr - G->min_arr;
+        if (worse_a2a(&x->res->worst_a2a, spread, G->max_arr, op->group))
+            x->res->worst_a2a = (step_a2a_wait){.spread_s = spread, .group = op->group, .layer = op->layer,
+                                                .mb = op->mb, .last_rank = G->last_rank, .start_s = G->start};
+    }
+    const program_group *PG = &x->p->groups[op->group];
+    for (int m = 0; m < PG->n; m++) {
+        int mi = x->sim_index[PG->ranks[m]];
+        if (mi >= 0 && x->rs[mi].gang != gi) wake(x, mi);
+    }
+}
+
+/* Collective op i of stream st on every lane: each arrives (once); returns 0 while some lane's
+ * collective waits for members, else every lane leaves it at its end. */
+static int run_collective(exec_ctx *x, gang *g, int gi, int st, int i) {
+    int n = g->n;
+    double *dep_t = g->dep_t + (size_t)st * n, *free_t = g->free_t + (size_t)st * n;
+    for (int k = 0; k < n; k++) {
+        rank_state *r = &x->rs[g->lane[k]];
+        if (r->arrived[st]) continue;
+        arrive(x, r, st, head_op(x, r, st, i), dep_t[k] > free_t[k] ? dep_t[k] : free_t[k], gi);
+    }
+    for (int k = 0; k < n; k++) {
+        rank_state *r = &x->rs[g->lane[k]];
+        if (x->gs[head_op(x, r, st, i)->group].seq_done <= r->arr_seq[st]) return 0;
+    }
+    op_time *row = g->t + (size_t)i * n;
+    for (int k = 0; k < n; k++) {
+        rank_state *r = &x->rs[g->lane[k]];
+        const program_op *op = head_op(x, r, st, i);
+        const group_state *G = &x->gs[op->group];
+        note_wait(x, r, op, r->arr_t[st], G->end - r->arr_t[st]);
+        if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
+        r->arrived[st] = 0;
+        row[k] = (op_time){r->arr_t[st], G->end};
+        lane_done(g, free_t, k, G->end);
+    }
+    return 1;
+}
+
+/* Run gang gi as far as it can go: stream by stream, op by op on every lane. */
+static void advance(exec_ctx *x, int gi) {
+    gang *g = &x->gangs[gi];
+    const program_op *list = x->rs[g->lane[0]].list;   /* kind, stream and deps: the same on every lane */
+    int s = g->stage, n = g->n, progress = 1;
     while (progress) {
         progress = 0;
         for (int st = 0; st < STREAM_N; st++) {
-            const int *list = x->stream_lists[s * STREAM_N + st];
+            const int *ops = x->stream_lists[s * STREAM_N + st];
             int len = x->stream_len[s * STREAM_N + st];
-            while (r->cur[st] < len) {
-                int i = list[r->cur[st]];
-                if (i >= r->stop_at) break;          /* stalled: never issued */
-                const program_op *op = head_op(x, r, st, i);
-                if (r->dep_at[st] != i) { r->dep_at[st] = i; r->dep_k[st] = 0; r->dep_t[st] = 0; }
-                int k = r->dep_k[st];
-                for (; k < op->n_deps; k++) {   /* a dep's end never changes once it is known */
-                    double te = dep_end(r, op->deps[k]);
-                    if (te < 0) break;
-                    if (te > r->dep_t[st]) r->dep_t[st] = te;
+            double *dep_t = g->dep_t + (size_t)st * n;
+            while (g->cur[st] < len) {
+                int i = ops[g->cur[st]];
+                if (i >= g->stop_at) break;          /* stalled: never issued */
+                const program_op *op = &list[i];
+                if (g->dep_at[st] != i) {
+                    g->dep_at[st] = i; g->dep_k[st] = 0;
+                    for (int k = 0; k < n; k++) dep_t[k] = 0;
                 }
-                r->dep_k[st] = k;
-                if (k < op->n_deps) break;
-                double tdep = r->dep_t[st];
-                double t0 = tdep > r->free_t[st] ? tdep : r->free_t[st];
-                double t_end, busy = 0;
-                if (op->kind == OP_COMPUTE) {
-                    double *memo = program_op_rank_relative(op) ? NULL : &x->stage_price[s][i];
-                    double price = memo && *memo >= 0 ? *memo : x->price(x->price_ctx, p, r->rank, op);
-                    if (memo) *memo = price;
-                    busy = price * r->slow;
-                    t_end = t0 + busy;
-                    r->t[i].start_s = t0;
-                } else if (op->kind == OP_SEND) {
-                    t_end = t0 + p2p_time(x, r->rank, op->peer, op->bytes);
-                    int ri = x->sim_index[op->peer];
-                    if (ri >= 0) {
-                        rank_state *rr = &x->rs[ri];
-                        int slot = rr->recv_slot[op->tag];
-                        if (slot >= 0) { rr->recv_at[slot] = t_end; rr->recv_from[slot] = t0; }
-                        wake(x, ri);
-                    }
-                    r->t[i].start_s = t0;
-                } else {
-                    group_state *G = &x->gs[op->group];
-                    if (!r->arrived[st]) {
-                        r->arrived[st] = 1; r->arr_seq[st] = G->seq_done; r->arr_t[st] = t0;
-                        /* the last to arrive; on a tie the lowest rank, so that the order in which
-                           ranks are run does not decide it */
-                        if (G->n_arrived == 0 || t0 > G->max_arr || (t0 == G->max_arr && r->rank < G->last_rank)) {
-                            G->last_rank = r->rank;
-                            G->max_arr = t0;
-                        }
-                        if (G->n_arrived == 0 || t0 < G->min_arr) G->min_arr = t0;
-                        if (++G->n_arrived == G->expected) {
-                            double dur = (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE)
-                                       ? a2a_time(x, op->pattern, op->group) : coll_time(x, op->kind, op->group, op->bytes);
-                            G->start = G->max_arr;
-                            G->end = G->max_arr + dur;
-                            G->seq_done++;
-                            G->n_arrived = 0;
-                            if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) {
-                                x->a2a_last[G->last_rank]++;
-                                double spread = G->max_arr - G->min_arr;
-                                if (worse_a2a(&x->res->worst_a2a, spread, G->max_arr, op->group)) {
-                                    x->res->worst_a2a.spread_s = spread;
-                                    x->res->worst_a2a.group = op->group; x->res->worst_a2a.layer = op->layer;
-                                    x->res->worst_a2a.mb = op->mb; x->res->worst_a2a.last_rank = G->last_rank;
-                                    x->res->worst_a2a.start_s = G->start;
-                                }
-                            }
-                            const program_group *PG = &p->groups[op->group];
-                            for (int m = 0; m < PG->n; m++) {
-                                int mi = x->sim_index[PG->ranks[m]];
-                                if (mi >= 0 && mi != si) wake(x, mi);
-                            }
-                        }
-                    }
-                    if (G->seq_done <= r->arr_seq[st]) break;   /* still waiting for members */
-                    t_end = G->end;
-                    note_wait(x, r, op, r->arr_t[st], G->end - r->arr_t[st]);
-                    if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
-                    r->arrived[st] = 0;
-                    r->t[i].start_s = r->arr_t[st];
-                }
-                r->t[i].end_s = t_end;
-                if (op->kind == OP_COMPUTE) step_split_add(&r->split, r->list, r->t, i, busy);
-                r->free_t[st] = t_end;
-                if (t_end > r->end_s) r->end_s = t_end;
-                r->cur[st]++;
-                if ((++x->executed & (STEP_PROGRESS_OPS - 1)) == 0 && x->o->progress)
+                int d = g->dep_k[st];
+                while (d < op->n_deps && deps_row_done(x, g, list, op->deps[d], dep_t)) d++;   /* a dep's end never changes once known */
+                g->dep_k[st] = d;
+                if (d < op->n_deps) break;
+                if (op->kind == OP_COMPUTE) run_compute(x, g, st, i, op);
+                else if (op->kind == OP_SEND) run_send(x, g, st, i);
+                else if (!run_collective(x, g, gi, st, i)) break;   /* still waiting for members */
+                g->cur[st]++;
+                long before = x->executed;
+                x->executed += n;
+                if (x->o->progress && before / STEP_PROGRESS_OPS != x->executed / STEP_PROGRESS_OPS)
                     x->o->progress(x->o->progress_ctx, x->executed);
                 progress = 1;
             }
@@ -528,7 +626,7 @@ static int rank_unfinished(const exec_ctx *x, const rank_state *r) {
     int d, s, e, t;
     program_coords(x->p, r->rank, &d, &s, &e, &t);
     for (int st = 0; st < STREAM_N; st++)
-        if (r->cur[st] < x->stream_len[s * STREAM_N + st]) return 1;
+        if (x->gangs[r->gang].cur[st] < x->stream_len[s * STREAM_N + st]) return 1;
     return 0;
 }
 
@@ -537,14 +635,15 @@ static int current_comm_op(const exec_ctx *x, const rank_state *r) {
     int d, s, e, t;
     program_coords(x->p, r->rank, &d, &s, &e, &t);
     int k = s * STREAM_N + STREAM_COMM;
-    return r->cur[STREAM_COMM] < x->stream_len[k] ? x->stream_lists[k][r->cur[STREAM_COMM]] : -1;
+    int at = x->gangs[r->gang].cur[STREAM_COMM];
+    return at < x->stream_len[k] ? x->stream_lists[k][at] : -1;
 }
 
 /* Index of the op of r that ended last (highest index on ties), -1 when none ran. */
 static int last_executed(const rank_state *r) {
     int best = -1;
     for (int i = 0; i < r->n_ops; i++)
-        if (r->t[i].end_s >= 0 && (best < 0 || r->t[i].end_s >= r->t[best].end_s)) best = i;
+        if (time_of(r, i)->end_s >= 0 && (best < 0 || time_of(r, i)->end_s >= time_of(r, best)->end_s)) best = i;
     return best;
 }
 
@@ -638,8 +737,8 @@ static int tp_twins_apply(const program *p, const step_exec_opts *o) {
     return 1;
 }
 
-/* Every simulated rank's timeline in one block (n_ops + 1 entries each, in rank order): 71 MB for the
- * seed's 1024 ranks, 284 MB for EP256's 4096. It is mapped on its own, kept out of forks
+/* Every simulated rank's timeline in one block (n_ops + 1 entries each, laid out by make_gangs): 71 MB
+ * for the seed's 1024 ranks, 284 MB for EP256's 4096. It is mapped on its own, kept out of forks
  * (MADV_DONTFORK: the helper process the SimGrid model forks as the run starts, comm_simgrid.h, never
  * reads it, and without this every page the executor writes would first be copied or unprotected
  * for it), and the process keeps one freed block for its next run (the next step, the next layout
@@ -677,6 +776,77 @@ static void timeline_block_free(op_time *b, size_t bytes) {
     if (g_spare_block) munmap(g_spare_block, g_spare_bytes);
     g_spare_block = b;
     g_spare_bytes = bytes;
+}
+
+/* The gangs (see gang above): the simulated ranks of each replica and stage, or each rank alone
+ * (opts.per_rank, resolved op lists, a stalled rank: its gang would stop with it). Their timelines
+ * are laid out in `block`, a gang after the other, its lanes side by side (op-major): the ranks of
+ * an EP group reach an op together (an all-to-all wakes them at once), so the ends their deps read
+ * and the spans they write share cache lines; rank by rank, a backward op's deps on its forward ops
+ * were most of the executor's cache misses. */
+static void make_gangs(exec_ctx *x, const step_exec_opts *o, op_time *block) {
+    const program *p = x->p;
+    int alone = o->per_rank || o->materialized != NULL;
+    for (int si = 0; si < x->n_sim && !alone; si++) alone = x->rs[si].stop_at != STEP_NO_STALL;
+    size_t n_keys = (size_t)p->dp * p->pp;
+    int *key_gang = moe_xmalloc((n_keys + 1) * sizeof(int));
+    for (size_t k = 0; k < n_keys; k++) key_gang[k] = -1;
+    x->gangs = moe_xcalloc((size_t)x->n_sim + 1, sizeof *x->gangs);
+    x->n_gangs = 0;
+    for (int si = 0; si < x->n_sim; si++) {   /* rs is in ascending rank order */
+        rank_state *r = &x->rs[si];
+        int d, s, e, t;
+        program_coords(p, r->rank, &d, &s, &e, &t);
+        int *gi = alone ? NULL : &key_gang[(size_t)d * p->pp + s];
+        if (!gi || *gi < 0) {
+            int k = x->n_gangs++;
+            if (gi) *gi = k;
+            x->gangs[k] = (gang){.stage = s, .stop_at = r->stop_at};
+            r->gang = k;
+        } else r->gang = *gi;
+        r->lane = x->gangs[r->gang].n++;
+    }
+    for (int k = 0; k < x->n_gangs; k++) {
+        gang *g = &x->gangs[k];
+        g->lane = moe_xmalloc((size_t)g->n * sizeof(int));
+        g->dep_t = moe_xcalloc((size_t)STREAM_N * g->n, sizeof(double));
+        g->free_t = moe_xcalloc((size_t)STREAM_N * g->n, sizeof(double));
+        g->slow = moe_xmalloc((size_t)g->n * sizeof(double));
+        g->end_s = moe_xcalloc((size_t)g->n, sizeof(double));
+        g->split = moe_xmalloc((size_t)g->n * sizeof *g->split);
+        for (int st = 0; st < STREAM_N; st++) g->dep_at[st] = -1;
+        g->n = 0;
+    }
+    for (int si = 0; si < x->n_sim; si++) {
+        rank_state *r = &x->rs[si];
+        gang *g = &x->gangs[r->gang];
+        g->lane[g->n] = si;
+        g->slow[g->n] = p->faults.compute_factor[r->rank];
+        step_split_begin(&g->split[g->n]);
+        g->n++;
+    }
+    size_t at = 0;
+    for (int k = 0; k < x->n_gangs; k++) {
+        gang *g = &x->gangs[k];
+        size_t n = (size_t)(p->stage_n_ops[g->stage] + 1) * (size_t)g->n;
+        g->t = block + at;
+        for (size_t i = 0; i < n; i++) g->t[i] = (op_time){-1, -1};
+        at += n;
+        for (int l = 0; l < g->n; l++) {
+            rank_state *r = &x->rs[g->lane[l]];
+            r->t = g->t + l;
+            r->stride = (size_t)g->n;
+        }
+    }
+    free(key_gang);
+}
+
+static void gangs_free(exec_ctx *x) {
+    for (int k = 0; k < x->n_gangs; k++) {
+        gang *g = &x->gangs[k];
+        free(g->lane); free(g->dep_t); free(g->free_t); free(g->slow); free(g->end_s); free(g->split);
+    }
+    free(x->gangs);
 }
 
 int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *res, moe_error *err) {
@@ -761,7 +931,6 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     x.rs = moe_xcalloc((size_t)x.n_sim, sizeof *x.rs);
     size_t block_bytes;
     op_time *block = timeline_block_alloc(p, &x, &block_bytes);
-    size_t block_at = 0;
     for (int r = 0, si = 0; r < p->n_ranks; r++) {
         if (x.sim_index[r] < 0) continue;
         rank_state *rs = &x.rs[si++];
@@ -772,30 +941,26 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         rs->n_ops = p->stage_n_ops[s];
         rs->mat = o->materialized ? o->materialized[r] : NULL;
         rs->list = rs->mat ? rs->mat : p->stage_ops[s];
-        for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = rs->dep_at[st] = -1;
-        rs->t = block + block_at;
-        block_at += (size_t)rs->n_ops + 1;
-        step_split_begin(&rs->split);
-        for (int i = 0; i < rs->n_ops; i++) rs->t[i] = (op_time){-1, -1};
+        for (int st = 0; st < STREAM_N; st++) rs->head_at[st] = -1;
         int n_recv = stage_n_recv[s];
         rs->recv_slot = x.recv_slot + (size_t)s * x.n_tags;
         rs->recv_at = moe_xmalloc((size_t)(n_recv + 1) * sizeof(double));
         rs->recv_from = moe_xmalloc((size_t)(n_recv + 1) * sizeof(double));
         for (int i = 0; i < n_recv; i++) rs->recv_at[i] = rs->recv_from[i] = -1;
-        rs->slow = p->faults.compute_factor[r];
         rs->stop_at = p->faults.stop_at[r];
     }
+    make_gangs(&x, o, block);
     x.a2a_last = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
-    x.q_cap = x.n_sim + 1;
+    x.q_cap = x.n_gangs + 1;
     x.queue = moe_xmalloc((size_t)x.q_cap * sizeof(int));
     for (int i = 0; i < x.n_sim; i++) wake(&x, i);
 
     /* run */
     while (x.q_head != x.q_tail) {
-        int si = x.queue[x.q_head];
+        int gi = x.queue[x.q_head];
         x.q_head = (x.q_head + 1) % x.q_cap;
-        x.rs[si].in_queue = 0;
-        advance(&x, si);
+        x.gangs[gi].in_queue = 0;
+        advance(&x, gi);
     }
     /* a rank with ops left means no op can progress any more: a hang (a stalled rank) */
     int rc = 0, hung = 0;
@@ -818,15 +983,16 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
                 rank_state *r = &x.rs[si];
                 int d, s, e, t;
                 program_coords(p, r->rank, &d, &s, &e, &t);
-                for (int st = 0; st < STREAM_N && rc == 0; st++)
-                    if (r->cur[st] < x.stream_len[s * STREAM_N + st]) {
-                        program_op op;
-                        get_op(&x, r, x.stream_lists[s * STREAM_N + st][r->cur[st]], &op);
-                        rc = moe_error_set(err, EXIT_RUNTIME,
-                                           "step program deadlocked: rank %d stuck on %s op %s (layer %d, mb %d) of stream %s",
-                                           r->rank, op_kind_name(op.kind), kernel_name(op.kernel), op.layer, op.mb,
-                                           stream_name(st));
-                    }
+                for (int st = 0; st < STREAM_N && rc == 0; st++) {
+                    int at = x.gangs[r->gang].cur[st];
+                    if (at >= x.stream_len[s * STREAM_N + st]) continue;
+                    program_op op;
+                    get_op(&x, r, x.stream_lists[s * STREAM_N + st][at], &op);
+                    rc = moe_error_set(err, EXIT_RUNTIME,
+                                       "step program deadlocked: rank %d stuck on %s op %s (layer %d, mb %d) of stream %s",
+                                       r->rank, op_kind_name(op.kind), kernel_name(op.kernel), op.layer, op.mb,
+                                       stream_name(st));
+                }
             }
         }
     }
@@ -844,7 +1010,11 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     /* results: complete steps, hangs (what ran until everyone blocked) and timeouts */
     if (rc == 0 || res->hang.found || res->timeout.found) {
         double step = 0;
-        for (int si = 0; si < x.n_sim; si++) if (x.rs[si].end_s > step) step = x.rs[si].end_s;
+        for (int si = 0; si < x.n_sim; si++) {
+            const rank_state *rs = &x.rs[si];
+            double end = x.gangs[rs->gang].end_s[rs->lane];
+            if (end > step) step = end;
+        }
         res->step_time_s = hung ? 0 : step;
         res->n_ranks = p->n_ranks;
         res->split = moe_xcalloc((size_t)p->n_ranks, sizeof *res->split);
@@ -854,7 +1024,8 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         step_split *sim_split = moe_xcalloc((size_t)x.n_sim + 1, sizeof *sim_split);
         for (int si = 0; si < x.n_sim; si++) {
             rank_state *rs = &x.rs[si];
-            step_split_finish(&rs->split, rs->end_s, hung ? -1 : step, &sim_split[si]);
+            const gang *g = &x.gangs[rs->gang];
+            step_split_finish(&g->split[rs->lane], g->end_s[rs->lane], hung ? -1 : step, &sim_split[si]);
         }
         for (int r = 0; r < p->n_ranks; r++) {
             int sr = rep_of[r];
@@ -868,11 +1039,13 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         res->slowest_rank = step_split_slowest_rank(res->split, p->n_ranks);
         /* the timelines move into the result, with the trace's mark of a collective a rank waits in */
         res->timelines = moe_xcalloc((size_t)p->n_ranks, sizeof(op_time *));
+        res->timeline_stride = moe_xcalloc((size_t)p->n_ranks, sizeof(size_t));
         for (int si = 0; si < x.n_sim; si++) {
             rank_state *rs = &x.rs[si];
             int pend = current_comm_op(&x, rs);
-            if (hung && rs->arrived[STREAM_COMM] && pend >= 0) rs->t[pend] = (op_time){rs->arr_t[STREAM_COMM], -1};
+            if (hung && rs->arrived[STREAM_COMM] && pend >= 0) *time_of(rs, pend) = (op_time){rs->arr_t[STREAM_COMM], -1};
             res->timelines[rs->rank] = rs->t;
+            res->timeline_stride[rs->rank] = rs->stride;
             rs->t = NULL;
         }
         res->timeline_block = block;
@@ -880,9 +1053,10 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         block = NULL;
         step_exec_trace(p, res, o->n_trace_ranks, o->trace_ranks);
         if (!o->keep_timelines) {
-            free(res->timelines);
+            free(res->timelines); free(res->timeline_stride);
             timeline_block_free(res->timeline_block, res->timeline_block_bytes);
             res->timelines = NULL;
+            res->timeline_stride = NULL;
             res->timeline_block = NULL;
         }
         res->n_ops_executed = x.executed;
@@ -894,6 +1068,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     }
     timeline_block_free(block, block_bytes);   /* when the result did not take it */
     free(x.rs);
+    gangs_free(&x);
     for (int i = 0; i < p->pp * STREAM_N; i++) free(x.stream_lists[i]);
     for (int s = 0; s < p->pp; s++) free(x.stage_price[s]);
     free(x.stage_price);
@@ -920,7 +1095,7 @@ void step_exec_trace(const program *p, step_exec_result *r, int n, const int *ra
         if (rk < 0 || rk >= p->n_ranks || !r->timelines || !r->timelines[r->sim_rank[rk]]) continue;
         size_t n_ops = (size_t)program_n_ops(p, rk);
         r->trace_times[k] = moe_xmalloc((n_ops + 1) * sizeof(op_time));
-        memcpy(r->trace_times[k], r->timelines[r->sim_rank[rk]], n_ops * sizeof(op_time));
+        for (size_t i = 0; i < n_ops; i++) r->trace_times[k][i] = *step_exec_time(r, r->sim_rank[rk], (int)i);
     }
 }
 
@@ -928,7 +1103,7 @@ void step_exec_result_free(step_exec_result *r) {
     free(r->split); free(r->a2a_s);
     if (r->timelines && !r->timeline_block)
         for (int k = 0; k < r->n_ranks; k++) free(r->timelines[k]);
-    free(r->timelines);
+    free(r->timelines); free(r->timeline_stride);
     timeline_block_free(r->timeline_block, r->timeline_block_bytes);
     free(r->sim_rank); free(r->a2a_last_count);
     trace_free(r);

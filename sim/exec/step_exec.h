@@ -41,6 +41,19 @@
  * (who arrived last, the worst all-to-all, the first timeout) are broken by rank and group, so the
  * mirrored results are exactly the per-rank executor's (tests/test_exec_exact.c).
  *
+ * Gangs: the simulated ranks of one replica and stage run one op list, and the executor advances
+ * them in lockstep, op by op, each rank's times in its own lane: an op is issued on every lane once
+ * every lane's deps are done, and each lane's span is what that rank alone would get (its deps' ends,
+ * its stream, its duration, its arrival), because no op competes for more than its own rank's stream
+ * and the ties the order of simulation could decide are broken by rank and group. The op list, the
+ * streams and the queue are then walked once per gang instead of once per rank (the seed step: 1024
+ * ranks in 16 gangs), and the lanes' spans sit side by side in memory. Lockstep can wait only where
+ * ranks wait for other ranks (a RECV, a collective's members), and lane l of a gang exchanges with
+ * lane l of another (the pipeline's sends, the data-parallel rings) or with its own gang (the all-to-
+ * alls, a context-parallel ring), the same op indices on every lane, so the lanes are ready together.
+ * A stalled rank breaks that symmetry: with stalls, and with resolved op lists or opts.per_rank, every
+ * rank runs alone (tests/test_exec_exact.c compares the gangs with that on every shipped scenario).
+ *
  * Time accounting per rank: step_accounting.h (compute, optimizer, exposed communication, bubble)
  * over the per-op timeline this executor records for every simulated rank, with the priced compute
  * durations as busy times.
@@ -101,6 +114,8 @@ typedef struct {
                                        at the start of the run from price_ctx = a costmodel* */
     void *price_ctx;
     int shortcut;                   /* simulate faulty replicas + one representative (see above) */
+    int per_rank;                   /* advance every rank on its own, not in gangs (see above): the
+                                       reference the gangs are checked against */
     /* optional: resolved op lists of every rank (program_materialize); requires shortcut == 0 */
     program_op *const *materialized;
     /* ranks whose per-op timings are recorded (for trace.json); may be mirrored ranks */
@@ -167,14 +182,21 @@ typedef struct {
     int *trace_ranks;
     op_time **trace_times;
     /* opts.keep_timelines: per rank, NULL unless simulated, its per-op timeline with the trace's
-     * conventions above (rank r's is timelines[sim_rank[r]]); else NULL */
+     * conventions above (rank r's is timelines[sim_rank[r]]), op i at [i * timeline_stride[r]] (the
+     * fast executor keeps a gang's lanes side by side; NULL: 1): step_exec_time; else NULL */
     op_time **timelines;
+    size_t *timeline_stride;
     op_time *timeline_block;        /* non-NULL: timelines[] point into this one block (its bytes) */
     size_t timeline_block_bytes;
     step_hang hang;
     step_timeout timeout;
     double max_collective_wait_s;   /* the longest wait of a rank inside a collective that completed */
 } step_exec_result;
+
+/* Op i's span on simulated rank `rank` in r->timelines. */
+static inline const op_time *step_exec_time(const step_exec_result *r, int rank, int i) {
+    return &r->timelines[rank][(size_t)i * (r->timeline_stride ? r->timeline_stride[rank] : 1)];
+}
 
 /* The pricing an executor runs with: o->price/o->price_ctx, or (o->price == NULL) step_price_costmodel
  * over *own, initialised here from the costmodel* in o->price_ctx. Returns the function; *ctx its
