@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_rng.h>
 
 #include "sim/program/expert_load.h"
 #include "sim/program/routing.h"
@@ -470,6 +471,64 @@ static void test_node_and_group_limited(void **state) {
     routing_ctx_free(c);
 }
 
+/* The constrained draw is the documented walk of each token's ranking (routing.h "Constrained
+ * routing"), replayed here from the same generator: mt19937 seeded by routing_seed, tokens in arrival
+ * order (token t of every source rank, then t + 1), an expert drawn uniformly and rejected when seen;
+ * a new group is selected while fewer than topk_groups are (else the expert is out); then a new node
+ * while fewer than node_limit are (its group's selection stands). Three placements: groups inside
+ * nodes, groups that are the nodes (the draw skips their check: routing.c groups_are_nodes) and
+ * groups of two nodes; none takes the few-experts shortcut (direct_when_full) or the scan after many
+ * rejections. The recorded choices must be these, expert for expert. */
+static void test_constrained_draws_follow_the_walk(void **state) {
+    (void)state;
+    const int ep = 32, E = 64, K = 8, tpr = 32, per_node = 16;
+    const struct { int groups, topk, node_limit; } cases[] = {{8, 3, 2}, {4, 2, 2}, {2, 1, 3}};
+    for (size_t c_i = 0; c_i < sizeof cases / sizeof cases[0]; c_i++) {
+        scenario s = make_scn(ep, 8, E, K, tpr);   /* 4 nodes of 8 ranks, 16 experts each */
+        s.model.expert_groups = cases[c_i].groups;
+        s.model.topk_groups = cases[c_i].topk;
+        s.routing.node_limit = cases[c_i].node_limit;
+        routing_ctx *c = ctx_or_fail(&s, 1);
+        routing_sample r;
+        sample_or_fail(c, &r);
+        const int layer = 1, mb = 2, group = 0, group_size = E / cases[c_i].groups;
+        assert_int_equal(routing_draw(c, layer, mb, group, &r), 0);
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, routing_seed(s.seed, ROUTING_TAG_DRAW, layer, mb, group));
+        int mismatches = 0;
+        for (int t = 0; t < tpr; t++)
+            for (int i = 0; i < ep; i++) {
+                int seen[64] = {0}, group_on[64] = {0}, node_on[8] = {0}, got = 0, groups = 0, nodes = 0, out[8];
+                for (int draws = 0; got < K; draws++) {
+                    assert_true(draws < 64 + 8 * K);   /* the scan after many rejections is not what this checks */
+                    int e = (int)gsl_rng_uniform_int(rng, (unsigned long)E);
+                    if (seen[e]) continue;
+                    seen[e] = 1;
+                    int g = e / group_size, nd = e / per_node;
+                    if (!group_on[g]) {
+                        if (groups == cases[c_i].topk) continue;
+                        group_on[g] = 1;
+                        groups++;
+                    }
+                    if (!node_on[nd]) {
+                        if (nodes == cases[c_i].node_limit) continue;
+                        node_on[nd] = 1;
+                        nodes++;
+                    }
+                    out[got++] = e;
+                }
+                const int32_t *ch = r.choices + ((size_t)i * tpr + t) * K;
+                for (int k = 0; k < K; k++) mismatches += ch[k] != out[k];
+            }
+        if (mismatches) printf("  groups %d (top %d), node_limit %d: %d choices differ\n", cases[c_i].groups,
+                               cases[c_i].topk, cases[c_i].node_limit, mismatches);
+        assert_int_equal(mismatches, 0);
+        gsl_rng_free(rng);
+        routing_sample_free(&r);
+        routing_ctx_free(c);
+    }
+}
+
 /* Under a node limit, uniform popularity stays uniform per expert (every node is alike): a binomial
  * z-bound per expert, each token picks expert e with probability K/E. */
 static void test_node_limited_uniform_marginals(void **state) {
@@ -823,6 +882,7 @@ int main(void) {
         cmocka_unit_test(test_hot_expert),
         cmocka_unit_test(test_zipf_shares_and_layers),
         cmocka_unit_test(test_node_and_group_limited),
+        cmocka_unit_test(test_constrained_draws_follow_the_walk),
         cmocka_unit_test(test_node_limited_uniform_marginals),
         cmocka_unit_test(test_node_limited_few_experts),
         cmocka_unit_test(test_balanced_exact_shares),

@@ -68,6 +68,9 @@ struct routing_ctx {
     int groups_on, topk_groups, n_groups;
     int nodes_on, node_limit;
     int direct_when_full;  /* the token's nodes hold at most E/4 experts: draw from them (choose_token) */
+    int groups_are_nodes;  /* each expert group is one node's experts and topk_groups = node_limit: a
+                            * token's groups are its nodes' at every step, so the draws skip the
+                            * group limit (the same choices: DeepSeek-V3 on EP64 over 8 nodes) */
     int nodes_in_groups;   /* every node's experts are of one expert group (or no groups): a selected
                             * node's group is selected too */
     /* law */
@@ -539,6 +542,15 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
             int nd = c->expert_node[e];
             c->nodes_in_groups &= c->expert_group[e] == c->expert_group[c->node_experts[c->node_start[nd]]];
         }
+        c->groups_are_nodes = c->groups_on && c->nodes_in_groups && c->topk_groups == c->node_limit;
+        int *group_node = c->groups_are_nodes ? moe_xmalloc((size_t)c->n_groups * sizeof(int)) : NULL;
+        for (int g = 0; group_node && g < c->n_groups; g++) group_node[g] = -1;
+        for (int e = 0; group_node && e < c->E; e++) {
+            int *at = &group_node[c->expert_group[e]];
+            if (*at < 0) *at = c->expert_node[e];
+            c->groups_are_nodes &= *at == c->expert_node[e];
+        }
+        free(group_node);
     }
     if (c->nodes_on) {
         /* the node_limit nodes holding the fewest experts must still hold top_k of them */
@@ -732,7 +744,8 @@ static void begin(const routing_ctx *c, routing_scratch *x) {
 /* ---- selection of one token's experts --------------------------------------------------------------- */
 typedef struct {
     int got, groups, nodes;   /* experts taken; groups and nodes selected so far */
-    int node[PICK_MAX_NODES]; /* the first PICK_MAX_NODES nodes selected, in order */
+    int node[PICK_MAX_NODES + 1]; /* the first PICK_MAX_NODES nodes selected, in order (and a slot
+                                     offer_flat writes when it selects none) */
 } pick_state;
 
 /* Offer expert e, the next one in the token's affinity ranking. Its group (node) is selected on first
@@ -760,6 +773,34 @@ static inline __attribute__((always_inline)) int offer(const routing_ctx *c, rou
     }
     out[p->got++] = e;
     return 1;
+}
+
+/* offer() without branches on the draw: the same outcome and marks. Whether a drawn expert is new,
+ * and its group and node, are coin flips to the branch predictor under group and node limits (most
+ * draws are rejected once they are full); a mispredicted branch per draw cost more than the draw. */
+static inline __attribute__((always_inline)) int offer_flat(const routing_ctx *c, routing_scratch *x, pick_state *p, int e, int32_t *out) {
+    uint32_t tok = x->tok;
+    int pass = x->seen_expert[e] != tok;
+    x->seen_expert[e] = tok;
+    if (c->groups_on) {
+        uint32_t *seen = &x->seen_group[c->expert_group[e]];
+        int fresh = *seen != tok, room = p->groups < c->topk_groups, mark = pass & fresh & room;
+        *seen = mark ? tok : *seen;
+        p->groups += mark;
+        pass &= (!fresh) | room;
+    }
+    if (c->nodes_on) {
+        int nd = c->expert_node[e];
+        uint32_t *seen = &x->seen_node[nd];
+        int fresh = *seen != tok, room = p->nodes < c->node_limit, mark = pass & fresh & room;
+        *seen = mark ? tok : *seen;
+        p->node[p->nodes < PICK_MAX_NODES ? p->nodes : PICK_MAX_NODES] = nd;   /* counted only if marked */
+        p->nodes += mark;
+        pass &= (!fresh) | room;
+    }
+    out[p->got] = e;   /* kept only if it passed (out has K slots and got < K) */
+    p->got += pass;
+    return pass;
 }
 
 static inline int eligible(const routing_ctx *c, const routing_scratch *x, const pick_state *p, int e) {
@@ -869,18 +910,8 @@ static inline __attribute__((always_inline)) int choose_token(const routing_ctx 
             break;
         }
         int e = draw_expert(c, x->rng, table);
-        if ((!c->groups_on || p.groups == c->topk_groups) && (!c->nodes_on || p.nodes == c->node_limit)) {
-            /* the groups and nodes are chosen: offer() without its branches (the same outcome and
-             * marks; most draws are rejected here under tight limits, unpredictably) */
-            uint32_t tok = x->tok;
-            int ok = (x->seen_expert[e] != tok) & (!c->groups_on || x->seen_group[c->expert_group[e]] == tok) &
-                     (!c->nodes_on || x->seen_node[c->expert_node[e]] == tok);
-            x->seen_expert[e] = tok;
-            out[p.got] = e;
-            p.got += ok;
-            if (ok) continue;
-        } else if (offer(c, x, &p, e, out)) continue;
-        if (++rejections > REJECT_LIMIT(c->K)) {
+        rejections += !offer_flat(c, x, &p, e, out);
+        if (rejections > REJECT_LIMIT(c->K)) {   /* it only grows on a rejection */
             pick_by_scan(c, x, &p, c->weights + (size_t)law * c->E, out);
             break;
         }
@@ -970,13 +1001,14 @@ static inline __attribute__((always_inline)) void account_token(const routing_ct
             if (nd != own) node_pairs[nd]++;
             continue;
         }
-        if (x->sent_rank[j] == tok) continue;    /* this token already goes to rank j: sent once */
+        /* one copy per destination rank, one RDMA copy per other destination node; without branches
+         * on them (whether a token's experts share a rank or a node is a coin flip to the predictor) */
+        int fresh = x->sent_rank[j] != tok;
         x->sent_rank[j] = tok;
-        pairs[j]++;
-        if (nd != own && x->sent_node[nd] != tok) {  /* one RDMA copy per destination node */
-            x->sent_node[nd] = tok;
-            node_pairs[nd]++;
-        }
+        pairs[j] += fresh;
+        int remote = fresh & (nd != own), node_fresh = remote & (x->sent_node[nd] != tok);
+        x->sent_node[nd] = remote ? tok : x->sent_node[nd];
+        node_pairs[nd] += node_fresh;
     }
     if (rec)
         for (int k = m; k < c->K; k++) rec[k] = ROUTING_NONE;
@@ -1031,7 +1063,8 @@ int routing_draw(const routing_ctx *ctx, int layer, int micro_batch, int group, 
     if (!shape_matches(ctx, s)) return -1;
     /* A local copy of the context: the counters written through int32_t pointers in the token loop
      * could alias the context's int fields, which would force a reload of every field per access. */
-    const routing_ctx local = *ctx;
+    routing_ctx local = *ctx;
+    if (local.groups_are_nodes) local.groups_on = 0;
     const routing_ctx *c = &local;
     routing_scratch *x = s->scratch;
     begin(c, x);

@@ -105,9 +105,10 @@
  * ---- Performance and the sample pool (for the step simulator) -------------------------------------
  * One draw is O(tokens * K) with no allocation. The seed-4096 shape (64 ranks x 4096 tokens = 2.1M
  * assignments, 256 experts, top-8) measured by tests/bench_routing.c on the shared 2-core dev VM
- * (CPU time, under load): ~50 ms unconstrained, ~80 ms with groups 8/4 + node_limit 4 (half of the
- * draws are rejected by the limits once they are full), ~140 ms for zipf 1.2 (duplicates of the
- * popular experts). The time goes to mt19937 and to unpredictable accept/reject branches. A step has 58 MoE layers x 60 micro-batches x 4 groups, far too many draws, so
+ * (CPU time): ~30 ms unconstrained, ~45 ms with groups 8/4 + node_limit 4 (half of the draws are
+ * rejected by the limits once they are full), ~95 ms for zipf 1.2 (duplicates of the popular
+ * experts). A third of it is mt19937; accepting, rejecting and the per-rank and per-node dedup are
+ * written without branches on the draw (they were coin flips to the branch predictor). A step has 58 MoE layers x 60 micro-batches x 4 groups, far too many draws, so
  * the step simulator should draw a POOL: routing_pool_create(ctx, samples_per_layer, max_laws)
  * holds `samples_per_layer` distinct samples per distinct layer law (zipf/trace: one law per MoE
  * layer, optionally capped to max_laws laws cycled over the layers; uniform/hot: the law is the same
