@@ -196,7 +196,7 @@ static void get_op(const exec_ctx *x, const rank_state *r, int i, program_op *ou
 }
 
 /* Op i of stream st, the next one of that stream: the list's entry when it needs no resolution, else
- * resolved on its first visit only (a blocked op is visited again each time its rank wakes). */
+ * resolved on its first visit only (a blocked op is visited again each time its gang wakes). */
 static const program_op *head_op(const exec_ctx *x, rank_state *r, int st, int i) {
     if (r->mat || !program_op_rank_relative(&r->list[i])) return &r->list[i];
     if (r->head_at[st] != i) {
