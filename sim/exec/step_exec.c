@@ -1046,7 +1046,6 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             if (hung && rs->arrived[STREAM_COMM] && pend >= 0) *time_of(rs, pend) = (op_time){rs->arr_t[STREAM_COMM], -1};
             res->timelines[rs->rank] = rs->t;
             res->timeline_stride[rs->rank] = rs->stride;
-            rs->t = NULL;
         }
         res->timeline_block = block;
         res->timeline_block_bytes = block_bytes;

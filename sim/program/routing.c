@@ -745,40 +745,15 @@ static void begin(const routing_ctx *c, routing_scratch *x) {
 typedef struct {
     int got, groups, nodes;   /* experts taken; groups and nodes selected so far */
     int node[PICK_MAX_NODES + 1]; /* the first PICK_MAX_NODES nodes selected, in order (and a slot
-                                     offer_flat writes when it selects none) */
+                                     offer() writes when it selects none) */
 } pick_state;
 
 /* Offer expert e, the next one in the token's affinity ranking. Its group (node) is selected on first
- * appearance while fewer than topk_groups (node_limit) are; e is taken when both are selected. */
+ * appearance while fewer than topk_groups (node_limit) are; e is taken when both are selected.
+ * Written without branches on the draw: whether a drawn expert is new, and its group and node, are
+ * coin flips to the branch predictor under group and node limits (most draws are rejected once they
+ * are full), and a mispredicted branch per draw cost more than the draw. */
 static inline __attribute__((always_inline)) int offer(const routing_ctx *c, routing_scratch *x, pick_state *p, int e, int32_t *out) {
-    uint32_t tok = x->tok;
-    if (x->seen_expert[e] == tok) return 0;
-    x->seen_expert[e] = tok;
-    if (c->groups_on) {
-        int g = c->expert_group[e];
-        if (x->seen_group[g] != tok) {
-            if (p->groups == c->topk_groups) return 0;
-            x->seen_group[g] = tok;
-            p->groups++;
-        }
-    }
-    if (c->nodes_on) {
-        int nd = c->expert_node[e];
-        if (x->seen_node[nd] != tok) {
-            if (p->nodes == c->node_limit) return 0;
-            x->seen_node[nd] = tok;
-            if (p->nodes < PICK_MAX_NODES) p->node[p->nodes] = nd;
-            p->nodes++;
-        }
-    }
-    out[p->got++] = e;
-    return 1;
-}
-
-/* offer() without branches on the draw: the same outcome and marks. Whether a drawn expert is new,
- * and its group and node, are coin flips to the branch predictor under group and node limits (most
- * draws are rejected once they are full); a mispredicted branch per draw cost more than the draw. */
-static inline __attribute__((always_inline)) int offer_flat(const routing_ctx *c, routing_scratch *x, pick_state *p, int e, int32_t *out) {
     uint32_t tok = x->tok;
     int pass = x->seen_expert[e] != tok;
     x->seen_expert[e] = tok;
@@ -910,7 +885,7 @@ static inline __attribute__((always_inline)) int choose_token(const routing_ctx 
             break;
         }
         int e = draw_expert(c, x->rng, table);
-        rejections += !offer_flat(c, x, &p, e, out);
+        rejections += !offer(c, x, &p, e, out);
         if (rejections > REJECT_LIMIT(c->K)) {   /* it only grows on a rejection */
             pick_by_scan(c, x, &p, c->weights + (size_t)law * c->E, out);
             break;
