@@ -14,7 +14,7 @@ FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # the small scenario with the drift fields added (sed on its one-line routing object)
-sed 's|"routing": { "node_limit": 1 }|"routing": { "node_limit": 1, "hot_expert": 3, "drop": false, "steps": 8, "redundant_experts": 2, "drift": { "hot_onset_step": 2, "hot_peak_share": 0.5, "hot_decay_steps": 3, "walk_sigma": 0.05, "bias_update_speed": 0.05 } }|' \
+sed 's|"routing": { "node_limit": 1, "capacity_factor": 1.25, "drop": true }|"routing": { "node_limit": 1, "capacity_factor": 1.25, "hot_expert": 3, "drop": false, "steps": 8, "redundant_experts": 2, "drift": { "hot_onset_step": 2, "hot_peak_share": 0.5, "hot_decay_steps": 3, "walk_sigma": 0.05, "bias_update_speed": 0.05 } }|' \
     "$SRC/tests/data/scenarios/small-moe.json" > "$TMP/drift.json"
 grep -q '"steps": 8' "$TMP/drift.json" || fail "could not write the drifting scenario"
 
@@ -58,7 +58,7 @@ sqlite3 "$TMP/r1/results.db" 'SELECT "step.steps.count" FROM points' 2>/dev/null
 
 # bad input: exit 2 naming the file, the path and the value
 bad() {
-    sed "s|\"routing\": { \"node_limit\": 1 }|\"routing\": $1|" "$SRC/tests/data/scenarios/small-moe.json" > "$TMP/bad.json"
+    sed "s|\"routing\": { \"node_limit\": 1, \"capacity_factor\": 1.25, \"drop\": true }|\"routing\": $1|" "$SRC/tests/data/scenarios/small-moe.json" > "$TMP/bad.json"
     "$BIN/simrun" run "$TMP/bad.json" --levels step --out "$TMP/bad" -q > "$TMP/bad.log" 2>&1
     rc=$?
     [ $rc -eq 2 ] || fail "$1: exit $rc, expected 2"

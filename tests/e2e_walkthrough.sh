@@ -11,6 +11,10 @@
 #      figures (p5-p95 bars) and their scripts redrawn from another directory.
 #   5. A hot expert: the step's warnings (dropped pairs), the diagnoser naming the hot expert (exit 3).
 #   6. An oversubscribed fabric: the same EP-64 all-to-all across leaves, 1:1 against 3:1.
+#   7. Models of one's own through plan, step and run: a dense 13B and a Mixtral-shaped MoE written
+#      field by field, and Qwen3-30B-A3B from its preset. Nothing of DeepSeek-V3 may show up in them
+#      (BF16, dropless, no node limit, no MLA); the dense model's run without run.tokens warns and its
+#      unreachable 15T prints as ">60" with the share of trials that got there.
 # Then the conventions (--version, --opt=value, --quiet everywhere, did-you-mean), the field reference
 # (simrun fields), and `cmake --install` into a fresh prefix run from elsewhere without the source
 # tree. The truths are the presets' published figures (H100 NVLink 450 GB/s, Mixtral's 8 experts and
@@ -60,6 +64,26 @@ EOF
 cat > q6.json <<'EOF'
 {"name": "oversubscribed", "model": {"preset": "deepseek-v3"}, "cluster": {"preset": "h800-8rail", "leaf_down_ports": 4},
  "sweep": {"cluster.oversubscription": [1, 3]}}
+EOF
+cat > q7a.json <<'EOF'
+{"name": "dense-13b", "model": {"layers": 40, "hidden": 5120, "heads": 40, "head_dim": 128, "vocab": 32000,
+  "seq_len": 4096, "attention": "mha", "experts": 0, "ffn_hidden": 13824},
+ "cluster": {"preset": "h100-8rail", "nodes": 8},
+ "layout": {"tp": 8, "pp": 1, "ep": 1, "dp": 8, "schedule": "1f1b", "global_batch": 512},
+ "run": {"trials": 20}}
+EOF
+cat > q7b.json <<'EOF'
+{"name": "moe-own", "model": {"layers": 32, "dense_layers": 0, "hidden": 4096, "heads": 32, "head_dim": 128,
+  "kv_heads": 8, "experts": 8, "shared_experts": 0, "expert_hidden": 14336, "top_k": 2, "vocab": 32000,
+  "seq_len": 4096, "attention": "gqa"},
+ "cluster": {"preset": "h100-8rail", "nodes": 8},
+ "layout": {"tp": 1, "pp": 4, "ep": 8, "dp": 2, "schedule": "1f1b", "global_batch": 256},
+ "run": {"tokens": 1e11, "trials": 20}}
+EOF
+cat > q7c.json <<'EOF'
+{"name": "qwen3-30b-16", "model": {"preset": "qwen3-30b-a3b"}, "cluster": {"preset": "h100-8rail", "nodes": 2},
+ "layout": {"tp": 1, "pp": 1, "ep": 16, "dp": 1, "schedule": "1f1b", "global_batch": 256},
+ "run": {"trials": 20}}
 EOF
 
 # ---- 1. DeepSeek-V3 on 4096 H100: what was assumed -------------------------------------------------
@@ -136,6 +160,35 @@ t1=$(dispatch_us a2a6-1.txt); t3=$(dispatch_us a2a6-3.txt)
 awk -v a="$t1" -v b="$t3" 'BEGIN { exit !(a > 0 && b > 1.3 * a) }' \
     || fail "6: 3:1 uplinks should slow the cross-leaf EP-64 dispatch (1:1 $t1 us, 3:1 $t3 us)"
 [ $FAILS -eq $f0 ] && ok "6: oversubscribed fabric (EP 64 over 2 leaves: $t1 us at 1:1, $t3 us at 3:1)"
+
+# ---- 7. Models of one's own through plan, step and run ------------------------------------------------
+f0=$FAILS
+for q in q7a q7b q7c; do
+    "$BIN/simrun" show $q.json > show-$q.txt || fail "7: show $q exited $?"
+    grep -E '^(model|precision|routing\.(node_limit|capacity|drop))' show-$q.txt | grep -q "not the named model" \
+        && fail "7: $q shows a model value of another model: $(grep 'not the named' show-$q.txt)"
+    grep -qE '^precision\.compute +"bf16"' show-$q.txt || fail "7: $q does not compute in BF16"
+    grep -qE '^precision\.dispatch +"bf16" +follows' show-$q.txt || fail "7: $q's dispatch does not follow its compute"
+    grep -qE '^routing\.node_limit +0 ' show-$q.txt || fail "7: $q has a node limit"
+    grep -qE '^routing\.capacity_factor +0 ' show-$q.txt || fail "7: $q is not dropless"
+    "$BIN/simrun" run $q.json --out r-$q > run-$q.txt 2> run-$q.err || fail "7: run $q exited $?"
+    for lvl in plan step run; do has r-$q/results.json "\"$lvl\":" "7: $q has its $lvl level"; done
+done
+has show-q7a.txt "model: a model without a preset" "7: show says the dense model has no preset"
+grep -qE '^model\.attention +"mha" +scenario' show-q7a.txt || fail "7: the dense model's attention is not its own"
+grep -qE '^model\.q_lora_rank +0 ' show-q7a.txt || fail "7: the dense model has an MLA query rank"
+grep -qE '^run\.tokens .*not the named model' show-q7a.txt || fail "7: show does not flag the assumed run.tokens"
+has run-q7a.err "run.tokens is not set" "7: the dense model's run warns about run.tokens on stderr"
+grep -qE ' >60 [0-9]+% ' run-q7a.txt || fail "7: the unreachable 15T does not print as >60: $(cat run-q7a.txt)"
+has r-q7a/results.json '"reached_fraction"' "7: results carry the share of trials that reached run.tokens"
+mfu=$(awk '$1 == 0 { print $6 }' run-q7a.txt)
+awk -v m="$mfu" 'BEGIN { exit !(m > 0.2 && m < 0.7) }' || fail "7: the dense 13B's MFU $mfu is outside 0.2-0.7"
+grep -q "run.tokens" run-q7b.err && fail "7: the MoE model states run.tokens, yet a warning: $(cat run-q7b.err)"
+awk '$1 == 0 { exit !($8 == "0.0") }' run-q7b.txt || fail "7: the dropless MoE dropped pairs: $(cat run-q7b.txt)"
+grep -qE '^run\.tokens +36000000000000 +preset \(qwen3-30b-a3b' show-q7c.txt || fail "7: Qwen3's 36T tokens not from its preset"
+grep -qE '^routing\.node_limit +0 +preset \(qwen3-30b-a3b' show-q7c.txt || fail "7: Qwen3's free routing not from its preset"
+grep -q "run.tokens" run-q7c.err && fail "7: Qwen3 publishes its tokens, yet a warning: $(cat run-q7c.err)"
+[ $FAILS -eq $f0 ] && ok "7: a hand-written dense model, a hand-written MoE, Qwen3 from its preset (plan, step, run)"
 
 # ---- conventions ------------------------------------------------------------------------------------
 f0=$FAILS

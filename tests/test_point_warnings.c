@@ -43,15 +43,14 @@ static const char *const BASE =
     " \"layout\": {\"tp\": 1, \"pp\": 2, \"ep\": 8, \"dp\": 2, \"micro_batch\": 1, \"global_batch\": 128, \"schedule\": \"1f1b\"},"
     " \"run\": {\"tokens\": 1e10, \"trials\": 20}, \"seed\": 7";
 
-/* Write scenario NAME, run it at `levels`, return the parsed results (caller frees). */
-static cJSON *run_case(const char *name, const char *cluster, const char *extra, const char *levels) {
+/* Write scenario NAME (the text `json`), run it at `levels`, return the parsed results (caller frees). */
+static cJSON *run_text(const char *name, const char *json, const char *levels) {
     char path[4300], dir[4300], res[4400];
     snprintf(path, sizeof path, "%s/%s.json", tmpdir, name);
     snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "{%s, \"cluster\": {\"preset\": \"h800-8rail\", \"nodes\": 4, \"leaf_down_ports\": 2%s}%s%s}\n", BASE,
-            cluster, *extra ? ", " : "", extra);
+    fputs(json, f);
     fclose(f);
     int rc = cli_run(simrun, tmpdir, out, sizeof out, err, sizeof err, path, "--levels", levels, "--out", dir,
                              "--jobs", "1", NULL);
@@ -64,6 +63,14 @@ static cJSON *run_case(const char *name, const char *cluster, const char *extra,
     free(t);
     assert_non_null(doc);
     return doc;
+}
+
+/* small-moe with `cluster` members and `extra` sections added */
+static cJSON *run_case(const char *name, const char *cluster, const char *extra, const char *levels) {
+    char json[8192];
+    snprintf(json, sizeof json, "{%s, \"cluster\": {\"preset\": \"h800-8rail\", \"nodes\": 4, \"leaf_down_ports\": 2%s}%s%s}\n",
+             BASE, cluster, *extra ? ", " : "", extra);
+    return run_text(name, json, levels);
 }
 
 static const cJSON *level(const cJSON *doc, const char *lvl) {
@@ -175,6 +182,38 @@ static void test_checkpoint(void **state) {
     cJSON_Delete(fine);
 }
 
+/* A run level without run.tokens for a model that publishes none warns, on stderr too, with the
+ * value it assumed; a target no trial reaches prints in the table as the run.max_days cap with the
+ * share of trials that reached it. 1e15 tokens at 131,072 tokens per step need over 7.6e9 steps:
+ * no trial of 60 days gets there. */
+static void test_run_tokens(void **state) {
+    (void)state;
+    char json[8192], base[4096];
+    snprintf(base, sizeof base, "%s", BASE);
+    char *run = strstr(base, " \"run\": {\"tokens\": 1e10, \"trials\": 20},");
+    assert_non_null(run);
+    memmove(run, run + strlen(" \"run\": {\"tokens\": 1e10, \"trials\": 20},"),
+            strlen(run + strlen(" \"run\": {\"tokens\": 1e10, \"trials\": 20},")) + 1);
+    static const char *const cluster = "\"cluster\": {\"preset\": \"h800-8rail\", \"nodes\": 4, \"leaf_down_ports\": 2}";
+    snprintf(json, sizeof json, "{%s, %s, \"run\": {\"trials\": 20}}\n", base, cluster);
+    cJSON *assumed = run_text("tokens-assumed", json, "plan,run");
+    assert_true(warns(assumed, "run", "run.tokens is not set"));
+    assert_true(warns(assumed, "run", "1.5e+13"));
+    assert_non_null(strstr(err, "set run.tokens"));
+    cJSON_Delete(assumed);
+    snprintf(json, sizeof json, "{%s, %s, \"run\": {\"trials\": 20, \"tokens\": 1e15}}\n", base, cluster);
+    cJSON *far = run_text("tokens-far", json, "plan,run");
+    assert_false(warns(far, "run", "run.tokens"));
+    assert_true(num(far, "run", "reached_fraction") == 0);
+    assert_true(num(far, "run", "days_p50") == 60 && num(far, "run", "max_days") == 60);
+    assert_non_null(strstr(out, " >60 0% "));
+    cJSON_Delete(far);
+    cJSON *near = run_case("tokens-near", "", "", "plan,run");   /* 1e10 tokens: every trial arrives */
+    assert_true(num(near, "run", "reached_fraction") == 1);
+    assert_null(strstr(out, ">60"));
+    cJSON_Delete(near);
+}
+
 /* Every shipped scenario fits in memory (layout-sweep.json sweeps every factorization on purpose:
  * the ones that do not fit are part of its answer), so none is simulated beyond what a GPU holds. */
 static void test_shipped_scenarios_fit(void **state) {
@@ -214,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_dropped_tokens_and_processed_work),
         cmocka_unit_test(test_plan_step_disagree),
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_run_tokens),
         cmocka_unit_test(test_shipped_scenarios_fit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -89,7 +89,9 @@ static void test_defaults_are_the_seed_system(void **state) {
     assert_int_equal(scn_micro_batches(&s), 60);
     assert_int_equal(s.layout.schedule, SCHED_DUALPIPE);
     assert_int_equal(s.routing.node_limit, 4);
-    assert_true(s.routing.capacity_factor == 1.25 && s.routing.drop == 1);
+    /* DeepSeek-V3 drops no tokens (report section 2.1.2): dropless, no capacity */
+    assert_true(s.routing.capacity_factor == 0 && s.routing.drop == 0);
+    assert_true(s.run.tokens == 14.8e12); /* the report's abstract: 14.8 trillion tokens */
     assert_int_equal(s.precision.compute, DT_FP8);
     assert_int_equal(s.precision.combine, DT_BF16);
     /* reliability: 26,000 h per GPU, Daly, async, auto sizes, 2% spares */
@@ -106,7 +108,7 @@ static void test_defaults_are_the_seed_system(void **state) {
     assert_true(fabs(s.reliability.classes[FAIL_SOFTWARE].share - 63.0 / 419) < 1e-12);
     assert_int_equal(s.reliability.classes[FAIL_SOFTWARE].needs_node_swap, 0);
     assert_int_equal(s.reliability.classes[FAIL_HBM].needs_node_swap, 1);
-    assert_true(s.run.tokens == 15e12 && s.run.trials == 200 && s.run.assumed_mfu == 0);
+    assert_true(s.run.trials == 200 && s.run.assumed_mfu == 0);
     assert_int_equal(s.output.levels, LEVEL_PLAN | LEVEL_STEP | LEVEL_RUN);
     assert_int_equal(s.step.fidelity, FIDELITY_FAST);
     moe_error err;
@@ -316,7 +318,7 @@ static void test_sweep_preset_keeps_explicit_fields(void **state) {
     sweep_free(sw);
 
     /* model.preset likewise: a 16-layer override survives a sweep over two MoE presets */
-    parse_ok("{\"model\": {\"layers\": 16}, \"layout\": {\"pp\": 16, \"ep\": 8, \"dp\": 32},"
+    parse_ok("{\"model\": {\"preset\": \"deepseek-v3\", \"layers\": 16}, \"layout\": {\"pp\": 16, \"ep\": 8, \"dp\": 32},"
              " \"sweep\": {\"model.preset\": [\"deepseek-v3\", \"mixtral-8x7b\"]}}",
              &base, &sw);
     point(sw, &base, 0, &p, NULL);

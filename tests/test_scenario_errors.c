@@ -109,7 +109,8 @@ static const bad_case CASES[] = {
     {"state_bytes_word", "reliability.checkpoint.state_bytes", "got \"big\"", "\"auto\"", -1},
     {"assumed_mfu_percent", "run.assumed_mfu", "got 52", "[0, 1]", -1},
     {"custom_model_missing_fields", "model", "missing \"layers\", \"heads\", \"head_dim\", \"vocab\", "
-     "\"seq_len\", \"attention\", \"ffn_hidden\"", "every required field", -1},
+     "\"seq_len\", \"attention\", \"ffn_hidden\"", "every field a model without a preset states (or \"preset\": a "
+     "built-in model to start from: deepseek-v3, mixtral-8x7b, gpt3-175b", -1},
     {"precision_unknown_recipe", "precision.compute", "got \"fp6\"", "\"fp8-cs\", \"mxfp8\", \"nvfp4\"", -1},
     {"mxfp8_on_hopper", "precision.compute", "\"mxfp8\" on H800", "Blackwell", -1},
     {"dispatch_compute_recipe", "precision.dispatch", "got \"nvfp4\"", "\"fp8\", \"bf16\", \"fp16\", \"fp32\"", -1},

@@ -39,7 +39,7 @@ static int setup(void **state) {
     char text[1024];
     snprintf(text, sizeof text, base, "");
     write_text(mixtral, text);
-    snprintf(text, sizeof text, base, ", \"distribution\": \"hot\", \"hot_expert\": 1, \"hot_share\": 0.5, \"capacity_factor\": 1.0");
+    snprintf(text, sizeof text, base, ", \"distribution\": \"hot\", \"hot_expert\": 1, \"hot_share\": 0.5, \"capacity_factor\": 1.0, \"drop\": true");
     write_text(mixtral_hot, text);
     return 0;
 }

@@ -446,9 +446,11 @@ static void print_show_table(FILE *out, const cJSON *doc) {
     for (const cJSON *r = fields->child; r; r = r->next) {
         char *v = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "value"));
         const cJSON *detail = cJSON_GetObjectItemCaseSensitive(r, "detail");
-        fprintf(out, "%-*s  %-*s  %s%s%s%s\n", wp, cJSON_GetObjectItemCaseSensitive(r, "path")->valuestring, wv,
+        const cJSON *other = cJSON_GetObjectItemCaseSensitive(r, "other_model");
+        fprintf(out, "%-*s  %-*s  %s%s%s%s%s%s%s\n", wp, cJSON_GetObjectItemCaseSensitive(r, "path")->valuestring, wv,
                 v ? v : "?", cJSON_GetObjectItemCaseSensitive(r, "origin")->valuestring, detail ? " (" : "",
-                detail ? detail->valuestring : "", detail ? ")" : "");
+                detail ? detail->valuestring : "", detail ? ")" : "",
+                other ? "  <- " : "", other ? other->valuestring : "", other ? "'s value, not the named model's" : "");
         cJSON_free(v);
     }
 }
@@ -469,11 +471,10 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     const char *file = argv[optind];
     moe_error err = {0};
     scenario s;
-    cJSON *root = NULL, *values = NULL, *doc = NULL;
+    cJSON *values = NULL, *doc = NULL;
     int n = 0;
     int rc = load_point(file, point, &s, &values, &n, &err);
-    if (!rc && !(root = json_load(file, 0, &err))) rc = err.code;
-    if (!rc && !(doc = scenario_show_json(&s, root, values, point))) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
+    if (!rc && !(doc = scenario_show_json(&s, values, point))) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
     if (!rc) {
         char *text = NULL;
         size_t len = 0;
@@ -486,8 +487,8 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
                 cJSON_free(j);
             } else {
                 if (!p->common.quiet)
-                    fprintf(mem, "# %s (%s), point %d of %d: every value and where it came from\n", s.name, file,
-                            point, n);
+                    fprintf(mem, "# %s (%s), point %d of %d: every value and where it came from; model: %s\n", s.name,
+                            file, point, n, cJSON_GetObjectItemCaseSensitive(doc, "model")->valuestring);
                 print_show_table(mem, doc);
             }
             fclose(mem);
@@ -499,7 +500,6 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     cJSON_Delete(doc);
     cJSON_Delete(values);
-    cJSON_Delete(root);
     return rc;
 }
 

@@ -8,6 +8,8 @@
 
 #include "sim/plan/checkpoint_write.h"
 #include "sim/plan/reliability.h"
+#include "sim/scenario/presets.h"
+#include "sim/scenario/scenario_fields.h"
 
 __attribute__((format(printf, 2, 3))) static void add(cJSON *warnings, const char *fmt, ...) {
     char buf[400];
@@ -60,6 +62,11 @@ void point_warn_step(const scenario *s, const plan_result *plan, const step_resu
 }
 
 void point_warn_run(const scenario *s, const plan_result *plan, const trainrun_result *tr, cJSON *w) {
+    model_recipe r;
+    if (!scn_path_given(s, "run.tokens") && preset_model_recipe(s->model.preset, &r) == 0 && !(r.training_tokens > 0))
+        add(w, "run.tokens is not set and %s%s%s publishes no training-token count: the run level assumed %.3g tokens "
+            "(the reference design's DeepSeek-V3 run); set run.tokens", *s->model.preset ? "the model preset \"" : "",
+            *s->model.preset ? s->model.preset : "a model without a preset", *s->model.preset ? "\"" : "", s->run.tokens);
     memory_warning(s, plan, 1, w);
     checkpoint_warnings(s, tr->checkpoint_interval_min * 60.0, tr->checkpoint_write_s, plan->checkpoint_state_bytes,
                         "the run's", w);

@@ -6,6 +6,8 @@
  *                    anyway);
  *   plan, run:       the checkpoint interval is under 5 minutes, or checkpoints come faster than the
  *                    storage path writes them (the write rate state / interval is above it);
+ *   run:             run.tokens is not set and the model publishes no training-token count (the
+ *                    run level assumed SCN_ASSUMED_RUN_TOKENS);
  *   step:            the simulated step and the plan's step disagree by more than 20%; more than 1%
  *                    of the token-expert pairs were dropped (the step's MFU and tokens/s/GPU count
  *                    only the pairs processed). */

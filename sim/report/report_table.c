@@ -108,7 +108,11 @@ static void table(FILE *out, const cJSON *doc, int by_tokens) {
                      cJSON_GetArrayItem(band, 1)->valuedouble);
         fmt(c[7], 24, "%.1f", 100.0 * num(p, "step.dropped_token_fraction"));
         fmt(c[4], 24, "%.1f", num(p, "plan.memory_GiB.total"));
-        fmt(c[5], 24, "%.2f", num(p, "run.days_p50"));
+        /* a median trial that never reached run.tokens stopped at run.max_days: print the cap as a bound
+         * and the share of trials that reached the target */
+        if (num(p, "run.days_p50") >= num(p, "run.max_days"))
+            snprintf(c[5], 24, ">%.0f %.0f%%", num(p, "run.max_days"), 100.0 * num(p, "run.reached_fraction"));
+        else fmt(c[5], 24, "%.2f", num(p, "run.days_p50"));
         fmt(c[6], 24, "%.3f", num(p, "run.ettr"));
         double fits = num(p, "plan.fits_memory");
         char rank[16] = "";

@@ -1178,6 +1178,8 @@ static void fill_result(trainrun_result *out, const run_params *pr, const failur
     out->collective_timeouts_mean = sum->timeouts / n;
     out->timeout_fraction = isfinite(pr->timeout_mean_steps) ? 1.0 / pr->timeout_mean_steps : 0;
     out->completed_fraction_pct = (int)lround(100.0 * sum->completed / n);
+    out->reached_fraction = sum->completed / n;
+    out->max_days = pr->max_s / 86400.0;
     out->checkpoint_interval_min = isfinite(tau_s) ? tau_s / 60.0 : NAN;
     out->checkpoint_write_s = pr->write_s;
     out->checkpoint_pause_s = pr->async ? pr->snapshot_s : pr->write_s;
@@ -1286,6 +1288,8 @@ void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
     add_number(obj, "best_interval_min", r->best_interval_min);
     add_number(obj, "daly_interval_min", r->daly_interval_min);
     add_number(obj, "completed_fraction_pct", r->completed_fraction_pct);
+    add_number(obj, "reached_fraction", r->reached_fraction);
+    add_number(obj, "max_days", r->max_days);
     add_number(obj, "restart_hours_mean", r->restart_hours_mean);
     add_number(obj, "checkpoint_hours_mean", r->checkpoint_hours_mean);
     add_number(obj, "stragglers_mean", r->stragglers_mean);

@@ -27,6 +27,8 @@ typedef struct {
     double best_interval_min;          /* found by search over the interval (NAN: no failures) */
     double daly_interval_min;          /* for comparison (NAN: no failures) */
     int completed_fraction_pct;        /* trials that reached run.tokens before run.max_days */
+    double reached_fraction;           /* the same, as a fraction (0..1) */
+    double max_days;                   /* the cap a trial that never reaches run.tokens stops at */
     /* breakdowns (means over trials) and the inputs the run level derived */
     double restart_hours_mean;         /* in recovery: full restarts, spare swaps, spike reloads
                                           (after detection) */

@@ -152,19 +152,64 @@ int preset_model(const char *name, model_cfg *out) {
     return -1;
 }
 
-/* DeepSeek-V3 trains in FP8 (report §3.3: blockwise FP8 GEMMs, FP8 dispatch, BF16 combine, FP32
- * master weights); every other preset was published as a BF16 mixed-precision run. */
-void preset_model_precision(const char *name, unsigned given, precision_cfg *prec) {
-    precision_cfg p = {.compute = DT_BF16, .dispatch = DT_BF16, .combine = DT_BF16, .master = DT_FP32};
-    if (strcmp(name, "deepseek-v3") == 0)
-        p = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16, .master = DT_FP32};
-    if (!(given & 1u)) prec->compute = p.compute;
-    if (!(given & 2u)) prec->dispatch = p.dispatch;
-    if (!(given & 4u)) prec->combine = p.combine;
-    if (!(given & 8u)) prec->master = p.master;
+/* The published training runs. Every model here routes each token to its top-k experts among all of
+ * them (free routing) unless its row says otherwise, and none publishes a capacity factor or token
+ * dropping but DeepSeek-V3, which states it drops none: all are dropless. */
+static const struct {
+    const char *name;
+    model_recipe r;
+} RECIPES[] = {
+    /* DeepSeek-V3 report (arXiv:2412.19437): section 2.1.2 "each token will be sent to at most M = 4
+     * nodes" and "DeepSeek-V3 does not drop any tokens during training"; section 3.3: blockwise FP8
+     * GEMMs, FP8 dispatch, BF16 combine, FP32 master weights; abstract: pre-trained on 14.8 trillion
+     * tokens. */
+    {"deepseek-v3", {.compute = DT_FP8, .combine = DT_BF16, .master = DT_FP32, .node_limit = 4,
+                     .training_tokens = 14.8e12}},
+    /* "Mixtral of experts" (arXiv:2401.04088) section 2.1: every token to its top-2 of 8 experts; BF16.
+     * No token count published. */
+    {"mixtral-8x7b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32}},
+    {"mixtral-8x22b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32}},
+    /* GPT-3 (arXiv:2005.14165) section 2.2: "all models were trained for a total of 300 billion tokens" */
+    {"gpt3-175b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 300e9}},
+    /* Llama 3 (arXiv:2407.21783; the meta-llama model cards): pre-trained on "over 15T tokens" */
+    {"llama3-405b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 15e12}},
+    {"llama3-8b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 15e12}},
+    {"llama3-70b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 15e12}},
+    /* Qwen3 technical report (arXiv:2505.09388) section 3: pre-trained on 36 trillion tokens; section 2:
+     * 128 experts, 8 activated per token, global-batch load balancing, no node or group limit */
+    {"qwen3-30b-a3b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 36e12}},
+    {"qwen3-235b-a22b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 36e12}},
+    /* gpt-oss model card (arXiv:2508.10925): "trillions of tokens", no count; no node limit */
+    {"gpt-oss-120b", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32}},
+    /* Kimi K2 technical report (arXiv:2507.20534): pre-trained on 15.5 trillion tokens; 384 experts,
+     * no expert grouping (the preset's expert_groups 0), no node limit */
+    {"kimi-k2", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32, .training_tokens = 15.5e12}},
+    /* a model given field by field: nothing published, neutral choices */
+    {"", {.compute = DT_BF16, .combine = DT_BF16, .master = DT_FP32}},
+};
+
+int preset_model_recipe(const char *name, model_recipe *out) {
+    for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
+        if (strcmp(RECIPES[i].name, name) == 0) { *out = RECIPES[i].r; return 0; }
+    return -1;
 }
 
-/* A model without a preset: nothing inherited. The fields a scenario may leave out have neutral
+/* DeepSeek's blockwise FP8 recipe sends FP8 tokens (DeepSeek-V3 report section 3.3). Megatron-Core's
+ * FP8 and FP4 recipes (fp8-cs, mxfp8, nvfp4 here) quantize inside the expert GEMMs under Transformer
+ * Engine's autocast, which covers the GEMMs and not the all-to-all: the token dispatchers
+ * (megatron/core/transformer/moe/token_dispatcher.py) send the hidden states in the dtype they are
+ * given, BF16, unless an FP8 dispatch is configured (set precision.dispatch then). BF16, FP16 and
+ * FP32 runs dispatch BF16. */
+dtype_kind preset_dispatch_for(dtype_kind compute) { return compute == DT_FP8 ? DT_FP8 : DT_BF16; }
+
+void preset_model_list(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; preset_model_names[i] && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", preset_model_names[i]);
+}
+
+/* A model without a preset (a model section without "preset", or "preset": null): nothing inherited. The fields a scenario may leave out have neutral
  * values (SwiGLU, no group-limited routing, untied, no published count, no MTP, no window);
  * kv_heads and v_head_dim follow heads and head_dim unless given (preset_custom_model_check). */
 void preset_custom_model(model_cfg *m) {
@@ -197,9 +242,11 @@ int preset_custom_model_check(model_cfg *m, const cJSON *section, const char *fi
     if (n_missing) {
         char val[460];
         snprintf(val, sizeof val, "a model without a preset missing %s", missing);
+        char presets[256];
+        preset_model_list(presets, sizeof presets);
         return moe_error_input(err, file, "model", val,
-                               "every required field of a custom model (or a model.preset: %s)",
-                               "deepseek-v3, llama3-405b, ...");
+                               "every field a model without a preset states (or \"preset\": a built-in model to "
+                               "start from: %s)", presets);
     }
     if (!moe) m->dense_layers = m->layers;          /* a dense model: every block is dense */
     if (!cJSON_GetObjectItemCaseSensitive(section, "kv_heads")) m->kv_heads = m->heads;

@@ -20,6 +20,7 @@
 #include "sim/scenario/failure_classes.h"
 #include "sim/scenario/scenario_defaults.h"
 #include "sim/scenario/scenario_fields.h"
+#include "sim/scenario/scenario_origin.h"
 #include "sim/scenario/sweep.h"
 
 /* A scenario is a few KiB; 16 MiB leaves room for generated sweeps and refuses anything else. */
@@ -31,17 +32,14 @@ void scenario_defaults(scenario *s) {
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "scenario");
     s->seed = 42;
-    preset_model("deepseek-v3", &s->model);
     preset_cluster("h800-8rail", &s->cluster);
     /* seed 003: PP16 x EP64 x DP4 on 4096 GPUs; 15360 sequences of 4096 tokens = 62.9M tokens/step */
     s->layout = (layout_cfg){.tp = 1, .pp = 16, .ep = 64, .dp = 4, .zero = 1, .micro_batch = 1,
                              .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
                              .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER, .cp = 1};
     s->routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .zipf_s = 1.2, .hot_expert = 3,
-                               .hot_share = 0.6, .node_limit = 4, .capacity_factor = 1.25, .drop = 1,
-                               .steps = 1, .drift = {.hot_decay_steps = 50, .bias_update_speed = 0.001}};
-    s->precision = (precision_cfg){.compute = DT_FP8, .dispatch = DT_FP8, .combine = DT_BF16,
-                                   .master = DT_FP32};
+                               .hot_share = 0.6, .steps = 1,
+                               .drift = {.hot_decay_steps = 50, .bias_update_speed = 0.001}};
     snprintf(s->calibration, sizeof s->calibration, "%s", preset_cluster_calibration(s->cluster.preset));
 
     reliability_cfg *r = &s->reliability;
@@ -69,11 +67,13 @@ void scenario_defaults(scenario *s) {
                                        .clip_fraction = 0.5, .fp16_overflow_fraction = 0.5};
 
     s->step.fidelity = FIDELITY_FAST;
-    s->run = (run_cfg){.tokens = 15e12, .max_days = 60, .trials = 200, .assumed_mfu = 0};
+    s->run = (run_cfg){.max_days = 60, .trials = 200, .assumed_mfu = 0};
     snprintf(s->output.dir, sizeof s->output.dir, "results/%s", s->name);
     s->output.trace = 1;
     s->output.plots = 1;
     s->output.levels = LEVEL_PLAN | LEVEL_STEP | LEVEL_RUN;
+    /* the default scenario's model, with DeepSeek-V3's own routing, precision and tokens (presets.c) */
+    scn_model_preset_apply(s, "deepseek-v3");
 }
 
 /* ---- parsing -------------------------------------------------------------------------------------- */
@@ -179,10 +179,12 @@ int scenario_set_path(scenario *s, const char *path, const cJSON *value, moe_err
 
 /* ---- cross-field validation -------------------------------------------------------------------------- */
 
+/* A value the scenario did not write says where it came from and which field to set. */
 static int bad_int(const scenario *s, moe_error *err, const char *path, long long value, const char *expected) {
-    char val[32];
-    snprintf(val, sizeof val, "%lld", value);
-    return moe_error_input(err, s->file, path, val, "%s", expected);
+    char val[320], note[280];
+    scn_origin_note(s, path, note, sizeof note);
+    snprintf(val, sizeof val, "%lld%s", value, note);
+    return moe_error_input(err, s->file, path, val, "%s%s%s", expected, *note ? "; set " : "", *note ? path : "");
 }
 
 static int check_model(const scenario *s, moe_error *err) {
@@ -277,11 +279,19 @@ static int check_layout(const scenario *s, moe_error *err) {
     int etp = scn_etp(s), cp = scn_cp(s);
     double product = (double)etp * L->pp * L->ep * L->dp;
     if (product != (double)gpus) {
+        /* the factors the scenario left at the built-in default scenario's (seed 003) values */
+        static const char *const factors[] = {"layout.tp", "layout.pp", "layout.ep", "layout.dp", NULL};
+        char unset[128] = "";
+        size_t n = 0;
+        for (int i = 0; factors[i]; i++)
+            if (!scn_path_given(s, factors[i]) && !(i == 0 && L->etp > 0))
+                n += (size_t)snprintf(unset + n, sizeof unset - n, "%s%s", n ? ", " : "", factors[i]);
         snprintf(val, sizeof val, "%s*pp*ep*dp = %d*%d*%d*%d = %.0f", L->etp > 0 ? "etp" : "tp", etp, L->pp, L->ep,
                  L->dp, product);
         return moe_error_input(err, s->file, "layout", val,
-                               "the GPU count cluster.nodes*cluster.gpus_per_node = %d*%d = %lld",
-                               s->cluster.nodes, s->cluster.gpus_per_node, gpus);
+                               "the GPU count cluster.nodes*cluster.gpus_per_node = %d*%d = %lld%s%s%s", s->cluster.nodes,
+                               s->cluster.gpus_per_node, gpus, n ? "; not set by the scenario (the built-in default "
+                               "scenario's DeepSeek-V3 layout): " : "", unset, n ? ": set them" : "");
     }
     /* the attention side folds the same stage GPUs as tp x cp x attention DP */
     long long stage_gpus = gpus / L->pp;

@@ -19,6 +19,7 @@ extern "C" {
 
 #define SCN_NAME_MAX 64
 #define SCN_PATH_MAX 512
+#define SCN_MAX_FIELDS 512 /* rows of the field table (scenario_fields.c asserts it) */
 #define SCN_MAX_FAULTS 16
 #define SCN_MAX_TRACE_RANKS 64
 #define SCN_TRACE_ALL (-1)       /* output.trace_ranks "all" */
@@ -337,6 +338,11 @@ static inline double faults_link_factor(const faults_cfg *f, int gpu, link_kind 
 }
 
 /* ---- run, output -------------------------------------------------------------------------------- */
+/* run.tokens for a model that publishes no training-token count and a scenario that sets none: the
+ * reference design's DeepSeek-V3 run (seed 003: 15T tokens). The run level warns when it uses it
+ * (point_warnings.h). */
+#define SCN_ASSUMED_RUN_TOKENS 15e12
+
 typedef struct {
     double tokens;
     double max_days;
@@ -382,9 +388,12 @@ typedef struct scenario {
     layout_cfg layout;
     routing_cfg routing;
     precision_cfg precision;
-    /* Which precision fields the scenario set itself (bit i: the i-th of compute, dispatch, combine,
-     * master). Not a field: a model preset sets its own default precision in the others. */
-    unsigned precision_given;
+    /* Which fields the scenario set itself (its file, a sweep point, scenario_set_path): bit i is the
+     * i-th row of the field table (scenario_fields.h, scn_field_given). Not a field. What the scenario
+     * did not set comes from the model or cluster it names, from the values that follow a field it set
+     * (precision.dispatch follows precision.compute, cluster.rails cluster.gpus_per_node) or from the
+     * built-in default scenario; simrun show and the error messages tell which. */
+    unsigned char given[SCN_MAX_FIELDS / 8];
     char calibration[SCN_PATH_MAX];   /* cost-model JSON ("" = none); relative path, see `file` */
     reliability_cfg reliability;
     faults_cfg faults;

@@ -136,7 +136,11 @@ const scn_field scn_fields[] = {
      DOC("", "the random seed of routing draws and Monte Carlo trials: the same scenario and seed give the same results")},
 
     F_PRESET("model.preset", model.preset, preset_model_names, "",
-             "a built-in model: sets every model.* field, which fields given beside it override; null = a model given field by field"),
+             "a built-in model: sets every model.* field (which fields given beside it override) and, unless the "
+             "scenario sets them, its own routing constraints, precision recipe and training tokens; a model section "
+             "without a preset (or null) is a model given field by field: layers, hidden, heads, head_dim, vocab, "
+             "seq_len, attention, experts and what these call for, with neutral defaults (BF16, dropless, no node "
+             "limit); no model section: deepseek-v3, the built-in default scenario"),
     /* Bounded because a plan and a step program cost time linear in the blocks: 14 million took 1.2 s
      * per plan point (a fuzzer's input), an unbounded count is a hang. */
     F_INT("model.layers", model.layers, 1, 1024, "", "transformer blocks, dense and MoE (not counting embedding and head)",
@@ -194,7 +198,8 @@ const scn_field scn_fields[] = {
           "H800: 400 GB/s bidirectional = 200 per direction; H100/H200: 900 bidirectional = 450 per direction"),
     F_POS("cluster.nic_gbps", cluster.nic_gbps, "Gbit/s", "line rate of each GPU's NIC (one NIC per GPU, on its rail); "
           "NICs run at the cost model's achieved fraction of it", "ConnectX-7 400 Gb/s"),
-    F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE, "", "rails of the rail-optimized fabric (GPU k of every node on rail k)"),
+    F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE, "", "rails of the rail-optimized fabric (GPU k of every node on rail k): one per GPU of a node",
+          "follows cluster.gpus_per_node"),
     F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX, "", "nodes (NICs) under one leaf switch per rail"),
     F_POS("cluster.oversubscription", cluster.oversubscription, "ratio", "leaf downlink to uplink bandwidth ratio (1 = non-blocking)"),
     F_BOOL("cluster.pfc", cluster.pfc, "",
@@ -284,11 +289,13 @@ const scn_field scn_fields[] = {
     F_INT("routing.hot_expert", routing.hot_expert, 0, NOMAX, "", "hot: the expert id that gets hot_share of the tokens"),
     F_DBL("routing.hot_share", routing.hot_share, 0, 1, SCN_MIN_OPEN, "fraction", "hot: the share of all token-expert pairs that go to the hot expert"),
     F_INT("routing.node_limit", routing.node_limit, 0, NOMAX, "nodes", "node-limited routing: a token's experts span at most this many nodes (0 = unlimited)",
-          DSV3_REPORT ": node-limited routing, each token sent to at most 4 nodes"),
+          "the model preset: 4 for deepseek-v3 (" DSV3_REPORT ", section 2.1.2: each token sent to at most 4 nodes), 0 for the others and a model without a preset"),
     F_NONNEG("routing.capacity_factor", routing.capacity_factor, "",
-             "tokens per expert are capped at factor x tokens x top_k / experts (0 = no cap)",
-             "Switch Transformer (Fedus et al. 2022): capacity factors of 1.0 to 1.25"),
-    F_BOOL("routing.drop", routing.drop, "", "tokens over an expert's capacity are dropped (and reported); false = dropless, the hot rank takes longer"),
+             "tokens per expert are capped at factor x tokens x top_k / experts (0 = no cap); Switch Transformer "
+             "(Fedus et al. 2022) used factors of 1.0 to 1.25, the reference design 1.25 with dropping",
+             "0 (dropless) for every model preset (" DSV3_REPORT ", section 2.1.2: DeepSeek-V3 does not drop any tokens; the others publish no capacity) and a model without a preset"),
+    F_BOOL("routing.drop", routing.drop, "", "tokens over an expert's capacity are dropped (and reported); false = dropless, the hot rank takes longer",
+           "false for every model preset and a model without a preset"),
     F_NSTR("routing.trace", routing.trace, "path", "trace: the expert-load file (format below); relative to the current folder, then to the scenario's"),
     F_ENUM("routing.dispatcher", routing.dispatcher, scn_dispatcher_names, "",
            "the MoE token dispatcher: deepep (DeepEP or HybridEP) sends a token once per destination rank and one RDMA "
@@ -327,8 +334,10 @@ const scn_field scn_fields[] = {
     F_ENUM("precision.compute", precision.compute, scn_compute_names, "",
            "GEMM precision and recipe: fp8 is DeepSeek's blockwise 1x128 / 128x128 scaling, fp8-cs per-tensor current "
            "scaling, mxfp8 and nvfp4 the block-scaled microscaling formats",
-           "the model preset's published training: FP8 for deepseek-v3 (" DSV3_REPORT ", section 3.3), BF16 for the others"),
-    F_ENUM("precision.dispatch", precision.dispatch, scn_dtype_names, "", "precision of the MoE dispatch all-to-all", "the model preset: FP8 for deepseek-v3 (" DSV3_REPORT ", section 3.3), BF16 for the others"),
+           "the model preset's published training: FP8 for deepseek-v3 (" DSV3_REPORT ", section 3.3), BF16 for the others and a model without a preset"),
+    F_ENUM("precision.dispatch", precision.dispatch, scn_dtype_names, "", "precision of the MoE dispatch all-to-all",
+           "follows precision.compute: fp8 (DeepSeek's blockwise recipe, " DSV3_REPORT ", section 3.3) dispatches FP8; "
+           "fp8-cs, mxfp8, nvfp4 and the 16/32-bit types dispatch BF16 (Megatron-Core quantizes inside the expert GEMMs)"),
     F_ENUM("precision.combine", precision.combine, scn_dtype_names, "", "precision of the MoE combine all-to-all", "the model preset: BF16 (" DSV3_REPORT ", section 3.3, keeps the combine in BF16)"),
     F_ENUM("precision.master", precision.master, scn_dtype_names, "", "precision of the master weights and optimizer moments", "FP32 in every model preset"),
 
@@ -493,7 +502,10 @@ const scn_field scn_fields[] = {
            "on its own NIC. The plan level keeps DeepEP's form",
            "deepep: seed 003 step 3; seed 000 section 0.2: the incident's fix adopted DeepEP"),
 
-    F_POS("run.tokens", run.tokens, "tokens", "training tokens to reach", REF_DESIGN ": 15T tokens (DeepSeek-V3 trained on 14.8T)"),
+    F_POS("run.tokens", run.tokens, "tokens", "training tokens to reach",
+          "the model preset's published training run (deepseek-v3 14.8T, llama3-* 15T, qwen3-* 36T, kimi-k2 15.5T, "
+          "gpt3-175b 300B: sim/scenario/presets.c has the sources); for a model that publishes none, 15T assumed "
+          "(" REF_DESIGN ") and the run level warns"),
     F_POS("run.max_days", run.max_days, "days", "a trial stops at this wall-clock time (the deadline)", REF_DESIGN ": a 60-day delivery limit"),
     F_INT("run.trials", run.trials, 1, NOMAX, "", "Monte Carlo trials of the run level (p5/p50/p95 over them)"),
     F_FRAC("run.assumed_mfu", run.assumed_mfu, "fraction",
@@ -516,6 +528,56 @@ const scn_field scn_fields[] = {
              "ranks of the first and last stages, the slowest rank, the hot expert's holder, a hang's culprit)")},
 };
 const int scn_n_fields = (int)(sizeof scn_fields / sizeof scn_fields[0]);
+_Static_assert(sizeof scn_fields / sizeof scn_fields[0] <= SCN_MAX_FIELDS, "scenario.given holds a bit per row");
+
+/* ---- what the scenario set itself ---------------------------------------------------------------- */
+static int field_index(const scn_field *f) {
+    return f >= scn_fields && f < scn_fields + scn_n_fields ? (int)(f - scn_fields) : -1;
+}
+
+int scn_field_given(const scenario *s, const scn_field *f) {
+    int i = field_index(f);
+    return i >= 0 && (s->given[i / 8] >> (i % 8) & 1);
+}
+
+int scn_path_given(const scenario *s, const char *path) { return scn_field_given(s, scn_field_find(path)); }
+
+static void mark_given(scenario *s, const scn_field *f) {
+    int i = field_index(f);
+    if (i >= 0) s->given[i / 8] |= (unsigned char)(1u << (i % 8));
+}
+
+/* Values that must agree with another field follow it unless the scenario sets them too: the
+ * dispatch precision goes with the compute recipe (preset_dispatch_for), one rail per GPU of a node
+ * (check_cluster in scenario.c). */
+static void follow(scenario *s, size_t changed) {
+    if (changed == offsetof(scenario, precision.compute) && !scn_path_given(s, "precision.dispatch"))
+        s->precision.dispatch = preset_dispatch_for(s->precision.compute);
+    if (changed == offsetof(scenario, cluster.gpus_per_node) && !scn_path_given(s, "cluster.rails"))
+        s->cluster.rails = s->cluster.gpus_per_node;
+}
+
+int scn_model_preset_apply(scenario *s, const char *name) {
+    model_recipe r;
+    if (preset_model_recipe(name, &r)) return -1;
+    if (*name) {
+        if (preset_model(name, &s->model)) return -1;
+    } else {
+        preset_custom_model(&s->model);
+    }
+#define UNLESS_GIVEN(path, lvalue, value) \
+    do { if (!scn_path_given(s, path)) lvalue = (value); } while (0)
+    UNLESS_GIVEN("precision.compute", s->precision.compute, r.compute);
+    UNLESS_GIVEN("precision.combine", s->precision.combine, r.combine);
+    UNLESS_GIVEN("precision.master", s->precision.master, r.master);
+    UNLESS_GIVEN("routing.node_limit", s->routing.node_limit, r.node_limit);
+    UNLESS_GIVEN("routing.capacity_factor", s->routing.capacity_factor, r.capacity_factor);
+    UNLESS_GIVEN("routing.drop", s->routing.drop, r.drop);
+    UNLESS_GIVEN("run.tokens", s->run.tokens, r.training_tokens > 0 ? r.training_tokens : SCN_ASSUMED_RUN_TOKENS);
+#undef UNLESS_GIVEN
+    follow(s, offsetof(scenario, precision.compute));
+    return 0;
+}
 
 /* ---- lookup and suggestions ----------------------------------------------------------------------- */
 const scn_field *scn_field_find(const char *path) {
@@ -688,8 +750,12 @@ const char *scn_field_type_name(const scn_field *f) {
 
 const char *scn_field_default_preset(const scn_field *f) {
     if (f->type == SF_PRESET) return NULL;
-    /* precision: the model's own published training precision (preset_model_precision) */
-    if (strncmp(f->path, "model.", 6) == 0 || strncmp(f->path, "precision.", 10) == 0) return "model.preset";
+    /* precision, routing constraints and training tokens: the model's own published training
+     * (preset_model_recipe) */
+    if (strncmp(f->path, "model.", 6) == 0 || strncmp(f->path, "precision.", 10) == 0 ||
+        strcmp(f->path, "routing.node_limit") == 0 || strcmp(f->path, "routing.capacity_factor") == 0 ||
+        strcmp(f->path, "routing.drop") == 0 || strcmp(f->path, "run.tokens") == 0)
+        return "model.preset";
     /* the cost model follows the cluster preset's GPU (set_preset) */
     if (strncmp(f->path, "cluster.", 8) == 0 || strcmp(f->path, "calibration") == 0) return "cluster.preset";
     return NULL;
@@ -774,16 +840,15 @@ static int set_preset(scenario *s, char *dst, const scn_field *f, const cJSON *v
         /* a model without a preset starts from nothing: the section must give every required field
          * (checked once the section is applied, preset_custom_model_check); a cluster keeps its
          * values and forgets where they came from */
-        if (f->offset == offsetof(scenario, model.preset)) preset_custom_model(&s->model);
+        if (f->offset == offsetof(scenario, model.preset)) scn_model_preset_apply(s, "");
         dst[0] = '\0';
         return 0;
     }
     int rc = -1;
     if (cJSON_IsString(v)) {
         if (f->offset == offsetof(scenario, model.preset)) {
-            rc = preset_model(v->valuestring, &s->model);
-            /* the model's own training precision, where the scenario does not set it */
-            if (rc == 0) preset_model_precision(v->valuestring, s->precision_given, &s->precision);
+            /* the model and its own training recipe, where the scenario does not set it */
+            rc = *v->valuestring ? scn_model_preset_apply(s, v->valuestring) : -1;
         } else {
             /* the cost model follows the cluster's GPU while it is the previous preset's default
              * (an H100 cluster is priced with the H100 model unless the scenario names another) */
@@ -994,10 +1059,11 @@ static int set_value(scenario *s, char *base, const scn_field *f, const cJSON *v
 
 int scn_field_set(scenario *s, const scn_field *f, const cJSON *v, const char *label, moe_error *err) {
     int rc = set_value(s, (char *)s, f, v, label ? label : f->path, err);
-    /* a precision field the scenario sets is its own: a model preset no longer changes it */
-    size_t at = offsetof(scenario, precision);
-    if (rc == 0 && f->offset >= at && f->offset < at + sizeof s->precision)
-        s->precision_given |= 1u << ((f->offset - at) / sizeof(dtype_kind));
+    /* a field the scenario sets is its own: no preset or follower changes it afterwards */
+    if (rc == 0) {
+        mark_given(s, f);
+        follow(s, f->offset);
+    }
     return rc;
 }
 
@@ -1259,6 +1325,11 @@ int scn_apply_object(scenario *s, const char *prefix, const cJSON *obj, int skip
     /* Pass 0 applies the section's preset, pass 1 everything else: a preset never undoes a field
      * given beside it, whatever the order of the keys in the file. A model section with
      * "preset": null must then have given every field a model needs. */
+    if (strcmp(prefix, "model") == 0 && !skip_preset && !cJSON_GetObjectItemCaseSensitive(obj, "preset")) {
+        /* a model section without "preset" is a model given field by field, as with "preset": null */
+        scn_model_preset_apply(s, "");
+        mark_given(s, scn_field_find("model.preset"));
+    }
     for (int pass = 0; pass < 2; pass++) {
         for (const cJSON *m = obj->child; m; m = m->next) {
             const char *key = m->string ? m->string : "";
@@ -1288,9 +1359,9 @@ int scn_apply_object(scenario *s, const char *prefix, const cJSON *obj, int skip
             }
         }
     }
-    /* (a sweep that sets model.preset to null re-applies the file's model section with skip_preset) */
-    if (strcmp(prefix, "model") == 0 && s->model.preset[0] == '\0' &&
-        (skip_preset || cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj, "preset"))))
+    /* a model without a preset (its section has none or null; a sweep that sets model.preset to null
+     * re-applies the file's model section with skip_preset) */
+    if (strcmp(prefix, "model") == 0 && s->model.preset[0] == '\0')
         return preset_custom_model_check(&s->model, obj, s->file, err);
     return 0;
 }

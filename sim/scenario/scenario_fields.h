@@ -113,6 +113,17 @@ struct cJSON *scn_field_get(const scenario *s, const scn_field *f);
  * equal bytes mean equal values; unequal bytes, e.g. padding inside list elements, may still be). */
 int scn_field_same(const scenario *a, const scenario *b, const scn_field *f);
 
+/* Non-zero when the scenario set field `f` (or the field at `path`) itself: its file, a sweep point
+ * or scenario_set_path (scenario.given). Presets, followers and the built-in defaults leave it 0. */
+int scn_field_given(const scenario *s, const scn_field *f);
+int scn_path_given(const scenario *s, const char *path);
+
+/* Name model preset `name` for `s` ("" = a model given field by field): its architecture (for "" the
+ * neutral nothing of preset_custom_model) and, in every field the scenario did not set, its training
+ * recipe (presets.h: model_recipe; precision.dispatch following precision.compute). The built-in
+ * default scenario names "deepseek-v3" this way. -1 if unknown. */
+int scn_model_preset_apply(scenario *s, const char *name);
+
 /* Apply every member of JSON object `obj`, the section at `prefix` ("" = the whole scenario):
  * the section's preset first (unless `skip_preset`), then the other members in file order, recursing
  * into sub-sections. Rejects unknown keys (with a hint), duplicate keys and wrong types. */
