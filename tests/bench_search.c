@@ -3,7 +3,7 @@
  * simulated at step level, ranked by step-level tokens/s/GPU. Wall and CPU seconds (simrun and the
  * workers it waited for), peak RSS of the largest process, the load average before and after (the
  * machine is shared: the wall time is only comparable at the same load; the CPU time less so), the
- * layouts simulated, and the ratio to the goal (issue 13: at most 60 s on 2 cores).
+ * layouts simulated, and the ratio to the goal (at most 60 s on 2 cores).
  *
  * The scenario's step traces are off (output.trace false: a trace per layout would be 2.3 GB; the
  * ranking does not read them); MOESIM_BENCH_TRACE=1 keeps them. MOESIM_BENCH_SIMRUN=PATH runs another

@@ -8,7 +8,7 @@
  *   EP256       the same scenario as PP16 x EP256 x DP1: every GPU of the cluster is simulated (no
  *               healthy replica to mirror), 60 micro-batches per pipeline too
  *   4 steps     the seed with routing.steps 4 and a drifting law: the cost of a step after the first
- * Goals (issue 13): seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
+ * Goals: seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
  *
  * The routing draws of a step run in as many threads as the machine has cores (routing_set_threads,
  * as `simrun` gives a lone step; the same bytes as one thread), and with two or more cores the

@@ -3,7 +3,7 @@
  * show that memory does not grow with the number of points.
  *
  * The sweep: scenarios/layout-sweep.json (every valid layout of 4096 GPUs: 169) x 100 global batches
- * x 60 sequence lengths = 1,014,000 points (and x 20 x 30 = 101,400). Goals (issue 14): >= 1e6
+ * x 60 sequence lengths = 1,014,000 points (and x 20 x 30 = 101,400). Goals: >= 1e6
  * points/min on the 2-core machine, <= 1 GB on disk, memory flat.
  * MOESIM_BENCH_SIMRUN=PATH runs another simrun binary (e.g. an older build, for a before/after
  * figure); MOESIM_BENCH_POINTS=small runs only the 101,400-point sweep. */

@@ -1,6 +1,6 @@
 /* bench_trainrun.c — the run level on the seed's 15T-token run (scenarios/seed-4096.json):
  * wall time of 1000 Monte Carlo trials against the 5 s goal (one core), of 10,000 trials against the
- * 1 s goal of issue 13 (3 runs, min and median), and the seed's headline,
+ * 1 s goal (3 runs, min and median), and the seed's headline,
  * effective training time with 2% hot spares vs none (seed 003 claims >= 95%).
  *
  * Step time and checkpoint size come from the plan level (plan_evaluate) of that scenario. */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sim/report/results_export.h"
 #include "sim/base/fileio.h"
 #include "sim/report/results_db.h"
 #include "sim/report/results_record.h"

@@ -59,11 +59,11 @@ static void expected_load(void **state) {
     (void)state;
     double w[4] = {1, 2, 3, 4}, load[4];
     routing_law law = {.hot_share = 0.5, .hot_expert = 3, .weights = w};
-    drift_expected_load(&law, 4, 2, load);
+    routing_expected_load(&law, 4, 2, load);
     assert_true(fabs(load[3] - 0.5) < 1e-15);
     assert_true(fabs(load[0] - 1.5 / 6) < 1e-15 && fabs(load[1] - 3.0 / 6) < 1e-15 && fabs(load[2] - 4.5 / 6) < 1e-15);
     routing_law flat = {.hot_share = 0, .hot_expert = 3, .weights = NULL};
-    drift_expected_load(&flat, 4, 2, load);
+    routing_expected_load(&flat, 4, 2, load);
     for (int e = 0; e < 4; e++) assert_true(fabs(load[e] - 0.5) < 1e-15);
 }
 
@@ -86,7 +86,7 @@ static void bias_balancing_converges(void **state) {
         double h = law->hot_share;
         assert_true(fabs(h - 1.0 / (1.0 + exp(0.2 * n))) < 1e-12);
         if (h <= 1.0 / 8) first = n;
-        drift_expected_load(law, 8, 1, load);
+        routing_expected_load(law, 8, 1, load);
         drift_advance(&d, load);
     }
     assert_int_equal(first, (int)ceil(log(7.0) / 0.2));

@@ -73,7 +73,7 @@ static void test_committed_doc_current(void **state) {
     free(doc);
 }
 
-/* The fields the first users found only in code (issue report), named in the reference with a
+/* The fields users found only in code, named in the reference with a
  * meaning, and defaults shown with where they come from. */
 static void test_named_fields_present(void **state) {
     (void)state;

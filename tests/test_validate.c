@@ -21,6 +21,7 @@
 
 #include "sim/base/fileio.h"
 #include "sim/point/validate.h"
+#include "sim/point/validation_doc.h"
 #include "sim/scenario/scenario.h"
 #include "sim/simgrid/deepep_bench.h"
 

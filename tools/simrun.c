@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "platforms/platform_xml.h"
+#include "sim/report/results_export.h"
 #include "sim/base/cli_args.h"
 #include "sim/base/fileio.h"
 #include "sim/base/json_read.h"

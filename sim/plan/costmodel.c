@@ -474,7 +474,11 @@ static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
 static int costmodel_from_json(const char *file, const cJSON *root, costmodel *out, moe_error *err) {
     memset(out, 0, sizeof *out);
     json_reader r = { file, err };
-    snprintf(out->file, sizeof out->file, "%s", file);
+    size_t n = strlen(file);
+    if (n >= sizeof out->file) /* never cut silently: the name is what every later message shows */
+        return moe_error_input(err, NULL, NULL, NULL, "a cost-model path shorter than %zu characters (got %zu)",
+                               sizeof out->file, n);
+    memcpy(out->file, file, n + 1);
     return parse_model(&r, root, out);
 }
 

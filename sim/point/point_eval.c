@@ -1,6 +1,6 @@
 /* point_eval.c — one sweep point through the three levels. */
 #include "sim/point/point_eval.h"
-#include "sim/point/validate.h"
+#include "sim/point/validation_doc.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 /* sweep_run.c — a scenario's sweep from validation to exports (sweep_run.h). */
+#include "sim/report/results_export.h"
 #include "sim/point/sweep_run.h"
 #include "sim/base/alloc.h"
 

@@ -13,9 +13,9 @@
 #include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
 #include "sim/point/point_eval.h"
+#include "sim/point/validation_doc.h"
 #include "sim/report/point_pool.h"
 #include "sim/scenario/scenario.h"
-#include "sim/scenario/scenario_paths.h"
 #include "sim/simgrid/deepep_bench.h"
 
 #define NAME_MAX_LEN 64
@@ -225,11 +225,6 @@ static int load_cases(const char *file, case_set *cs, moe_error *err) {
 
 /* ---- evaluating one case (in a worker process) ------------------------------------------------ */
 
-static double number_at(const cJSON *obj, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 static double deepep_metric(const deepep_result *r, const char *metric) {
     if (strcmp(metric, "dispatch_rdma_GBps") == 0) return r->dispatch_rdma_GBps;
     if (strcmp(metric, "dispatch_nvl_GBps") == 0) return r->dispatch_nvl_GBps;
@@ -299,10 +294,10 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
         set_status(o, e.code == EXIT_BADINPUT ? "not expressible" : "failed", e.msg);
         return o;
     }
-    set_prediction(o, "predicted", "error_pct", number_at(cJSON_GetObjectItemCaseSensitive(pt, "step"), c->metric),
+    set_prediction(o, "predicted", "error_pct", validation_number(cJSON_GetObjectItemCaseSensitive(pt, "step"), c->metric),
                    c->published);
     set_prediction(o, "plan_predicted", "plan_error_pct",
-                   number_at(cJSON_GetObjectItemCaseSensitive(pt, "plan"), c->metric), c->published);
+                   validation_number(cJSON_GetObjectItemCaseSensitive(pt, "plan"), c->metric), c->published);
     cJSON_Delete(pt);
     set_status(o, "ok", NULL);
     (void)err;
@@ -316,11 +311,6 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int status_ok(const cJSON *c) {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
-    return cJSON_IsString(s) && strcmp(s->valuestring, "ok") == 0;
-}
-
 /* counts and |error| statistics over the cases that ran (all, or only out-of-sample ones) */
 static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
     int n = 0, ok = 0, within = 0;
@@ -328,8 +318,8 @@ static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
     for (const cJSON *c = cases->child; c; c = c->next) {
         if (out_of_sample_only && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"))) continue;
         n++;
-        double e = number_at(c, "error_pct");
-        if (!status_ok(c) || !isfinite(e)) continue;
+        double e = validation_number(c, "error_pct");
+        if (!validation_case_ok(c) || !isfinite(e)) continue;
         abs_e[ok++] = fabs(e);
         within += fabs(e) <= 10.0;
         if (fabs(e) > mx) mx = fabs(e);
@@ -358,11 +348,6 @@ static cJSON *document_of(cJSON *cases) {
     return doc;
 }
 
-static const char *str_at(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* `text` cut to cap - 1 characters, "..." marking a cut */
 static void json_clip(const char *text, char *buf, size_t cap) {
     size_t n = strlen(text);
@@ -388,19 +373,19 @@ void validate_print(FILE *out, const cJSON *doc) {
             "plan", "plan%", "status");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
         char pub[32], pred[32], e[32], pl[32], pe[32];
-        fmt_num(pub, sizeof pub, number_at(c, "published"));
-        fmt_num(pred, sizeof pred, number_at(c, "predicted"));
-        fmt_pct(e, sizeof e, number_at(c, "error_pct"));
-        fmt_num(pl, sizeof pl, number_at(c, "plan_predicted"));
-        fmt_pct(pe, sizeof pe, number_at(c, "plan_error_pct"));
-        const char *st = str_at(c, "status"), *det = str_at(c, "detail");
+        fmt_num(pub, sizeof pub, validation_number(c, "published"));
+        fmt_num(pred, sizeof pred, validation_number(c, "predicted"));
+        fmt_pct(e, sizeof e, validation_number(c, "error_pct"));
+        fmt_num(pl, sizeof pl, validation_number(c, "plan_predicted"));
+        fmt_pct(pe, sizeof pe, validation_number(c, "plan_error_pct"));
+        const char *st = validation_str(c, "status"), *det = validation_str(c, "detail");
         int cal = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"));
         /* the loader's message names the missing field first; the JSON keeps all of it */
         const char *sep = strstr(det, ".json: ");
         if (sep) det = sep + 7;   /* the scenario's file name: the case's name says which */
         char shown[112];
         json_clip(det, shown, sizeof shown);
-        fprintf(out, "%-32s %-22s %10s %10s %8s %10s %8s  %s%s%s%s\n", str_at(c, "name"), str_at(c, "metric"), pub,
+        fprintf(out, "%-32s %-22s %10s %10s %8s %10s %8s  %s%s%s%s\n", validation_str(c, "name"), validation_str(c, "metric"), pub,
                 pred, e, pl, pe, st, *det ? ": " : "", shown, cal ? " [calibration point]" : "");
     }
     const char *labels[2] = {"summary", "summary_out_of_sample"};
@@ -408,10 +393,10 @@ void validate_print(FILE *out, const cJSON *doc) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, labels[i]);
         if (!s) continue;
         fprintf(out, "%s: %d cases, %d evaluated, %d within 10%%", i ? "out of sample" : "all cases",
-                (int)number_at(s, "cases"), (int)number_at(s, "evaluated"), (int)number_at(s, "within_10pct"));
-        if (isfinite(number_at(s, "median_abs_error_pct")))
-            fprintf(out, ", median |error| %.1f%%, max |error| %.1f%%", number_at(s, "median_abs_error_pct"),
-                    number_at(s, "max_abs_error_pct"));
+                (int)validation_number(s, "cases"), (int)validation_number(s, "evaluated"), (int)validation_number(s, "within_10pct"));
+        if (isfinite(validation_number(s, "median_abs_error_pct")))
+            fprintf(out, ", median |error| %.1f%%, max |error| %.1f%%", validation_number(s, "median_abs_error_pct"),
+                    validation_number(s, "max_abs_error_pct"));
         fputc('\n', out);
     }
     /* the error bands every result carries (validate_band_for): the residuals of each kind */
@@ -432,14 +417,14 @@ static char *csv_of(const cJSON *doc) {
     fprintf(f, "case,kind,metric,published,predicted,error_pct,plan_predicted,plan_error_pct,status,calibration_point\n");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
-        double v[5] = {number_at(c, "published"), number_at(c, "predicted"), number_at(c, "error_pct"),
-                       number_at(c, "plan_predicted"), number_at(c, "plan_error_pct")};
-        fprintf(f, "%s,%s,%s", str_at(c, "name"), str_at(c, "kind"), str_at(c, "metric"));
+        double v[5] = {validation_number(c, "published"), validation_number(c, "predicted"), validation_number(c, "error_pct"),
+                       validation_number(c, "plan_predicted"), validation_number(c, "plan_error_pct")};
+        fprintf(f, "%s,%s,%s", validation_str(c, "name"), validation_str(c, "kind"), validation_str(c, "metric"));
         for (int i = 0; i < 5; i++) {
             if (isfinite(v[i])) fprintf(f, ",%.6g", v[i]);
             else fputs(",", f);
         }
-        fprintf(f, ",%s,%s\n", str_at(c, "status"),
+        fprintf(f, ",%s,%s\n", validation_str(c, "status"),
                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point")) ? "true" : "false");
     }
     fclose(f);
@@ -476,19 +461,19 @@ int validate_compare(const cJSON *doc, const cJSON *baseline, double tol_pp, FIL
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(baseline, "cases");
     int moved = 0;
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
-        const char *name = str_at(c, "name");
+        const char *name = validation_str(c, "name");
         const cJSON *b = NULL;
         for (const cJSON *x = base ? base->child : NULL; x && !b; x = x->next)
-            if (strcmp(str_at(x, "name"), name) == 0) b = x;
+            if (strcmp(validation_str(x, "name"), name) == 0) b = x;
         if (!b) { fprintf(out, "  %s: not in the baseline\n", name); moved++; continue; }
-        if (strcmp(str_at(c, "status"), str_at(b, "status")) != 0) {
-            fprintf(out, "  %s: status %s, baseline %s\n", name, str_at(c, "status"), str_at(b, "status"));
+        if (strcmp(validation_str(c, "status"), validation_str(b, "status")) != 0) {
+            fprintf(out, "  %s: status %s, baseline %s\n", name, validation_str(c, "status"), validation_str(b, "status"));
             moved++;
             continue;
         }
         const char *keys[2] = {"error_pct", "plan_error_pct"};
         for (int k = 0; k < 2; k++) {
-            double e = number_at(c, keys[k]), eb = number_at(b, keys[k]);
+            double e = validation_number(c, keys[k]), eb = validation_number(b, keys[k]);
             if (isfinite(e) != isfinite(eb) || (isfinite(e) && fabs(e - eb) > tol_pp)) {
                 fprintf(out, "  %s: %s %+.2f, baseline %+.2f (moved by more than %.1f points)\n", name, keys[k], e, eb,
                         tol_pp);
@@ -499,87 +484,10 @@ int validate_compare(const cJSON *doc, const cJSON *baseline, double tol_pp, FIL
     for (const cJSON *b = base ? base->child : NULL; b; b = b->next) {
         int found = 0;
         for (const cJSON *c = cases ? cases->child : NULL; c && !found; c = c->next)
-            found = strcmp(str_at(c, "name"), str_at(b, "name")) == 0;
-        if (!found) { fprintf(out, "  %s: in the baseline but not among the cases\n", str_at(b, "name")); moved++; }
+            found = strcmp(validation_str(c, "name"), validation_str(b, "name")) == 0;
+        if (!found) { fprintf(out, "  %s: in the baseline but not among the cases\n", validation_str(b, "name")); moved++; }
     }
     return moved;
-}
-
-static cJSON *load_doc(const char *path, moe_error *err);
-
-int validate_band_of(const cJSON *doc, int moe, validate_band *out) {
-    memset(out, 0, sizeof *out);
-    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
-    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
-        double e = number_at(c, "error_pct");
-        if (!status_ok(c) || strcmp(str_at(c, "kind"), "step") != 0 || !isfinite(e)) continue;
-        const cJSON *cm = cJSON_GetObjectItemCaseSensitive(c, "moe");
-        if (moe >= 0 && cJSON_IsBool(cm) && cJSON_IsTrue(cm) != moe) continue;
-        /* relative error of a rate (tokens/s, TFLOP/s); a time's error enters inverted */
-        double rel = e / 100.0;
-        if (strcmp(str_at(c, "metric"), "step_time_s") == 0) rel = 1.0 / (1.0 + rel) - 1.0;
-        /* the band always holds the prediction itself (0): a few cases bound the error, they do not
-         * prove it has one sign */
-        if (rel < out->min_rel_err) out->min_rel_err = rel;
-        if (rel > out->max_rel_err) out->max_rel_err = rel;
-        out->cases++;
-    }
-    return out->cases > 0 ? 0 : -1;
-}
-
-void validate_band_apply(const validate_band *b, double x, double *lo, double *hi) {
-    *lo = x / (1.0 + b->max_rel_err);
-    *hi = x / (1.0 + b->min_rel_err);
-}
-
-void validate_band_apply_time(const validate_band *b, double x, double *lo, double *hi) {
-    /* a rate predicted (1 + e) x too high is a time (1 + e) x too short */
-    *lo = x * (1.0 + b->min_rel_err);
-    *hi = x * (1.0 + b->max_rel_err);
-}
-
-int validate_band_for(const scenario *s, validate_band *out) {
-    static int loaded;           /* 0: not tried, 1: read, -1: none */
-    static validate_band band[2], all;
-    static int have[2];
-    if (!loaded) {
-        char path[SCN_PATH_MAX * 2];
-        moe_error err = {0};
-        cJSON *doc = NULL;
-        if (scenario_resolve_path(s, VALIDATE_BASELINE, path, sizeof path) == 0) doc = load_doc(path, &err);
-        loaded = doc && validate_band_of(doc, -1, &all) == 0 ? 1 : -1;
-        for (int k = 0; k < 2 && doc; k++) have[k] = validate_band_of(doc, k, &band[k]) == 0;
-        cJSON_Delete(doc);
-    }
-    if (loaded < 0) return -1;
-    /* the cases of the same kind (MoE or dense: their residuals differ), else all of them */
-    int k = s->model.experts > 0;
-    *out = have[k] ? band[k] : all;
-    return 0;
-}
-
-void validate_band_add(cJSON *obj, const char *key, int time, const validate_band *b) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!b || !cJSON_IsNumber(v)) return;
-    double lo, hi;
-    if (time) validate_band_apply_time(b, v->valuedouble, &lo, &hi);
-    else validate_band_apply(b, v->valuedouble, &lo, &hi);
-    char name[96];
-    snprintf(name, sizeof name, "%s_band", key);
-    cJSON *arr = cJSON_AddArrayToObject(obj, name);
-    cJSON_AddItemToArray(arr, cJSON_CreateNumber(lo));
-    cJSON_AddItemToArray(arr, cJSON_CreateNumber(hi));
-}
-
-static cJSON *load_doc(const char *path, moe_error *err) {
-    cJSON *doc = json_load(path, 0, err);
-    if (!doc) return NULL;
-    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "cases"))) {
-        cJSON_Delete(doc);
-        moe_error_input(err, path, "cases", NULL, "a validation document (validation.json written by simrun validate)");
-        return NULL;
-    }
-    return doc;
 }
 
 /* The pool's side of a case: its result object as JSON text (the record the worker sends). */
@@ -626,7 +534,7 @@ int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     case_set cs;
     if (load_cases(o->cases_path, &cs, err)) return err->code;
     cJSON *baseline = NULL;
-    if (o->baseline_path && !(baseline = load_doc(o->baseline_path, err))) { case_set_free(&cs); return err->code; }
+    if (o->baseline_path && !(baseline = validation_doc_load(o->baseline_path, err))) { case_set_free(&cs); return err->code; }
     int rc = make_dirs(o->out_dir, err);
     /* each case in a worker process (SimGrid: one platform per process); results come back through
      * the pool's pipes, in any order, and are put in case order */
@@ -663,8 +571,8 @@ int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     }
     if (!rc) {
         for (const cJSON *c = cJSON_GetObjectItemCaseSensitive(doc, "cases")->child; c && !rc; c = c->next)
-            if (strcmp(str_at(c, "status"), "failed") == 0)
-                rc = moe_error_set(err, EXIT_RUNTIME, "case %s failed: %s", str_at(c, "name"), str_at(c, "detail"));
+            if (strcmp(validation_str(c, "status"), "failed") == 0)
+                rc = moe_error_set(err, EXIT_RUNTIME, "case %s failed: %s", validation_str(c, "name"), validation_str(c, "detail"));
     }
     cJSON_Delete(doc);
     cJSON_Delete(baseline);

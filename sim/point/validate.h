@@ -30,7 +30,6 @@
 #include "sim/base/errors.h"
 
 struct cJSON;
-struct scenario;
 
 #define VALIDATE_FORMAT "moesim-validation/1"
 #define VALIDATE_BASELINE_TOL_PP 1.0
@@ -54,25 +53,5 @@ void validate_print(FILE *out, const struct cJSON *doc);
  * Returns the number of cases that moved (a missing or new case, a changed status, or an error
  * that moved by more than tol_pp). */
 int validate_compare(const struct cJSON *doc, const struct cJSON *baseline, double tol_pp, FILE *out);
-
-/* Error band of the step cases of a validation document: min and max of predicted/published - 1
- * over the cases that ran (moe 1: MoE models only, 0: dense only, -1: all). 0 on success, -1 when
- * the document has no such case. A prediction takes the band of the cases of its own kind (MoE or
- * dense), or of all cases when that kind has none. */
-typedef struct {
-    double min_rel_err, max_rel_err;   /* predicted / published - 1 */
-    int cases;
-} validate_band;
-int validate_band_of(const struct cJSON *doc, int moe, validate_band *out);
-/* [lo, hi] of the true value for a prediction `x` under the band: a rate (tokens/s, TFLOP/s), or a
- * time (time = 1: step time, days). */
-void validate_band_apply(const validate_band *b, double x, double *lo, double *hi);
-void validate_band_apply_time(const validate_band *b, double x, double *lo, double *hi);
-/* The band of the committed validation table (VALIDATE_BASELINE, found as a scenario's relative
- * paths are: scenario_paths.h), read once per process. -1 when there is none. */
-#define VALIDATE_BASELINE "scenarios/validation/baseline.json"
-int validate_band_for(const struct scenario *s, validate_band *out);
-/* Adds "<key>_band": [lo, hi] beside a rate or time `key` of obj (nothing without a band). */
-void validate_band_add(struct cJSON *obj, const char *key, int time, const validate_band *b);
 
 #endif

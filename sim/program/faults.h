@@ -17,6 +17,10 @@
  *   replica_faulty[d]                  replica d holds a faulty GPU (the fast executor's replica
  *                                      shortcut simulates it instead of mirroring a healthy twin).
  *
+ * program_build (sim/program/program.c) resolves them, with every check of a fault against the program
+ * (a stall at a forward its rank never runs: EXIT_BADINPUT naming faults.stalls[i].layer, or
+ * .micro_batch when the rank holds the layer).
+ *
  * What each executor does with them (or refuses, exit 2 naming the field):
  *   fast (sim/exec/step_exec.h)         compute factor; stalls (the hang is described); links through
  *                                       its comm model, which prices transfers on the faulty fabric.
@@ -44,13 +48,5 @@ typedef struct step_faults {
     unsigned char *replica_faulty; /* per replica */
     int n_slow_ranks, n_link_ranks, n_stalled_ranks;  /* ranks with a fault of each kind */
 } step_faults;
-
-struct program;
-
-/* Resolve p->scn->faults for program p into f (program_build does it into p->faults). 0, or
- * EXIT_BADINPUT when a stall names a (layer, micro_batch) whose forward the rank on that GPU never
- * runs (path faults.stalls[i].layer, or .micro_batch when the rank holds the layer). */
-int step_faults_resolve(const struct program *p, step_faults *f, moe_error *err);
-void step_faults_free(step_faults *f);
 
 #endif

@@ -8,7 +8,6 @@
 /* GSL's inline gsl_rng_get/uniform/uniform_int (gsl_rng.h): the draw loop calls them ~3M times. */
 #define HAVE_INLINE 1
 #include "sim/program/routing.h"
-#include "sim/program/routing_drift.h"
 #include "kernels/moe_capacity.h"
 #include "sim/base/alloc.h"
 #include "sim/base/hash.h"
@@ -405,6 +404,19 @@ static int by_weight(const void *a, const void *b) {
     return x->e != y->e ? x->e - y->e : x->r - y->r;
 }
 
+void routing_expected_load(const routing_law *law, int E, int top_k, double *load) {
+    double h = law->hot_share > 0 ? law->hot_share : 0.0, total = 0;
+    for (int e = 0; e < E; e++) {
+        int is_hot = h > 0 && e == law->hot_expert;
+        total += is_hot ? 0.0 : law->weights ? law->weights[e] : 1.0;
+    }
+    for (int e = 0; e < E; e++) {
+        if (h > 0 && e == law->hot_expert) { load[e] = h; continue; }
+        double w = law->weights ? law->weights[e] : 1.0;
+        load[e] = total > 0 ? (top_k - h) * w / total : 0.0;
+    }
+}
+
 static int build_replicas(routing_ctx *c, int R, moe_error *err) {
     int E = c->E, n = c->n, epr = c->experts_per_rank, extra = (R + n - 1) / n;
     c->n_redundant = R;
@@ -419,7 +431,7 @@ static int build_replicas(routing_ctx *c, int R, moe_error *err) {
     /* the law's expected loads: the hot share, the (law 0) popularities elsewhere */
     routing_law law = {.hot_share = c->dist == ROUTE_HOT ? c->hot_share : 0, .hot_expert = c->hot_expert,
                        .weights = c->weights};
-    drift_expected_load(&law, E, c->K, load);
+    routing_expected_load(&law, E, c->K, load);
     /* EPLB's replicate_experts: each extra slot to the expert with the most load per copy */
     for (int e = 0; e < E; e++) c->slot_count[e] = 1;
     for (int k = 0; k < R; k++) {

@@ -58,7 +58,7 @@
  * replicas of the most loaded experts, and an expert's tokens are split over its copies. Which
  * experts: EPLB's replicate rule (eplb.py, replicate_experts): each extra slot goes to the expert
  * with the largest expected load per copy, load / copies (ties: the lowest id), the expected loads
- * being the law's (routing_drift.h's drift_expected_load: the hot share, popularity elsewhere).
+ * being the law's (routing_expected_load: the hot share, popularity elsewhere).
  * Where: EPLB's balanced packing applied to the replicas (the experts' own slots stay contiguous):
  * by decreasing load per copy, each replica goes to the least loaded rank that does not hold that
  * expert yet and has a free extra slot (ceil(R / ep) per rank). Split: the q-th pair a source rank
@@ -154,6 +154,9 @@ typedef struct {
     int hot_expert;
     const double *weights;
 } routing_law;
+/* Expected token-expert pairs per token of each expert under `law` (sums to top_k): the hot expert
+ * h, every other one (top_k - h) w_e / sum of the others' w (exact for top_k = 1). */
+void routing_expected_load(const routing_law *law, int E, int top_k, double *load);
 
 typedef struct {
     int tokens_per_rank;  /* 0: micro_batch * seq_len / tp of the scenario */

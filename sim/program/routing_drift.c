@@ -49,19 +49,6 @@ void drift_bias_update(double *bias, const double *load, int E, double gamma) {
     }
 }
 
-void drift_expected_load(const routing_law *law, int E, int top_k, double *load) {
-    double h = law->hot_share > 0 ? law->hot_share : 0.0, total = 0;
-    for (int e = 0; e < E; e++) {
-        int is_hot = h > 0 && e == law->hot_expert;
-        total += is_hot ? 0.0 : law->weights ? law->weights[e] : 1.0;
-    }
-    for (int e = 0; e < E; e++) {
-        if (h > 0 && e == law->hot_expert) { load[e] = h; continue; }
-        double w = law->weights ? law->weights[e] : 1.0;
-        load[e] = total > 0 ? (top_k - h) * w / total : 0.0;
-    }
-}
-
 int drift_init(drift_state *d, const drift_params *p, uint64_t seed, moe_error *err) {
     memset(d, 0, sizeof *d);
     d->prm = *p;

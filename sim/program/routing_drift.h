@@ -87,9 +87,6 @@ double drift_hot_share(const drift_params *p, int step);
 double drift_biased_share(double h, double b_hot, double s0, double sb);
 /* DeepSeek-V3's update: bias[e] += gamma if load[e] < mean(load), -= gamma if above, over E experts. */
 void drift_bias_update(double *bias, const double *load, int E, double gamma);
-/* Expected token-expert pairs per token of each expert under `law` (sums to top_k): the hot expert
- * h, every other one (top_k - h) w_e / sum of the others' w (exact for top_k = 1). */
-void drift_expected_load(const routing_law *law, int E, int top_k, double *load);
 
 /* The walk's stream is seeded by routing_seed(seed, ROUTING_TAG_DRIFT, 0, 0, 0). */
 int drift_init(drift_state *d, const drift_params *p, uint64_t seed, moe_error *err);

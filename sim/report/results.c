@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sim/report/results_db.h"
+#include "sim/report/results_export.h"
 #include "sim/report/results_record.h"
 
 cJSON *results_document(cJSON *points) {

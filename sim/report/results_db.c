@@ -7,6 +7,8 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -887,4 +889,52 @@ void results_db_reasons(results_db *db, const char *status, int max, FILE *out) 
     while (sqlite3_step(st) == SQLITE_ROW)
         fprintf(out, "  point %lld: %s\n", (long long)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1));
     sqlite3_finalize(st);
+}
+
+/* ---- reading the points table back (the exports and merges use these) ------------------------ */
+int db_format_number(double d, char *buf, size_t cap) {
+    /* cJSON's print_number, so that CSV cells, JSON columns and results.json agree: integers in int
+     * range as integers, else 15 significant digits when they read back as the same double (within
+     * cJSON's tolerance), else 17. Integers below 1e15 print the same through "%1.15g": they take a
+     * shortcut, being most of a sweep's values. */
+    if (isnan(d) || isinf(d)) return snprintf(buf, cap, "null");
+    if (d == floor(d) && fabs(d) < 1e15) return snprintf(buf, cap, "%lld", (long long)d);
+    int n = snprintf(buf, cap, "%1.15g", d);
+    double back = strtod(buf, NULL);
+    double big = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+    if (!(fabs(back - d) <= big * DBL_EPSILON)) n = snprintf(buf, cap, "%1.17g", d);
+    return n;
+}
+
+static int by_first_seen(const void *a, const void *b, void *vdb) {
+    const results_db *db = vdb;
+    const db_column *x = &db->cols[*(const int *)a], *y = &db->cols[*(const int *)b];
+    if (x->first_id != y->first_id) return x->first_id < y->first_id ? -1 : 1;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+int *db_column_order(const results_db *db) {
+    int *o = moe_xmalloc(sizeof(int) * (size_t)(db->n_cols + 1));
+    for (int i = 0; i < db->n_cols; i++) o[i] = i;
+    qsort_r(o, (size_t)db->n_cols, sizeof *o, by_first_seen, (void *)db);
+    return o;
+}
+
+char *db_select_sql(const results_db *db, const int *order, int with_scenario, const char *tail) {
+    size_t cap = 512 + (size_t)db->n_cols * 80 + (tail ? strlen(tail) : 0), n = 0;
+    char *sql = moe_xmalloc(cap);
+    n += (size_t)snprintf(sql + n, cap - n, "SELECT id, status, reason, %s",
+                          with_scenario ? "CASE WHEN scenario_patch IS NULL THEN NULL ELSE "
+                                          "json_patch((SELECT scenario FROM run), scenario_patch) END"
+                                        : "scenario_patch");
+    for (int k = 0; k < db->n_cols; k++) {
+        char *q = db_quote_ident(db->cols[order ? order[k] : k].name);
+        if (n + strlen(q) + 64 > cap) sql = moe_xrealloc(sql, cap = 2 * cap + strlen(q), 1);
+        n += (size_t)snprintf(sql + n, cap - n, ", %s", q);
+        free(q);
+    }
+    if (n + 64 + (tail ? strlen(tail) : 0) > cap) sql = moe_xrealloc(sql, cap = n + 64 + (tail ? strlen(tail) : 0), 1);
+    snprintf(sql + n, cap - n, " FROM points %s", tail ? tail : "");
+    return sql;
 }

@@ -1,5 +1,6 @@
 /* results_merge.c — `simrun merge`: the databases of one run's shards as one (results_db.h). */
 #define _GNU_SOURCE /* hsearch_r in the store's header */
+#include "sim/report/results_export.h"
 #include "sim/report/results_db_internal.h"
 #include "sim/base/alloc.h"
 
