@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh — install what is missing (Debian), build, then run the default scenario or the tests.
 #   bash tools/setup.sh run    install + build + simrun scenarios/seed-4096.json
-#   bash tools/setup.sh test   install + build (normal and ASan/UBSan) + every ctest test in both,
+#   bash tools/setup.sh test   install + build (normal, warnings as errors; Release and Debug tools; ASan/UBSan)
+#                              + every ctest test in the normal and sanitized builds,
 #                              then a short libFuzzer smoke of every harness (clang, tests/fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,10 @@ if [ -n "$missing" ]; then
 fi
 
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# warnings are errors in CI and development builds only (MOESIM_WERROR), never in a user's build
+werror=OFF
+[ "$what" = test ] && werror=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOESIM_WERROR=$werror >/dev/null
 cmake --build build -j"$jobs"
 
 case "$what" in
@@ -30,7 +34,13 @@ case "$what" in
     # OpenMPI refuses to run as root unless told; CI runs as root.
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     ctest --test-dir build --output-on-failure -j"$jobs"
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMOESIM_SANITIZE=ON -DMOESIM_CUDA=OFF >/dev/null
+    # every build type builds: Release and Debug (the tools and the libraries they link, -Werror; the
+    # optimizer's and the unoptimized build's warnings differ) beside RelWithDebInfo above
+    for type in Release Debug; do
+      cmake -S . -B "build-$type" -DCMAKE_BUILD_TYPE=$type -DMOESIM_WERROR=ON -DMOESIM_CUDA=OFF >/dev/null
+      cmake --build "build-$type" -j"$jobs" --target simrun simdiag simcal
+    done
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMOESIM_SANITIZE=ON -DMOESIM_CUDA=OFF -DMOESIM_WERROR=ON >/dev/null
     cmake --build build-asan -j"$jobs"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE slow
