@@ -160,7 +160,7 @@ RailZone *g_zone = nullptr;
 cluster_cfg g_cluster;
 faults_cfg g_faults;
 
-int check_cluster(const scenario *s, moe_error *err) {
+static int fabric_check_cluster(const scenario *s, moe_error *err) {
     const cluster_cfg *c = &s->cluster;
     const char *f = s->file;
     char v[64];
@@ -204,7 +204,7 @@ extern "C" int rail_fabric_init(const scenario *s, moe_error *err) {
                              "SimGrid keeps one platform per process: a fabric is already built here; "
                              "simulate a different cluster in its own worker process");
     }
-    if (check_cluster(s, err)) return err->code;
+    if (fabric_check_cluster(s, err)) return err->code;
     if (sg4::Engine::is_initialized()) /* someone else's platform: cannot coexist */
         return moe_error_set(err, EXIT_RUNTIME, "a SimGrid engine already exists in this process");
 
