@@ -241,6 +241,14 @@ void moe_fill_f32_cpu(float *v, float x, size_t n);
 long long moe_flop_burn_updates(double flops, int lanes);
 void moe_flop_burn_cpu(long long updates, int lanes, float *out);
 
+/* ---- 10. the host-overhead probe's two tiny kernels (kernels/host_probe.cu) -------------------- */
+/* One thread each, so that their GPU time is the fixed cost of a kernel and nothing else.
+ * tick: *counter += 1 (a stream runs its ticks in order: N ticks add exactly N).
+ * spin: the GPU thread busy-waits `cycles` SM clock cycles (clock64), then *flag = value; the CPU
+ *       reference only writes the flag (the wait is the GPU's half of the probe, not a result). */
+void moe_tick_cpu(int32_t *counter);
+void moe_spin_cpu(long long cycles, int32_t *flag, int32_t value);
+
 /* =============================== GPU side (link moesim_cuda) ================================= */
 #ifdef MOESIM_HAVE_CUDA
 /* Number of usable GPUs; 0 when the driver has none (cudaGetDeviceCount fails with error 35 and
@@ -311,6 +319,10 @@ int moe_unpermute_bwd_gpu(const moe_bf16 *g, const int32_t *slot, const float *t
                           moe_bf16 *g_send, void *stream);
 int moe_fill_f32_gpu(float *v, float x, size_t n, void *stream);
 int moe_flop_burn_gpu(long long updates, int lanes, float *out, void *stream);
+/* §10 on the GPU: launched <<<1, 1>>>; cycles in [0, MOE_SPIN_MAX_CYCLES] (about 2 s at 2 GHz). */
+#define MOE_SPIN_MAX_CYCLES 4000000000LL
+int moe_tick_gpu(int32_t *counter, void *stream);
+int moe_spin_gpu(long long cycles, int32_t *flag, int32_t value, void *stream);
 
 /* NCCL all-to-all, one rank's view (kernels/a2a_nccl.cu). counts/offsets are this rank's rows of
  * the matrices above, HOST arrays of length R (send_counts[d], recv_counts[s]). Grouped
@@ -387,6 +399,90 @@ typedef struct moe_bench_gpu moe_bench_gpu;
 int moe_bench_gpu_create(const moe_bench_shape *shape, int device, moe_bench_gpu **bench);
 int moe_bench_gpu_time(moe_bench_gpu *bench, moe_kernel_id id, int warmup, int iters, float *ms);
 void moe_bench_gpu_destroy(moe_bench_gpu *bench);
+
+/* ============================ host-overhead probe (simcal probe-host) ============================= */
+/* What the host thread of a training rank pays around the kernels, measured on one device
+ * (kernels/host_probe.cu). Host times: CLOCK_MONOTONIC around the calls; GPU times: CUDA events.
+ * Every figure is taken `reps` times and reported as min and median (the min is the cost without
+ * scheduler noise, the median what a loop sees).
+ *   launch_cpu_us        host time of one <<<>>> launch of the tick kernel, timed over `launches`
+ *                        launches enqueued behind a spin kernel of spin_ms (the GPU is busy, the
+ *                        queue never drains, so no launch waits for the device)
+ *   gpu_kernel_us        GPU time per back-to-back tick kernel: events around those launches, / N
+ *   graph_launch_cpu_us  host time of one cudaGraphLaunch of a graph of `launches` ticks (stream
+ *                        capture), behind a spin kernel
+ *   graph_gpu_per_node_us GPU time of that graph / `launches`
+ *   sync_idle_us         GPU idle: cudaMemcpyAsync of 4 bytes to pinned host memory + stream sync
+ *                        (a dropless MoE router's tokens-per-expert read)
+ *   sync_after_tick_us   the same behind one tick launch (launch + completion round trip)
+ *   cublas_gemm_cpu_us   host time of one cublasGemmEx (BF16 in/out, FP32 compute,
+ *                        cublas_size^3) behind a spin kernel
+ * The dense GEMM table: cublasGemmEx BF16 x BF16 -> BF16, CUBLAS_COMPUTE_32F, row-major
+ * Y[m,n] = X[m,k] W[n,k]^T (the nn.Linear layout: cuBLAS op T on W, op N on X), CUDA events around
+ * `gemm_iters` calls after `gemm_warmup`; shapes in the given order until gemm_budget_s of wall time
+ * is spent (then gemm_truncated = 1). Operands hold moe_bench_fill_bf16 values in [-1, 1). */
+typedef struct {
+    int m, n, k;
+} moe_gemm_shape;
+
+#define MOE_PROBE_MAX_GEMM 64
+
+typedef struct {
+    int launches;         /* N: launches per timed loop and nodes of the graph, 1..1000 */
+    int reps;             /* repetitions of each timed loop, 1..1000 */
+    int sync_reps;        /* repetitions of each sync round trip, 1..10000 */
+    double spin_ms;       /* GPU busy time ahead of each timed loop, (0, 500] */
+    int cublas_calls;     /* cublasGemmEx calls per timed loop, 1..1000 */
+    int cublas_size;      /* m = n = k of those calls, 1..4096 */
+    const moe_gemm_shape *gemm_shapes;   /* may be NULL when n_gemm_shapes = 0 */
+    int n_gemm_shapes;    /* 0..MOE_PROBE_MAX_GEMM */
+    int gemm_warmup, gemm_iters;         /* 0..100, 1..1000 */
+    double gemm_budget_s; /* > 0 */
+} moe_host_probe_cfg;
+
+typedef struct {
+    int reps;             /* samples taken; 0 = not measured (its section failed) */
+    double min_us, median_us;
+} moe_probe_stat;
+
+typedef struct {
+    moe_gemm_shape shape;
+    double time_us;       /* mean per call */
+} moe_gemm_timing;
+
+/* Sections, each measured independently: one that fails leaves its figures at reps = 0 and the
+ * others still run. */
+typedef enum {
+    MOE_PROBE_LAUNCH = 0, /* launch_cpu_us, gpu_kernel_us */
+    MOE_PROBE_GRAPH,      /* graph_launch_cpu_us, graph_gpu_per_node_us */
+    MOE_PROBE_SYNC,       /* sync_idle_us, sync_after_tick_us */
+    MOE_PROBE_CUBLAS,     /* cublas_gemm_cpu_us */
+    MOE_PROBE_GEMM,       /* the dense GEMM table */
+    MOE_PROBE_SECTIONS
+} moe_probe_section;
+
+typedef struct {
+    moe_probe_stat launch_cpu_us, gpu_kernel_us, graph_launch_cpu_us, graph_gpu_per_node_us,
+        sync_idle_us, sync_after_tick_us, cublas_gemm_cpu_us;
+    int status[MOE_PROBE_SECTIONS];      /* moe_status of each section */
+    /* validity of the "behind a spin kernel" loops: how many were timed, and in how many the
+     * stream still had work (cudaStreamQuery: not ready) right after the last call was enqueued */
+    int busy_loops, busy_loops_still_busy;
+    double spin_cycles;                  /* clock64 cycles of one spin_ms spin at the rated clock */
+    double spin_event_ms;                /* one such spin timed with events (>= spin_ms at or
+                                            below the rated clock) */
+    /* the tick counter read back at the end vs the CPU reference applied to every tick enqueued */
+    long long ticks_expected, ticks_counted;
+    int n_gemm;
+    moe_gemm_timing gemm[MOE_PROBE_MAX_GEMM];
+    int gemm_truncated;
+    double gemm_wall_s;
+} moe_host_probe;
+
+/* Runs every section on `device` (GPU only; link moesim_cuda). MOE_EINVAL for a cfg outside the
+ * ranges above; MOE_OK when every section passed and the tick counter matched, else the first
+ * failing status -- `out` then still holds what was measured (see out->status). */
+int moe_host_probe_run(int device, const moe_host_probe_cfg *cfg, moe_host_probe *out);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,12 @@
  *   expert FFN         |gpu - cpu| <= 2e-2 |cpu| + 2e-2 max|cpu|   (BF16 intermediates: one flipped
  *                      rounding of h1/h3 is 2^-8 relative, then propagated through W2)
  *   all-to-all         bitwise, flat and hierarchical (needs >= 2 GPUs; one host thread per GPU)
- *   end to end (1 GPU) GPU pipeline vs moe_layer_ref_cpu, same tolerance as the FFN. */
+ *   end to end (1 GPU) GPU pipeline vs moe_layer_ref_cpu, same tolerance as the FFN.
+ *   host-probe kernels tick counter exact after N ticks; spin flag exact, and a spin of C cycles
+ *                      lasts at least C / (rated SM clock) (the SM clock never exceeds it)
+ *   host probe         runs every section; the device's tick counter equals the count of ticks the
+ *                      configuration implies; every "behind a spin" loop found the GPU still busy. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -518,6 +524,99 @@ static void test_gpu_bench_api(void **state) {
                   info.runtime_version, info.cublas_version, info.nccl_version);
 }
 
+/* ---- the host-overhead probe's kernels and the probe itself ----------------------------------- */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void test_gpu_tick_and_spin(void **state) {
+    (void)state;
+    REQUIRE_GPUS(1);
+    int32_t *dc = gpu_alloc(4), *df = gpu_alloc(4);
+    G_OK(moe_gpu_memset(dc, 0, 4));
+    G_OK(moe_gpu_memset(df, 0, 4));
+    int32_t ref = 0, got = -1;
+    for (int i = 0; i < 1000; i++) {
+        G_OK(moe_tick_gpu(dc, NULL));
+        moe_tick_cpu(&ref);
+    }
+    G_OK(moe_gpu_memcpy_d2h(&got, dc, 4));
+    assert_int_equal(got, ref);
+
+    moe_gpu_info info;
+    G_OK(moe_gpu_get_info(0, &info));
+    assert_true(info.sm_clock_khz > 0);
+    G_OK(moe_spin_gpu(1000, df, 1, NULL)); /* load the kernel before timing it */
+    G_OK(moe_gpu_stream_sync(NULL));
+    const long long cycles = 20000000; /* about 10 ms at 2 GHz */
+    int32_t fref = 0, fgot = 0;
+    double t0 = now_s();
+    G_OK(moe_spin_gpu(cycles, df, 0x5eed, NULL));
+    G_OK(moe_gpu_stream_sync(NULL));
+    double dt = now_s() - t0;
+    moe_spin_cpu(cycles, &fref, 0x5eed);
+    G_OK(moe_gpu_memcpy_d2h(&fgot, df, 4));
+    assert_int_equal(fgot, fref);
+    double floor_s = (double)cycles / (info.sm_clock_khz * 1e3);
+    if (dt < 0.95 * floor_s)
+        fail_msg("a spin of %lld cycles took %.3f ms, under %.3f ms at the rated %d kHz", cycles, 1e3 * dt,
+                 1e3 * floor_s, info.sm_clock_khz);
+    assert_int_equal(moe_spin_gpu(-1, df, 0, NULL), MOE_EINVAL);
+    assert_int_equal(moe_spin_gpu(MOE_SPIN_MAX_CYCLES + 1, df, 0, NULL), MOE_EINVAL);
+    moe_gpu_free(dc), moe_gpu_free(df);
+}
+
+static void check_stat(const char *name, const moe_probe_stat *s, int reps) {
+    if (s->reps != reps || !(s->min_us > 0) || !(s->min_us <= s->median_us) || !(s->median_us < 1e5))
+        fail_msg("%s: reps %d (want %d), min %g us, median %g us", name, s->reps, reps, s->min_us, s->median_us);
+}
+
+static void test_gpu_host_probe(void **state) {
+    (void)state;
+    REQUIRE_GPUS(1);
+    static const moe_gemm_shape shapes[] = {{256, 256, 256}, {1024, 2048, 512}};
+    moe_host_probe_cfg c = {.launches = 32, .reps = 3, .sync_reps = 5, .spin_ms = 10, .cublas_calls = 8,
+                            .cublas_size = 128, .gemm_shapes = shapes, .n_gemm_shapes = 2, .gemm_warmup = 1,
+                            .gemm_iters = 3, .gemm_budget_s = 30};
+    moe_host_probe *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    moe_host_probe_cfg bad = c;
+    bad.launches = 0;
+    assert_int_equal(moe_host_probe_run(0, &bad, r), MOE_EINVAL);
+    int rc = moe_host_probe_run(0, &c, r);
+    for (int i = 0; i < MOE_PROBE_SECTIONS; i++)
+        if (r->status[i] != MOE_OK) print_message("section %d: %s\n", i, moe_status_str(r->status[i]));
+    assert_int_equal(rc, MOE_OK);
+    check_stat("launch_cpu_us", &r->launch_cpu_us, 3);
+    check_stat("gpu_kernel_us", &r->gpu_kernel_us, 3);
+    check_stat("graph_launch_cpu_us", &r->graph_launch_cpu_us, 3);
+    check_stat("graph_gpu_per_node_us", &r->graph_gpu_per_node_us, 3);
+    check_stat("sync_idle_us", &r->sync_idle_us, 5);
+    check_stat("sync_after_tick_us", &r->sync_after_tick_us, 5);
+    check_stat("cublas_gemm_cpu_us", &r->cublas_gemm_cpu_us, 3);
+    /* ticks: 1 at setup, reps x N in the launch loops, (1 + reps) x N graph nodes, sync_reps */
+    assert_int_equal(r->ticks_expected, 1 + 3 * 32 + 4 * 32 + 5);
+    assert_int_equal(r->ticks_counted, r->ticks_expected);
+    assert_int_equal(r->busy_loops, 3 * 3); /* launch, graph, cuBLAS loops */
+    assert_int_equal(r->busy_loops_still_busy, r->busy_loops);
+    assert_true(r->spin_event_ms >= 0.95 * c.spin_ms);
+    assert_int_equal(r->n_gemm, 2);
+    assert_false(r->gemm_truncated);
+    for (int i = 0; i < 2; i++) {
+        double tflops = 2.0 * shapes[i].m * shapes[i].n * shapes[i].k / (r->gemm[i].time_us * 1e6);
+        if (!(r->gemm[i].time_us > 0) || !(tflops < 5000))
+            fail_msg("GEMM %d: %g us (%g TFLOP/s)", i, r->gemm[i].time_us, tflops);
+    }
+    print_message("probe: launch %.2f us (GPU %.2f us/kernel), graph %.1f us (GPU %.2f us/node), sync %.1f / %.1f us, "
+                  "cublasGemmEx %.2f us\n",
+                  r->launch_cpu_us.median_us, r->gpu_kernel_us.median_us, r->graph_launch_cpu_us.median_us,
+                  r->graph_gpu_per_node_us.median_us, r->sync_idle_us.median_us, r->sync_after_tick_us.median_us,
+                  r->cublas_gemm_cpu_us.median_us);
+    free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_router_logits),
@@ -529,6 +628,8 @@ int main(void) {
         cmocka_unit_test(test_gpu_a2a_flat_and_hierarchical),
         cmocka_unit_test(test_gpu_layer_equals_dense_reference),
         cmocka_unit_test(test_gpu_bench_api),
+        cmocka_unit_test(test_gpu_tick_and_spin),
+        cmocka_unit_test(test_gpu_host_probe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -402,6 +402,22 @@ static void test_fill_f32(void **state) {
     assert_true(v[4] == 0.0f);
 }
 
+/* The probe's kernels: N ticks from any start add exactly N (the counter the probe checks its
+ * launches by); the spin writes its value whatever the cycle count, and touches nothing else. */
+static void test_tick_and_spin(void **state) {
+    (void)state;
+    int32_t c = -5;
+    for (int i = 0; i < 1000; i++) moe_tick_cpu(&c);
+    assert_int_equal(c, 995);
+    int32_t flag[3] = {7, 7, 7};
+    moe_spin_cpu(0, &flag[1], 42);
+    assert_int_equal(flag[1], 42);
+    moe_spin_cpu(40000000LL, &flag[1], -3);
+    assert_int_equal(flag[1], -3);
+    assert_int_equal(flag[0], 7);
+    assert_int_equal(flag[2], 7);
+}
+
 /* The burner: 0 steps leave 0; one step gives a_j = (j + 1) x 1e-3 (b_0 = 1); many steps stay in the
  * fixed point's band 2 a_j [1, 1 + 7e-4] (acc -> 2 a b for a constant b); the step count for a FLOP
  * budget is flops / (2 lanes). */
@@ -784,6 +800,7 @@ int main(void) {
         cmocka_unit_test(test_unpermute_bwd_by_hand),
         cmocka_unit_test(test_fill_f32),
         cmocka_unit_test(test_flop_burn_closed_forms),
+        cmocka_unit_test(test_tick_and_spin),
         cmocka_unit_test(test_a2a_flat_equals_hierarchical),
         cmocka_unit_test(test_seed000_two_ranks_four_experts_top2),
         cmocka_unit_test(test_e2e_pipeline_equals_dense_reference),
