@@ -91,11 +91,8 @@ void trace_provenance_defaults(trace_provenance *pv, trace_kind kind) {
 
 /* ---- serialisation ------------------------------------------------------------------------------ */
 
-cJSON *trace_to_json(const trace *t) {
-    const trace_provenance *pv = &t->prov;
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", TRACE_FORMAT);
-    cJSON *p = cJSON_AddObjectToObject(root, "provenance");
+cJSON *trace_provenance_to_json(cJSON *parent, const trace_provenance *pv) {
+    cJSON *p = cJSON_AddObjectToObject(parent, "provenance");
     cJSON_AddStringToObject(p, "kind", trace_kind_name(pv->kind));
     cJSON_AddStringToObject(p, "device", pv->device);
     if (pv->sm_count > 0) cJSON_AddNumberToObject(p, "sm_count", pv->sm_count);
@@ -112,7 +109,13 @@ cJSON *trace_to_json(const trace *t) {
     if (pv->peak_bf16_tflops > 0) cJSON_AddNumberToObject(p, "peak_bf16_tflops", pv->peak_bf16_tflops);
     if (pv->hbm_GBps > 0) cJSON_AddNumberToObject(p, "hbm_GBps", pv->hbm_GBps);
     if (pv->source[0]) cJSON_AddStringToObject(p, "source", pv->source);
+    return p;
+}
 
+cJSON *trace_to_json(const trace *t) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", TRACE_FORMAT);
+    trace_provenance_to_json(root, &t->prov);
     cJSON *arr = cJSON_AddArrayToObject(root, "points");
     for (int i = 0; i < t->n; i++) {
         const trace_point *q = &t->pts[i];

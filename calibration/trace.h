@@ -87,6 +87,9 @@ void trace_provenance_defaults(trace_provenance *pv, trace_kind kind);
 /* Read/parse: every structural error -> EXIT_BADINPUT naming file, JSON path, value, expectation. */
 int trace_read(const char *path, trace *t, moe_error *err);
 int trace_parse(const char *file_label, const char *text, trace *t, moe_error *err);
+/* Adds `pv` as parent.provenance (the trace format's object, also used by the host-probe file);
+ * returns it. */
+struct cJSON *trace_provenance_to_json(struct cJSON *parent, const trace_provenance *pv);
 /* Serialise (deterministic key order; %.17g-exact numbers via cJSON). Caller frees. */
 struct cJSON *trace_to_json(const trace *t);
 /* trace_to_json + json_write_atomic. */

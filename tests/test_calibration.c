@@ -23,6 +23,7 @@
 
 #include "sim/base/fileio.h"
 #include "calibration/fit.h"
+#include "calibration/host_probe.h"
 #include "calibration/nccl_tests.h"
 #include "calibration/trace.h"
 #include "sim/plan/costmodel.h"
@@ -501,6 +502,121 @@ static void test_check_fails_on_drifted_trace(void **state) {
     fclose(devnull);
 }
 
+/* ---- the host probe's files ----------------------------------------------------------------------------- */
+
+/* Truths: the work of one GEMM by hand (4096 x 14336 x 4096: 2mnk = 481036337152 FLOPs; BF16 operands
+ * and output, 2(mk + kn + mn) = 2^28 bytes); times planted from the committed H100 model's BF16 GEMM
+ * (tile/wave form) at every shape of the table. The trace reads back, and `simcal fit` takes all of its
+ * points as shaped GEMMs: the tile/wave form is fitted to them and reproduces the planted times. */
+static void test_host_probe_gemm_table_is_a_trace(void **state) {
+    (void)state;
+    moe_gemm_timing one = { { 4096, 14336, 4096 }, 1000.0 };
+    trace_point q = host_probe_gemm_point(&one);
+    assert_string_equal(q.kernel, "dense_gemm");
+    assert_string_equal(q.dtype, "bf16");
+    assert_true(q.flops == 481036337152.0);
+    assert_true(q.bytes == 268435456.0);
+    assert_true(trace_point_dim(&q, "m", 0) == 4096 && trace_point_dim(&q, "n", 0) == 14336 &&
+                trace_point_dim(&q, "k", 0) == 4096);
+    assert_true(q.time_us == 1000.0 && q.ranks == 1);
+
+    moe_error err = { 0, "" };
+    costmodel cm;
+    assert_int_equal(costmodel_load("calibration/models/h100-published.json", &cm, &err), 0);
+    int n = 0;
+    const moe_gemm_shape *shapes = host_probe_gemm_shapes(&n);
+    assert_int_equal(n, 42);   /* 3 x 4 expert shapes + 3 x 10 dense ones */
+    moe_host_probe *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    trace_provenance pv;
+    trace_provenance_defaults(&pv, TRACE_KIND_GPU);
+    snprintf(pv.device, sizeof pv.device, "synthetic (H100 model)");
+    pv.sm_count = 132;
+    pv.peak_bf16_tflops = 989;
+    trace t;
+    assert_int_equal(host_probe_gemm_trace(r, &pv, &t, &err), EXIT_RUNTIME);   /* empty table: no trace */
+    for (int i = 0; i < n; i++) {
+        r->gemm[i].shape = shapes[i];
+        r->gemm[i].time_us = 1e6 * costmodel_gemm_s(&cm, shapes[i].m, shapes[i].n, shapes[i].k, DT_BF16);
+    }
+    r->n_gemm = n;
+    assert_int_equal(host_probe_gemm_trace(r, &pv, &t, &err), 0);
+    char path[320];
+    snprintf(path, sizeof path, "%s/gemm-table.json", tmpdir);
+    assert_int_equal(trace_write(path, &t, &err), 0);
+    trace_free(&t);
+    assert_int_equal(trace_read(path, &t, &err), 0);
+    assert_int_equal(t.n, n);
+    assert_int_equal(t.prov.sm_count, 132);
+    assert_string_equal(t.pts[n - 1].kernel, "dense_gemm");
+    trace_free(&t);
+
+    const char *paths[1] = { path };
+    fit_options o = { paths, 1, "calibration/models/h100-spec.json", "synthetic", NULL };
+    cJSON *m = NULL;
+    int rc = fit_build_model(&o, &m, NULL, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    const cJSON *bf16 = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gemm"), "by_dtype"), "bf16");
+    assert_non_null(bf16);
+    const cJSON *fit = cJSON_GetObjectItem(bf16, "fit");
+    assert_int_equal((int)cJSON_GetObjectItem(fit, "points")->valuedouble, n);
+    double rms = cJSON_GetObjectItem(fit, "rms_rel_err")->valuedouble;
+    if (!(rms < 1e-3)) fail_msg("tile/wave fit to the planted table: rms relative error %g", rms);
+    cJSON_Delete(m);
+    free(r);
+}
+
+/* The host-overhead file: every figure under its key with min/median/reps, a failed section as an
+ * "error" entry, the validity checks, and the GEMM table's rates (2mnk / time). */
+static void test_host_probe_file(void **state) {
+    (void)state;
+    moe_host_probe_cfg cfg;
+    host_probe_cfg_default(&cfg);
+    moe_host_probe *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    r->launch_cpu_us = (moe_probe_stat){ 21, 2.0, 2.5 };
+    r->status[MOE_PROBE_SYNC] = MOE_ECUDA;
+    r->busy_loops = r->busy_loops_still_busy = 63;
+    r->ticks_expected = r->ticks_counted = 12000;
+    r->gemm[0] = (moe_gemm_timing){ { 4096, 14336, 4096 }, 1000.0 };
+    r->n_gemm = 1;
+    trace_provenance pv;
+    trace_provenance_defaults(&pv, TRACE_KIND_GPU);
+    cJSON *doc = host_probe_to_json(r, &cfg, &pv);
+    assert_string_equal(cJSON_GetObjectItem(doc, "format")->valuestring, "moesim-host-probe/1");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "provenance"), "kind")->valuestring, "gpu");
+    assert_true(num_at(doc, "launch_cpu_us", "min") == 2.0);
+    assert_true(num_at(doc, "launch_cpu_us", "median") == 2.5);
+    assert_true(num_at(doc, "launch_cpu_us", "reps") == 21);
+    const cJSON *failed = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "sync_idle_us"), "error");
+    assert_true(cJSON_IsString(failed));
+    assert_string_equal(failed->valuestring, "CUDA runtime error");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "sync_idle_us"), "min"));
+    const cJSON *section = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "sections"), "sync");
+    assert_true(cJSON_IsString(section));
+    assert_string_equal(section->valuestring, "CUDA runtime error");
+    assert_true(num_at(doc, "checks", "ticks_counted") == 12000);
+    assert_true(num_at(doc, "method", "launches") == 256);
+    const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "gemm"), "points"), 0);
+    assert_non_null(p0);
+    assert_true(cJSON_GetObjectItem(p0, "k")->valuedouble == 4096);
+    assert_float_equal(cJSON_GetObjectItem(p0, "tflops")->valuedouble, 481.036337152, 1e-9);
+    cJSON_Delete(doc);
+    /* the same as text: the figure's row, the failed section named, the GEMM at 481.0 TFLOP/s = 48.6% of 989 */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    host_probe_print(f, r, &cfg, 989);
+    fclose(f);
+    assert_non_null(strstr(text, "launch_cpu_us                 2.000      2.500    21"));
+    assert_non_null(strstr(text, "sync_idle_us             CUDA runtime error"));
+    assert_non_null(strstr(text, "4096  14336   4096      1000.00     481.0    48.6"));
+    free(text);
+    free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_recovers_planted_parameters),
@@ -512,6 +628,8 @@ int main(void) {
         cmocka_unit_test(test_check_passes_on_committed_models),
         cmocka_unit_test(test_check_fails_on_perturbed_model),
         cmocka_unit_test(test_check_fails_on_drifted_trace),
+        cmocka_unit_test(test_host_probe_gemm_table_is_a_trace),
+        cmocka_unit_test(test_host_probe_file),
     };
     return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
