@@ -77,7 +77,8 @@ static void test_every_command_has_the_common_options(void **state) {
         {"simrun", "run"}, {"simrun", "search"}, {"simrun", "a2a"}, {"simrun", "merge"}, {"simrun", "plot"},
         {"simrun", "show"}, {"simrun", "fields"}, {"simrun", "dump-platform"}, {"simrun", "optimize"},
         {"simdiag", "check"}, {"simdiag", "compare"},
-        {"simcal", "bench"}, {"simcal", "import-nccl-tests"}, {"simcal", "fit"}, {"simcal", "check"},
+        {"simcal", "bench"}, {"simcal", "probe-host"}, {"simcal", "import-nccl-tests"}, {"simcal", "fit"},
+        {"simcal", "check"},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         assert_int_equal(tool(cmds[i][0], cmds[i][1], "--help", NULL), 0);
@@ -145,6 +146,23 @@ static void test_usage_errors(void **state) {
     assert_int_equal(tool("simcal", "fit", "x.json", NULL), 2);
     assert_non_null(strstr(err, "--out MODEL is required"));
     assert_int_equal(tool("simcal", "check", "--tol", "2", NULL), 2);
+    assert_int_equal(tool("simcal", "probe-host", "extra", NULL), 2);
+    assert_int_equal(tool("simcal", "probe-host", "--gemm-out", NULL), 2);
+    assert_non_null(strstr(err, "--gemm-out needs a value"));
+}
+
+/* simcal probe-host on a machine without an NVIDIA driver: it says so and writes nothing (exit 1). */
+static void test_probe_host_without_gpu(void **state) {
+    (void)state;
+    if (access("/dev/nvidiactl", F_OK) == 0) {
+        print_message("an NVIDIA driver is present: the no-GPU path is not tested here\n");
+        skip();
+    }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/probe.json", tmpdir);
+    assert_int_equal(tool("simcal", "probe-host", "--out", path, NULL), 1);
+    assert_non_null(strstr(err, "no GPU"));
+    assert_int_equal(access(path, F_OK), -1);
 }
 
 /* `simrun merge --quiet` (refused before the common options): nothing on stdout, the files written. */
@@ -240,6 +258,7 @@ int main(void) {
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_equals_form),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_probe_host_without_gpu),
         cmocka_unit_test(test_merge_quiet),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_search_sharded),

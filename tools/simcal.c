@@ -1,21 +1,24 @@
 /* simcal — the calibration pipeline's command line (calibration/README.md).
  *
  *   simcal bench [--out FILE] [--grid small|full] [--cpu]    time the MoE kernels -> trace
+ *   simcal probe-host [--out FILE] [--gemm-out TRACE]        host overheads + dense GEMM table (GPU)
  *   simcal import-nccl-tests LOG... [--out FILE] [--link L]  nccl-tests logs -> trace
  *   simcal fit TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]
  *   simcal check [--models DIR] [--traces DIR] [--tol REL]   CI regression of committed models
  *
  * Exit codes: 0 ok, 1 runtime failure or drift, 2 bad input/usage.
  * This is the only program linked with the GPU kernels' library when CUDA exists, so the GPU
- * timing backend of `bench` lives here (CUDA events through kernels/moe_kernels.h).
+ * timing backend of `bench` and the host-overhead probe's entry live here (kernels/moe_kernels.h).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calibration/bench.h"
 #include "calibration/fit.h"
+#include "calibration/host_probe.h"
 #include "calibration/nccl_tests.h"
 #include "calibration/trace.h"
 #include "kernels/moe_kernels.h"
@@ -32,6 +35,7 @@ static const char EPILOG[] =
     "\n"
     "examples:\n"
     "  simcal bench --grid small --out calibration/traces/cpu-mine.json\n"
+    "  simcal probe-host --out host-probe.json --gemm-out gemm-trace.json\n"
     "  simcal import-nccl-tests alltoall_perf.log --link rdma --out calibration/traces/a2a.json\n"
     "  simcal fit calibration/traces/a2a.json --base calibration/models/h800-published.json --out m.json\n"
     "  simcal check\n";
@@ -42,6 +46,12 @@ static const char BENCH_OPTIONS[] =
     "      --cpu            time the CPU references even when a GPU exists\n"
     "  -j, --jobs N         accepted; kernels are timed one at a time\n"
     "  -q, --quiet          no nccl-tests-style tables on stdout\n";
+
+static const char PROBE_OPTIONS[] =
+    "  -o, --out FILE       the host-overhead file to write (default host-probe.json)\n"
+    "      --gemm-out TRACE also write the dense GEMM table as a calibration trace (for simcal fit)\n"
+    "  -j, --jobs N         accepted; everything is timed on GPU 0, one thing at a time\n"
+    "  -q, --quiet          no tables on stdout\n";
 
 static const char IMPORT_OPTIONS[] =
     "  -o, --out FILE       the trace to write (default nccl-trace.json)\n"
@@ -104,7 +114,7 @@ static void published_peaks(const char *name, double *bf16_tflops, double *hbm_G
     else if (strstr(name, "H100") || strstr(name, "H800")) { *bf16_tflops = 989; *hbm_GBps = 3350; }
 }
 
-static int gpu_provenance(trace_provenance *pv, bench_backend *be) {
+static int gpu_provenance(trace_provenance *pv) {
     moe_gpu_info gi;
     if (moe_gpu_get_info(0, &gi) != MOE_OK) return -1;
     trace_provenance_defaults(pv, TRACE_KIND_GPU);
@@ -117,8 +127,6 @@ static int gpu_provenance(trace_provenance *pv, bench_backend *be) {
     snprintf(pv->nccl, sizeof pv->nccl, "%d.%d.%d", gi.nccl_version / 10000, (gi.nccl_version / 100) % 100,
              gi.nccl_version % 100);
     published_peaks(gi.name, &pv->peak_bf16_tflops, &pv->hbm_GBps);
-    be->peak_bf16_flops = pv->peak_bf16_tflops * 1e12;
-    be->hbm_Bps = pv->hbm_GBps * 1e9;
     return 0;
 }
 #endif
@@ -149,10 +157,12 @@ static int cmd_bench(cli_parser *p, int argc, char **argv) {
     if (gpus > 0) {
         be = (bench_backend){ .name = "gpu", .open = gpu_open, .time_us = gpu_time, .close = gpu_close,
                               .a2a_link = gpus >= 2 ? "nvlink" : NULL };
-        if (gpu_provenance(&t.prov, &be) != 0) {
+        if (gpu_provenance(&t.prov) != 0) {
             fprintf(stderr, "simcal bench: cannot query GPU 0\n");
             return EXIT_RUNTIME;
         }
+        be.peak_bf16_flops = t.prov.peak_bf16_tflops * 1e12;
+        be.hbm_Bps = t.prov.hbm_GBps * 1e9;
     }
 #endif
     if (gpus == 0)
@@ -169,6 +179,73 @@ static int cmd_bench(cli_parser *p, int argc, char **argv) {
     if (rc) return die(&err);
     fprintf(stderr, "simcal bench: wrote %s\n", out);
     return 0;
+}
+
+#ifdef MOESIM_HAVE_CUDA
+/* The probe on GPU 0, then its files: the host-overhead file whenever the probe got as far as its
+ * sections (a failed section is an "error" entry in it), the GEMM trace when a GEMM was timed. */
+static int probe_host_gpu(const char *out, const char *gemm_out, FILE *log, moe_error *err) {
+    trace_provenance pv;
+    if (gpu_provenance(&pv) != 0) return moe_error_set(err, EXIT_RUNTIME, "probe-host: cannot query GPU 0");
+    snprintf(pv.source, sizeof pv.source, "simcal probe-host");
+    moe_host_probe_cfg cfg;
+    host_probe_cfg_default(&cfg);
+    moe_host_probe *r = calloc(1, sizeof *r);
+    if (!r) return moe_error_set(err, EXIT_RUNTIME, "probe-host: out of memory");
+    int st = moe_host_probe_run(0, &cfg, r), rc = 0;
+    int measured = 0;
+    for (int i = 0; i < MOE_PROBE_SECTIONS && st != MOE_EINVAL; i++) measured += r->status[i] == MOE_OK;
+    if (measured) {
+        host_probe_print(log, r, &cfg, pv.peak_bf16_tflops);
+        cJSON *doc = host_probe_to_json(r, &cfg, &pv);
+        rc = json_write_atomic(out, doc, err);
+        cJSON_Delete(doc);
+        if (!rc) fprintf(stderr, "simcal probe-host: wrote %s\n", out);
+    }
+    if (!rc && gemm_out && r->n_gemm > 0) {
+        trace t;
+        if (!(rc = host_probe_gemm_trace(r, &pv, &t, err))) rc = trace_write(gemm_out, &t, err);
+        trace_free(&t);
+        if (!rc) fprintf(stderr, "simcal probe-host: wrote %s\n", gemm_out);
+    }
+    if (!rc && st != MOE_OK)
+        rc = moe_error_set(err, EXIT_RUNTIME, "probe-host: %s%s", moe_status_str(st),
+                           measured ? " (see the sections in the output and the messages above)" : "; nothing written");
+    else if (!rc && gemm_out && r->n_gemm == 0)
+        rc = moe_error_set(err, EXIT_RUNTIME, "probe-host: no GEMM was timed: %s not written", gemm_out);
+    free(r);
+    return rc;
+}
+#endif
+
+static int cmd_probe_host(cli_parser *p, int argc, char **argv) {
+    enum { O_GEMM_OUT = 256 };
+    static const struct option opts[] = {{"gemm-out", required_argument, NULL, O_GEMM_OUT}, CLI_COMMON_OPTIONS};
+    const char *gemm_out = NULL;
+    for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
+        if (c == CLI_STOP) return p->rc;
+        if (c == O_GEMM_OUT) gemm_out = optarg;
+    }
+    if (cli_positionals(p, argc, argv, 0, 0, "no arguments besides options")) return p->rc;
+    const char *out = p->common.out ? p->common.out : "host-probe.json";
+    if (moe_gpu_count() == 0) {
+#ifdef MOESIM_HAVE_CUDA
+        fprintf(stderr, "simcal probe-host: no GPU: the host-overhead probe needs one (nothing written)\n");
+#else
+        fprintf(stderr, "simcal probe-host: no GPU: this simcal was built without CUDA (nothing written)\n");
+#endif
+        return EXIT_RUNTIME;
+    }
+    moe_error err = { 0, "" };
+    int rc = 0;
+#ifdef MOESIM_HAVE_CUDA
+    FILE *log = log_stream(p);
+    rc = probe_host_gpu(out, gemm_out, log, &err);
+    log_close(log);
+#else
+    (void)out, (void)gemm_out;
+#endif
+    return rc ? die(&err) : 0;
 }
 
 static int cmd_import(cli_parser *p, int argc, char **argv) {
@@ -264,6 +341,9 @@ static const cli_command COMMANDS[] = {
     {"bench", cmd_bench, "[--out FILE] [--grid small|full] [--cpu]",
      "Time every kernel of kernels/ over a shape grid (CUDA events on a GPU, else the CPU references).",
      BENCH_OPTIONS},
+    {"probe-host", cmd_probe_host, "[--out FILE] [--gemm-out TRACE]",
+     "Measure on GPU 0 the host cost of kernel, CUDA-graph and cuBLAS launches and syncs, and a dense GEMM table.",
+     PROBE_OPTIONS},
     {"import-nccl-tests", cmd_import, "LOG... [--out FILE] [--link nvlink|rdma|pcie]",
      "Turn all_reduce_perf / alltoall_perf / sendrecv_perf logs into a calibration trace.", IMPORT_OPTIONS},
     {"fit", cmd_fit, "TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]",

@@ -6,7 +6,7 @@
  * from the source tree), and whatever a command writes there is removed after it. An argument that
  * names a path outside the sandbox (starts with '/' or holds "..", also after "--opt=") is not run,
  * except /dev/null and /dev/zero, so a fuzzed `--out /somewhere` never writes outside it. Commands
- * that run for seconds by design (simcal bench) are skipped. */
+ * that run for seconds by design (simcal bench, simcal probe-host) are skipped. */
 #ifndef MOESIM_FUZZ_CLI_H
 #define MOESIM_FUZZ_CLI_H
 

@@ -7,5 +7,5 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    return fuzz_cli_run("simcal", simcal_main, data, size, (const char *const[]){"bench", NULL});
+    return fuzz_cli_run("simcal", simcal_main, data, size, (const char *const[]){"bench", "probe-host", NULL});
 }
