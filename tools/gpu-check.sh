@@ -3,16 +3,22 @@
 #   1. build with CUDA every target the checks use, and run the CPU references' tests (no GPU needed);
 #   2. every CUDA kernel against its CPU reference (tests/test_gpu_kernels.c);
 #   3. calibration: time the CUDA kernels (simcal bench, CUDA events) and fit a model from the trace,
-#      on the published model of the GPU measured;
+#      on the published model of the GPU measured; then the host side of a training step (simcal
+#      probe-host: host time per kernel launch, CUDA-graph launch and cuBLAS call, GPU time per tiny
+#      kernel, device-to-host sync round trips) and a dense BF16 GEMM table, written as its own file and
+#      as a calibration trace, fitted on the same base (steps host-probe and gemm-fit; independent of
+#      the others: a failure is logged and the script goes on);
 #   4. live mode on the GPU: the NCCL backend runs a 1-GPU MoE step with the CUDA kernels
 #      (tests/data/live/gpu-1.json: MoE output checked against the CPU reference), its trace next to
 #      the simulated one (simdiag compare: stand-in kernels, so large errors are expected there).
-# Outputs under $OUT (default ./gpu-out): one log per step, the calibration trace and model, the live
-# and simulated traces, and summary.txt (one line per step). Exit 0 when every step passed; without a
-# GPU it stops after step 1 with exit 1, so that the build and the CPU side can be checked anywhere.
+# Outputs under $OUT (default ./gpu-out): one log per step, the calibration trace and model, the
+# host-probe file (host-probe-<device>.json), the GEMM trace and its model (gpu-gemm-<device>.json,
+# gpu-gemm-<device>-model.json), the live and simulated traces, and summary.txt (one line per step).
+# Exit 0 when every step passed; without a GPU it stops after step 1 with exit 1, so that the build
+# and the CPU side can be checked anywhere.
 # Afterwards commit the trace and model under calibration/traces/ and calibration/models/
 # (`simcal check` then covers them in CI).
-#   bash tools/gpu-check.sh            (about 5 minutes on one H200)
+#   bash tools/gpu-check.sh            (about 4 minutes on one H200 with 16 cores)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
@@ -68,6 +74,15 @@ step gpu-kernels gpu_kernels
 step bench ./build-gpu/tools/simcal bench --grid full --out "$OUT/gpu-$dev.json"
 step fit ./build-gpu/tools/simcal fit "$OUT/gpu-$dev.json" --base "$base" --source "gpu-$dev" --device "$name" \
     --out "$OUT/gpu-$dev-model.json"
+# host overheads and the dense GEMM table (about 15 s; its GEMM table stops at 60 s, the timeout
+# guards the rest), then a GEMM model from the table alone
+rm -f "$OUT/host-probe-$dev.json" "$OUT/gpu-gemm-$dev.json"
+step host-probe timeout -k 10 120 ./build-gpu/tools/simcal probe-host --out "$OUT/host-probe-$dev.json" \
+    --gemm-out "$OUT/gpu-gemm-$dev.json"
+if [ -f "$OUT/gpu-gemm-$dev.json" ]; then
+    step gemm-fit ./build-gpu/tools/simcal fit "$OUT/gpu-gemm-$dev.json" --base "$base" --source "gpu-gemm-$dev" \
+        --device "$name" --out "$OUT/gpu-gemm-$dev-model.json"
+fi
 
 # ---- 4. live mode with the NCCL backend on one GPU, and the simulated step of the same scenario ------
 launch=()
