@@ -8,6 +8,7 @@
 #      kernel, device-to-host sync round trips) and a dense BF16 GEMM table, written as its own file and
 #      as a calibration trace, fitted on the same base (steps host-probe and gemm-fit; independent of
 #      the others: a failure is logged and the script goes on);
+#   (and tools/host_probe_torch.py: PyTorch's per-call host costs and sustained GEMM clocks, when torch is installed);
 #   4. live mode on the GPU: the NCCL backend runs a 1-GPU MoE step with the CUDA kernels
 #      (tests/data/live/gpu-1.json: MoE output checked against the CPU reference), its trace next to
 #      the simulated one (simdiag compare: stand-in kernels, so large errors are expected there).
@@ -82,6 +83,14 @@ step host-probe timeout -k 10 120 ./build-gpu/tools/simcal probe-host --out "$OU
 if [ -f "$OUT/gpu-gemm-$dev.json" ]; then
     step gemm-fit ./build-gpu/tools/simcal fit "$OUT/gpu-gemm-$dev.json" --base "$base" --source "gpu-gemm-$dev" \
         --device "$name" --out "$OUT/gpu-gemm-$dev-model.json"
+fi
+
+# the framework's side (PyTorch per-op host time, an autograd node, a module call, .item(); BF16 GEMMs
+# sustained for 15 s against their first second): only where torch is installed, bounded by timeout
+if python3 -c "import torch" >/dev/null 2>&1; then
+    step torch-probe timeout -k 10 90 python3 tools/host_probe_torch.py --out "$OUT/torch-probe-$dev.json" --seconds 15
+else
+    echo "skip torch-probe (no torch)" | tee -a "$OUT/summary.txt"
 fi
 
 # ---- 4. live mode with the NCCL backend on one GPU, and the simulated step of the same scenario ------
