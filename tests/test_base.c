@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "sim/base/alloc.h"
+#include "sim/base/errors.h"
 #include "sim/base/fileio.h"
 #include "sim/base/json_read.h"
 #include "sim/base/rng_seed.h"
@@ -323,6 +324,73 @@ static void test_atomic_writer(void **state) {
     assert_int_equal(count_entries(sub), 2);
 }
 
+/* The temporaries a killed writer left: atomic_file_open's own name for them (checked by opening one
+ * and reading the folder while it is open), removed only when the writer's pid is gone, only for the
+ * name asked, only regular files named exactly so. */
+static void test_dead_writer_temps(void **state) {
+    (void)state;
+    char dir[128], path[200], p[8][240];
+    snprintf(dir, sizeof dir, "%s/temps", DIR_);
+    moe_error err = {0};
+    assert_int_equal(make_dirs(dir, &err), 0);
+    /* our own temporary, while the write is open: alive, kept; its name is the pattern */
+    atomic_file af;
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    assert_int_equal(atomic_file_open(&af, path, &err), 0);
+    char own[64];
+    snprintf(own, sizeof own, "results.json.tmp.%ld.", (long)getpid());
+    assert_non_null(strstr(af.tmp, own));
+    assert_int_equal(atomic_file_remove_dead_temps(dir, "results.json"), 0);
+    assert_int_equal(access(af.tmp, F_OK), 0);
+    atomic_file_abort(&af);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(p[0], sizeof p[0], "%s/results.json.tmp.%d.0", dir, (int)dead);     /* removed */
+    snprintf(p[1], sizeof p[1], "%s/results.json.tmp.%d.17", dir, (int)dead);    /* removed */
+    snprintf(p[2], sizeof p[2], "%s/results.csv.tmp.%d.0", dir, (int)dead);      /* another name */
+    snprintf(p[3], sizeof p[3], "%s/results.json.tmp.%d.0.bak", dir, (int)dead); /* not the pattern */
+    snprintf(p[4], sizeof p[4], "%s/results.json.tmp.%d", dir, (int)dead);       /* no serial */
+    snprintf(p[5], sizeof p[5], "%s/xresults.json.tmp.%d.0", dir, (int)dead);    /* another name */
+    snprintf(p[6], sizeof p[6], "%s/results.json.tmp.%d.1", dir, (int)getpid()); /* alive */
+    for (int i = 0; i < 7; i++) {
+        FILE *f = fopen(p[i], "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    snprintf(p[7], sizeof p[7], "%s/results.json.tmp.%d.2", dir, (int)dead);     /* a folder */
+    assert_int_equal(mkdir(p[7], 0755), 0);
+    assert_int_equal(atomic_file_remove_dead_temps(dir, "results.json"), 2);
+    for (int i = 0; i < 8; i++) assert_int_equal(access(p[i], F_OK) == 0, i >= 2);
+    assert_int_equal(atomic_file_remove_dead_temps(dir, "results.csv"), 1);
+    assert_int_not_equal(access(p[2], F_OK), 0);
+    assert_int_equal(atomic_file_remove_dead_temps("/no/such/folder", "results.json"), 0);
+}
+
+/* "did you mean": close names only, closeness relative to the word's length. */
+static void test_did_you_mean(void **state) {
+    (void)state;
+    static const char *const layout[] = {"tp", "pp", "ep", "dp", "etp", "zero", "micro_batch", "global_batch",
+                                         "schedule", "recompute", "placement", NULL};
+    /* typos: an edit in a short word, two in a longer one, a prefix */
+    assert_string_equal(moe_did_you_mean("ppp", layout), "pp");
+    assert_string_equal(moe_did_you_mean("zer0", layout), "zero");
+    assert_string_equal(moe_did_you_mean("shedule", layout), "schedule");
+    assert_string_equal(moe_did_you_mean("micro_bacth", layout), "micro_batch");
+    assert_string_equal(moe_did_you_mean("recomp", layout), "recompute");
+    assert_string_equal(moe_did_you_mean("placemnet", layout), "placement");
+    /* far names: 2 edits in a 3-letter word is most of the word; 3 in a 5-letter one */
+    assert_null(moe_did_you_mean("moe", layout));       /* "ep" was 2 edits away */
+    assert_null(moe_did_you_mean("stage", layout));     /* "zero", "tp": 3+ edits */
+    assert_null(moe_did_you_mean("batch", layout));     /* not a prefix; 6 edits from micro_batch */
+    assert_null(moe_did_you_mean("xyz", layout));
+    static const char *const top[] = {"format", "name", "seed", "model", "cluster", "layout", NULL};
+    assert_string_equal(moe_did_you_mean("layuot", top), "layout");
+    assert_string_equal(moe_did_you_mean("sed", top), "seed");
+    assert_null(moe_did_you_mean("routing", top));      /* 5+ edits from any */
+    assert_null(moe_did_you_mean("run", top));          /* "name": 3 edits */
+}
+
 /* ---- allocation policy -------------------------------------------------------------------------- */
 
 static void test_alloc_policy(void **state) {
@@ -410,7 +478,8 @@ int main(void) {
         cmocka_unit_test(test_bounded_reader),      cmocka_unit_test(test_atomic_writer),
         cmocka_unit_test(test_output_not_regular),
         cmocka_unit_test(test_alloc_policy),        cmocka_unit_test(test_seed_mix),
-        cmocka_unit_test(test_text_digits),
+        cmocka_unit_test(test_text_digits),       cmocka_unit_test(test_dead_writer_temps),
+        cmocka_unit_test(test_did_you_mean),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -63,11 +63,13 @@ static int edit_distance(const char *a, const char *b) {
 
 const char *moe_did_you_mean(const char *word, const char *const *candidates) {
     const char *best = NULL;
-    int best_d = 4;
     size_t lw = strlen(word);
+    /* close: at most one edit per three characters of the word (one for words under six; "layuot" is
+     * two edits from "layout"), and never more than three */
+    int limit = lw >= 9 ? 3 : lw >= 6 ? 2 : 1, best_d = limit + 1;
     for (const char *const *c = candidates; *c; c++) {
         int d = edit_distance(word, *c);
-        if (lw >= 3 && strncmp(word, *c, lw) == 0 && d > 1) d = 2; /* prefix of a longer key */
+        if (lw >= 3 && strncmp(word, *c, lw) == 0) d = d < 1 ? d : 1; /* a prefix of a longer key */
         if (d < best_d) { best_d = d; best = *c; }
     }
     return best;

@@ -32,8 +32,10 @@ int moe_error_set(moe_error *err, int code, const char *fmt, ...) __attribute__(
  * the field that named it, then the referenced file's own message). Returns err->code. */
 int moe_error_context(moe_error *err, const char *file, const char *path);
 
-/* Suggest the closest of `candidates` (NULL-terminated) to `word` (Levenshtein distance <= 3 or
- * a prefix match); NULL if none is close. Used for "did you mean" hints. */
+/* Suggest the closest of `candidates` (NULL-terminated) to `word`: a Levenshtein distance of at most
+ * one per three characters of the word (1 under 6 characters, 2 under 9, else 3), or a word of 3 or
+ * more characters that begins the candidate; NULL if none is that close. For "did you mean" hints:
+ * a far suggestion ("moe" -> "ep") misleads more than none. */
 const char *moe_did_you_mean(const char *word, const char *const *candidates);
 
 #ifdef __cplusplus

@@ -2,8 +2,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "sim/base/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +155,40 @@ static int open_straight(atomic_file *af, const struct stat *st, moe_error *err)
     return 0;
 }
 
+/* A temporary's name: the final name, TMP_INFIX, the writer's pid, '.', a serial. */
+#define TMP_INFIX ".tmp."
+
+/* The pid of `entry` when it is exactly NAME.tmp.PID.SERIAL (digits only), else 0. */
+static long temp_writer(const char *entry, const char *name) {
+    size_t n = strlen(name), k = strlen(TMP_INFIX);
+    if (strncmp(entry, name, n) != 0 || strncmp(entry + n, TMP_INFIX, k) != 0) return 0;
+    const char *s = entry + n + k;
+    char *end;
+    if (*s < '0' || *s > '9') return 0;
+    long pid = strtol(s, &end, 10);
+    if (*end != '.' || end[1] < '0' || end[1] > '9') return 0;
+    for (s = end + 1; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return pid > 0 ? pid : 0;
+}
+
+int atomic_file_remove_dead_temps(const char *dir, const char *name) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        long pid = temp_writer(e->d_name, name);
+        struct stat st;
+        if (!pid || pid != (long)(pid_t)pid || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive (or not ours to know): kept */
+        removed += unlinkat(dirfd(d), e->d_name, 0) == 0;
+    }
+    closedir(d);
+    return removed;
+}
+
 int atomic_file_open(atomic_file *af, const char *path, moe_error *err) {
     static atomic_uint serial;
     memset(af, 0, sizeof *af);
@@ -163,7 +199,7 @@ int atomic_file_open(atomic_file *af, const char *path, moe_error *err) {
     snprintf(af->path, sizeof af->path, "%s", path);
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return open_straight(af, &st, err);
-    snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
+    snprintf(af->tmp, sizeof af->tmp, "%s" TMP_INFIX "%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     int fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return open_failed(err, path, errno);
     af->f = fdopen(fd, "wb");

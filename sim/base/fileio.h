@@ -46,6 +46,12 @@ int atomic_file_open(atomic_file *af, const char *path, moe_error *err);
 int atomic_file_commit(atomic_file *af, moe_error *err);
 /* Give up: close and remove the temporary. */
 void atomic_file_abort(atomic_file *af);
+/* The temporary of `name` in its folder is "NAME.tmp.PID.SERIAL" (the writer's process id and a
+ * per-process serial). A writer killed mid-write (SIGKILL, a crash) leaves it behind: this removes,
+ * in folder `dir`, the regular files named exactly so for `name` whose PID is no running process
+ * (kill(PID, 0) says ESRCH). A file of a live process, or of any other name, is kept. Returns how many
+ * were removed. */
+int atomic_file_remove_dead_temps(const char *dir, const char *name);
 /* Put an already written temporary file `tmp` (in the same folder, e.g. written by gnuplot) in place
  * of `path`: fsync it, rename, fsync the folder. A `path` that exists and is not a regular file is
  * refused (exit 2) and `tmp` removed. */
