@@ -175,11 +175,37 @@ static void test_shards_merge_resume(void **state) {
     assert_true(n > 10);
     cJSON_Delete(doc);
 
-    /* resume: remove one point from the database; --resume evaluates it again and only it */
-    assert_int_equal(db_long(one, "DELETE FROM points WHERE id = 3"), 0);
-    assert_int_equal(db_long(one, "SELECT count(*) FROM points"), n - 1);
-    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", one, "--resume",
-                         "--quiet", NULL), 0);
+    /* resume: remove three points from the database; --resume evaluates them again and only them, says
+     * so, and counts its progress over them. The exports a killed writer left (its pid is gone) are
+     * removed; a live writer's, and other names, stay. */
+    assert_int_equal(db_long(one, "DELETE FROM points WHERE id IN (3, 4, 5)"), 0);
+    assert_int_equal(db_long(one, "SELECT count(*) FROM points"), n - 3);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    char tmp[5][8600];
+    snprintf(tmp[0], sizeof tmp[0], "%s/results.json.tmp.%d.0", one, (int)dead);
+    snprintf(tmp[1], sizeof tmp[1], "%s/results.csv.tmp.%d.12", one, (int)dead);
+    snprintf(tmp[2], sizeof tmp[2], "%s/results.json.tmp.%d.0", one, (int)getpid());   /* alive */
+    snprintf(tmp[3], sizeof tmp[3], "%s/results.json.tmp.%d.0x", one, (int)dead);      /* not our pattern */
+    snprintf(tmp[4], sizeof tmp[4], "%s/notes.txt.tmp.%d.0", one, (int)dead);          /* not an export */
+    for (int i = 0; i < 5; i++) {
+        FILE *f = fopen(tmp[i], "w");
+        assert_non_null(f);
+        fputs("{\"half\": ", f);
+        fclose(f);
+    }
+    assert_int_equal(run(out, sizeof out, err, sizeof err, sc, "--levels", "plan", "--out", one, "--resume", NULL), 0);
+    char want[4400];
+    snprintf(want, sizeof want, "resume: %d of %d points kept from %s/results.db; evaluating the other 3", n - 3, n, one);
+    if (!strstr(out, want)) fail_msg("no '%s' in:\n%s", want, out);
+    snprintf(want, sizeof want, "; %d kept from the earlier run, 3 evaluated now)", n - 3);
+    if (!strstr(out, want)) fail_msg("no '%s' in:\n%s", want, out);
+    snprintf(want, sizeof want, "progress: evaluated 3/3 points, ");
+    if (!strstr(err, want) || !strstr(err, " kept")) fail_msg("no '%s... kept' in:\n%s", want, err);
+    for (int i = 0; i < 5; i++)
+        if ((access(tmp[i], F_OK) == 0) != (i >= 2)) fail_msg("%s: %s", tmp[i], i >= 2 ? "removed" : "left behind");
+    for (int i = 2; i < 5; i++) unlink(tmp[i]);
     char *tc = slurp(a);
     assert_string_equal(ta, tc);
     free(ta);

@@ -44,6 +44,7 @@ typedef struct {
     int bad_input;              /* a point failed on bad input (exit 2) */
     long n_invalid;
     char reasons[3][400];
+    long n_kept;                /* --resume: points of [lo, hi) an earlier run stored (not evaluated again) */
 } run_ctx;
 
 /* Point `id`'s scenario and sweep values. 0, or EXIT_BADINPUT when the combination is invalid
@@ -290,9 +291,12 @@ static int finish(const sweep_run_opts *o, const char *out_dir, const scenario *
     if (results_db_export(db, out_dir, json, csv, o->jobs, err)) return err->code;
     if (!o->quiet) {
         if (n_stored > 0 && print_table(db, n_stored, c, out, err)) return err->code;
-        fprintf(out, "wrote %s/results.db%s%s%s%s%s%s (%ld points: %ld ok, %ld infeasible, %ld errors)\n", out_dir,
+        char kept[120] = "";
+        if (c->n_kept)
+            snprintf(kept, sizeof kept, "; %ld kept from the earlier run, %ld evaluated now", c->n_kept, hi - lo - c->n_kept);
+        fprintf(out, "wrote %s/results.db%s%s%s%s%s%s (%ld point%s: %ld ok, %ld infeasible, %ld errors%s)\n", out_dir,
                 csv ? (json ? ", " : " and ") : "", csv ? out_dir : "", csv ? "/results.csv" : "", json ? " and " : "",
-                json ? out_dir : "", json ? "/results.json" : "", n_stored, ok, inf, bad);
+                json ? out_dir : "", json ? "/results.json" : "", n_stored, n_stored == 1 ? "" : "s", ok, inf, bad, kept);
         if (!csv)
             fprintf(out, "(no results.csv for %ld points: read results.db with SQL, or add --csv)\n", n_stored);
         if (inf) {
@@ -390,6 +394,10 @@ int sweep_run(const sweep_run_opts *o, FILE *out, moe_error *err) {
     done = moe_xcalloc((size_t)((hi - lo) / 8 + 1), 1);
     long n_done = results_db_done(db, lo, hi, done, err);
     if (n_done < 0) { rc = err->code; goto done; }
+    c.n_kept = n_done;
+    if (n_done && !o->quiet)
+        fprintf(out, "resume: %ld of %ld points kept from %s/results.db; evaluating the other %ld\n", n_done, hi - lo,
+                out_dir, hi - lo - n_done);
 
     /* 3. the points, in workers; the parent stores what they send */
     int slow = (eff_levels & LEVEL_STEP) != 0;

@@ -131,12 +131,17 @@ static void queue_push(range_queue *q, long a, long b, int exact) {
     q->q[q->n++] = (range){a, b, exact};
 }
 
-static void show_progress(const point_run_opts *opt, void *ctx, long done, long total, long fresh, double t0,
+/* `done` of the `todo` points this run evaluates (and the rate over them: `kept` points stored by an
+ * earlier run, --resume, are neither counted nor timed). */
+static void show_progress(const point_run_opts *opt, void *ctx, long done, long todo, long kept, double t0,
                           const slot *slots, int jobs, int final) {
-    double el = mono_s() - t0, rate = el > 0 ? (double)fresh / el : 0;
-    double left = rate > 0 ? (double)(total - done) / rate : 0;
-    char extra[200] = "", inner[200] = "";
-    if (opt->status) opt->status(ctx, extra, sizeof extra);
+    double el = mono_s() - t0, rate = el > 0 ? (double)done / el : 0;
+    double left = rate > 0 ? (double)(todo - done) / rate : 0;
+    char extra[260] = "", inner[200] = "", status[200] = "";
+    if (opt->status) opt->status(ctx, status, sizeof status);
+    if (kept && status[0]) snprintf(extra, sizeof extra, "%ld kept, %s", kept, status);
+    else if (kept) snprintf(extra, sizeof extra, "%ld kept", kept);
+    else snprintf(extra, sizeof extra, "%s", status);
     for (int s = 0; s < jobs; s++)
         if (slots[s].pid && slots[s].progress[0]) {
             snprintf(inner, sizeof inner, "  point %ld: %s", slots[s].last + 1, slots[s].progress);
@@ -145,10 +150,10 @@ static void show_progress(const point_run_opts *opt, void *ctx, long done, long 
     char eta[32] = "?";
     if (rate > 0) snprintf(eta, sizeof eta, "%.0f s", left);
     if (opt->progress == PROGRESS_LIVE)
-        fprintf(stderr, "\r\033[K  %s %ld/%ld points  %.0f/s  %s left%s%s%s", opt->what, done, total, rate, eta,
+        fprintf(stderr, "\r\033[K  %s %ld/%ld points  %.0f/s  %s left%s%s%s", opt->what, done, todo, rate, eta,
                 extra[0] ? "  " : "", extra, inner);
     else
-        fprintf(stderr, "progress: %s %ld/%ld points, %.0f points/s, ETA %s%s%s%s\n", opt->what, done, total, rate, eta,
+        fprintf(stderr, "progress: %s %ld/%ld points, %.0f points/s, ETA %s%s%s%s\n", opt->what, done, todo, rate, eta,
                 extra[0] ? ", " : "", extra, inner);
     if (final && opt->progress == PROGRESS_LIVE) fputc('\n', stderr);
     fflush(stderr);
@@ -190,7 +195,7 @@ static void describe_status(int status, char *out, size_t cap) {
 int run_points(long lo, long hi, point_fn fn, point_sink sink, void *ctx, const point_run_opts *opt, moe_error *err) {
     int jobs = opt->jobs > 0 ? opt->jobs : 1;
     long chunk = opt->chunk > 1 ? opt->chunk : 1;
-    long total = hi - lo, done = 0, fresh = 0;
+    long total = hi - lo, done = 0;
     for (long id = lo; id < hi; id++) done += skipped(opt->skip, lo, id);
     long done0 = done;
     slot *slots = moe_xcalloc((size_t)jobs, sizeof *slots);
@@ -279,9 +284,7 @@ int run_points(long lo, long hi, point_fn fn, point_sink sink, void *ctx, const 
             if (got < 0 && errno == EINTR) continue;
             if (got > 0) {
                 s->in.len += (size_t)got;
-                long before = done;
                 rc = drain(s, sink, ctx, &done, err);
-                fresh += done - before;
                 continue;
             }
             /* end of the stream: the worker exited */
@@ -306,11 +309,10 @@ int run_points(long lo, long hi, point_fn fn, point_sink sink, void *ctx, const 
             describe_status(status, why, sizeof why);
             rc = sink(next, NULL, 0, why, ctx, err);
             done++;
-            fresh++;
             queue_push(&retry, next + 1, s->b, 1);
         }
         if (opt->progress && mono_s() >= next_tick) {
-            show_progress(opt, ctx, done, total, fresh, t0, slots, jobs, 0);
+            show_progress(opt, ctx, done - done0, total - done0, done0, t0, slots, jobs, 0);
             next_tick = mono_s() + (opt->progress == PROGRESS_LIVE ? 0.2 : opt->progress_every_s);
         }
     }
@@ -325,7 +327,7 @@ int run_points(long lo, long hi, point_fn fn, point_sink sink, void *ctx, const 
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
-    if (opt->progress && !rc) show_progress(opt, ctx, done, total, fresh, t0, slots, jobs, 1);
+    if (opt->progress && !rc) show_progress(opt, ctx, done - done0, total - done0, done0, t0, slots, jobs, 1);
     if (!rc && sig)
         rc = moe_error_set(err, 128 + sig, "interrupted by %s after %ld of %ld points", signal_text(sig), done - done0,
                            total - done0);

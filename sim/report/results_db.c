@@ -411,6 +411,9 @@ int results_db_open_run(const char *dir, const cJSON *definition, long n_points,
                         results_db **out, moe_error *err) {
     *out = NULL;
     if (make_dirs(dir, err)) return err->code;
+    /* the half-written exports of a run killed while writing them */
+    atomic_file_remove_dead_temps(dir, "results.json");
+    atomic_file_remove_dead_temps(dir, "results.csv");
     char path[4200];
     snprintf(path, sizeof path, "%s/results.db", dir);
     int have_db = access(path, F_OK) == 0;

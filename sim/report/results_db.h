@@ -46,7 +46,9 @@ void results_fingerprint(const struct cJSON *definition, char out[17]);
 /* Open DIR/results.db for a run of `definition` (caller keeps it) over `n_points` points (the whole
  * sweep, for merge's coverage check). Refusals (exit 2) say what to do and, for another definition,
  * name its first differing field. Before anything is written, the folder's exports (results.json,
- * results.csv) are removed: they would be stale beside the new points. */
+ * results.csv) are removed: they would be stale beside the new points; so are the temporaries of
+ * those exports that killed runs left (atomic_file_remove_dead_temps: results.json.tmp.PID.N of a
+ * PID that is gone). */
 int results_db_open_run(const char *dir, const struct cJSON *definition, long n_points, results_db_mode mode,
                         results_db **out, moe_error *err);
 /* Open an existing database (a folder holding results.db, or the file itself) to read or merge. */
