@@ -4,7 +4,7 @@
  * The cases are the small 32-GPU MoE of tests/data/scenarios/small-moe.json (4 blocks, 1 dense, 16
  * experts of 3 x 1024 x 512 parameters, top-2; 128 sequences of 1024 tokens per step) changed one way
  * each, with hand-worked truths:
- *   - 0.1 GiB of HBM (it needs 0.37): it cannot fit; the step level is simulated anyway and says so;
+ *   - 0.1 GiB of HBM (it needs 0.43): it cannot fit; the step level is simulated anyway and says so;
  *   - a 60% hot expert with capacity factor 1.0 and dropping: over 1% of the pairs dropped; tokens/s
  *     x step time x 32 GPUs = 131,072 x (1 - dropped); the model FLOPs per token lose exactly the
  *     routed-expert FLOPs of the dropped pairs: 3 (fwd + bwd) x 2 x 2 (top-2) x 3 x 1024 x 512 x 3 MoE
@@ -12,7 +12,8 @@
  *   - a GPU 30x slower: the step is far above the plan (> 20%);
  *   - GPU MTBF 10 h over 32 GPUs (M = 18.75 min) with a 30 s write: Young's interval sqrt(2 x 0.5 x
  *     18.75) = 4.33 min, under 5 minutes;
- *   - a fixed 2-minute interval with a 3-minute write: checkpoints come faster than they are written. */
+ *   - a fixed 2-minute interval with a 3-minute write: checkpoints come faster than they are written;
+ *   - 0.46 GiB of HBM: the 0.43 GiB it needs exceed the 0.4232 GiB left by the 8% reserve. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +117,18 @@ static void test_memory(void **state) {
     assert_non_null(strstr(err, "warning: point 0"));   /* on stderr too */
     assert_non_null(strstr(err, "simulated anyway"));
     cJSON_Delete(big);
+    /* 0.46 GiB holds the 0.43 it needs, but not once the 8% reserve is taken: 0.46 x 0.92 = 0.4232 GiB
+     * usable, which the warning says (with the reserve) and plan.memory_GiB.usable holds */
+    cJSON *tight = run_case("reserve", ", \"gpu\": {\"mem_GiB\": 0.46}", "\"routing\": {\"drop\": false}", "plan");
+    const cJSON *mem = cJSON_GetObjectItem(level(tight, "plan"), "memory_GiB");
+    const cJSON *need = cJSON_GetObjectItem(mem, "total"), *usable = cJSON_GetObjectItem(mem, "usable");
+    assert_non_null(need);
+    assert_true(need->valuedouble > 0.4232 && need->valuedouble < 0.46);
+    if (!cJSON_IsNumber(usable)) fail_msg("no plan.memory_GiB.usable");
+    assert_true(fabs(usable->valuedouble - 0.4232) < 1e-12);
+    if (!warns(tight, "plan", "of 0.4232 GiB usable (0.46 GiB less the 8% reserve)"))
+        fail_msg("the memory warning hides the reserve: %s", err);
+    cJSON_Delete(tight);
 }
 
 static void test_dropped_tokens_and_processed_work(void **state) {

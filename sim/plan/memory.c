@@ -253,8 +253,10 @@ void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_pr
     memory_rank_ledgers_with(s, mc, ap, &sb, micro_batches, rank, out);
 }
 
+double memory_usable_GiB(double mem_GiB, double reserve) { return mem_GiB * (1.0 - reserve); }
+
 int memory_fits(const mem_ledgers *l, double mem_GiB, double reserve, const char **overflow) {
-    double cap = mem_GiB * 1073741824.0 * (1.0 - reserve);
+    double cap = memory_usable_GiB(mem_GiB, reserve) * 1073741824.0;
     *overflow = "";
     if (l->total <= cap) return 1;
     const char *name = "params";

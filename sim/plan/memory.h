@@ -126,7 +126,9 @@ void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act
                             const mem_state_bytes *sb, int micro_batches, const stage_census *cz, int rank,
                             mem_ledgers *out);
 
-/* Does `l` fit in mem_GiB x (1 - reserve)? When it does not, *overflow names the largest ledger
+/* The GiB of a mem_GiB GPU the four ledgers may use: mem_GiB x (1 - reserve). */
+double memory_usable_GiB(double mem_GiB, double reserve);
+/* Does `l` fit in memory_usable_GiB(mem_GiB, reserve)? When it does not, *overflow names the largest ledger
  * ("params", "grads", "optimizer" or "activations"); else "". */
 int memory_fits(const mem_ledgers *l, double mem_GiB, double reserve, const char **overflow);
 

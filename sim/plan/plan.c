@@ -474,6 +474,7 @@ int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs 
     out->memory_GiB.total = worst.total / GiB;
     const char *overflow;
     out->fits_memory = memory_fits(&worst, s->cluster.gpu.mem_GiB, c->memory_reserve, &overflow);
+    out->memory_GiB.usable = memory_usable_GiB(s->cluster.gpu.mem_GiB, c->memory_reserve);
     snprintf(out->overflow, sizeof out->overflow, "%s", overflow);
     out->weight_bytes_per_param = x.sb.weight;
     out->grad_bytes_per_param = x.sb.grad;
@@ -610,6 +611,7 @@ void plan_result_to_json(const plan_result *p, cJSON *obj) {
     cJSON_AddNumberToObject(mem, "optimizer", p->memory_GiB.optimizer);
     cJSON_AddNumberToObject(mem, "activations", p->memory_GiB.activations);
     cJSON_AddNumberToObject(mem, "total", p->memory_GiB.total);
+    cJSON_AddNumberToObject(mem, "usable", p->memory_GiB.usable);
     cJSON_AddBoolToObject(obj, "fits_memory", p->fits_memory);
     cJSON *w = cJSON_AddArrayToObject(obj, "warnings");
     for (int i = 0; i < p->n_warnings; i++) cJSON_AddItemToArray(w, cJSON_CreateString(p->warnings[i]));

@@ -22,8 +22,9 @@ typedef struct {
     double flops_per_token_6n;     /* 6 x params_active */
     double total_flops;            /* run.tokens x flops_per_token_6n (the seed's convention) */
     double pure_compute_days;      /* total_flops / (gpus x bf16 peak x mfu) */
-    /* memory per GPU, GiB (the most loaded GPU) */
-    struct { double params, grads, optimizer, activations, total; } memory_GiB;
+    /* memory per GPU, GiB (the most loaded GPU); usable: what the ledgers may fill, the GPU's memory
+     * less the reserve (plan_costs.h memory_reserve): total above it does not fit */
+    struct { double params, grads, optimizer, activations, total, usable; } memory_GiB;
     int fits_memory;
     char overflow[32];             /* the largest ledger when it does not fit, else "" */
     int n_warnings;

@@ -20,11 +20,18 @@ __attribute__((format(printf, 2, 3))) static void add(cJSON *warnings, const cha
     cJSON_AddItemToArray(warnings, cJSON_CreateString(buf));
 }
 
+void point_memory_capacity_words(double usable_GiB, double mem_GiB, char *buf, size_t cap) {
+    snprintf(buf, cap, "%.4g GiB usable (%g GiB less the %.3g%% reserve)", usable_GiB, mem_GiB,
+             mem_GiB > 0 ? 100.0 * (1.0 - usable_GiB / mem_GiB) : 0.0);
+}
+
 static void memory_warning(const scenario *s, const plan_result *plan, int simulated, cJSON *w) {
     if (plan->fits_memory) return;
-    add(w, "does not fit in memory%s: the most loaded GPU needs %.1f GiB (%s the largest part) of %.0f GiB",
+    char capacity[96];
+    point_memory_capacity_words(plan->memory_GiB.usable, s->cluster.gpu.mem_GiB, capacity, sizeof capacity);
+    add(w, "does not fit in memory%s: the most loaded GPU needs %.4g GiB (%s the largest part) of %s",
         simulated ? " but was simulated anyway" : "", plan->memory_GiB.total,
-        plan->overflow[0] ? plan->overflow : "activations", s->cluster.gpu.mem_GiB);
+        plan->overflow[0] ? plan->overflow : "activations", capacity);
 }
 
 /* The interval in use (seconds) against the 5-minute floor and the storage path. */

@@ -25,6 +25,10 @@ struct cJSON;
 #define WARN_PLAN_STEP_DISAGREE 0.20          /* |step - plan| / step */
 #define WARN_DROPPED_PAIRS 0.01               /* dropped token-expert pairs / routed pairs */
 
+/* What the ledgers may fill, in words: "73.6 GiB usable (80 GiB less the 8% reserve)", from the plan's
+ * plan.memory_GiB.usable and the GPU's memory (the reserve is plan_costs.h's memory_reserve). */
+void point_memory_capacity_words(double usable_GiB, double mem_GiB, char *buf, size_t cap);
+
 /* Append the level's warnings (strings) to `warnings` (a JSON array). */
 void point_warn_plan(const scenario *s, const plan_result *plan, struct cJSON *warnings);
 void point_warn_step(const scenario *s, const plan_result *plan, const step_result *st, struct cJSON *warnings);

@@ -12,6 +12,7 @@
 #include "sim/base/fileio.h"
 #include "sim/plan/layout_rank.h"
 #include "sim/point/point_eval.h"
+#include "sim/point/point_warnings.h"
 #include "sim/program/program.h"
 #include "sim/program/routing.h"
 #include "sim/report/plots.h"
@@ -153,11 +154,14 @@ static void eval_fn(long id, void *vctx, record_buf *out) {
     cJSON_Delete(kept);
     if (c->ranked && id >= c->n_fit) {
         const cJSON *plan = cJSON_GetObjectItemCaseSensitive(pt, "plan");
-        const cJSON *mem = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(plan, "memory_GiB"), "total");
-        char reason[300];
+        const cJSON *mem = cJSON_GetObjectItemCaseSensitive(plan, "memory_GiB");
+        const cJSON *total = cJSON_GetObjectItemCaseSensitive(mem, "total"), *usable = cJSON_GetObjectItemCaseSensitive(mem, "usable");
+        char capacity[96], reason[400];
+        point_memory_capacity_words(cJSON_IsNumber(usable) ? usable->valuedouble : s.cluster.gpu.mem_GiB,
+                                    s.cluster.gpu.mem_GiB, capacity, sizeof capacity);
         snprintf(reason, sizeof reason, "does not fit in GPU memory: plan.memory_GiB.total = %.1f GiB on the most loaded "
-                 "GPU; expected at most cluster.gpu.mem_GiB = %g (the search simulates only layouts that fit)",
-                 cJSON_IsNumber(mem) ? mem->valuedouble : 0.0, s.cluster.gpu.mem_GiB);
+                 "GPU; expected at most the %s of cluster.gpu.mem_GiB (the search simulates only layouts that fit)",
+                 cJSON_IsNumber(total) ? total->valuedouble : 0.0, capacity);
         record_encode(out, RECORD_INFEASIBLE, reason, patch_text, pt);
     } else if (refused[0]) {
         char reason[sizeof refused + 100];
