@@ -164,12 +164,93 @@ static void test_deepep_counting(void **state) {
     assert_int_equal(deepep_bench_run(&s, &bad, &r, &err), EXIT_BADINPUT);
 }
 
+/* A case is `ok` within VALIDATE_OK_TOL_PCT (10%) of its published value and a `miss` beyond, whatever
+ * the sign; the summary counts both and prints the tolerance. The prediction x of one DeepEP cell is
+ * taken from a first run; the cases then publish x / 1.05 and x / 0.95 (errors +5%, -5%: ok), x / 1.2
+ * and x / 0.8 (+20%, -20%: miss). */
+static char *validate_cases(const char *dir, const char *cases, char *doc_text_out, size_t cap) {
+    char path[400], out[300];
+    snprintf(path, sizeof path, "%s/cases.json", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    moe_error err = {0};
+    assert_int_equal(write_file_atomic(path, cases, &err), 0);
+    validate_opts o = {.cases_path = path, .out_dir = out, .jobs = 1};
+    char *printed = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&printed, &len);
+    assert_int_equal(validate_run(&o, f, &err), 0);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/validation.json", out);
+    char *text = read_file_text(path, NULL, &err);
+    assert_non_null(text);
+    snprintf(doc_text_out, cap, "%s", text);
+    free(text);
+    return printed;
+}
+
+#define DEEPEP_CASE(name, published)                                                                         \
+    "{\"name\":\"" name "\",\"kind\":\"deepep\",\"scenario\":\"%s/scenarios/validation/deepep-h800.json\"," \
+    "\"metric\":\"dispatch_nvl_GBps\",\"published\":" published ",\"features\":[],"                          \
+    "\"source\":{\"document\":\"d\",\"table\":\"t\",\"row\":\"r\"},"                                        \
+    "\"deepep\":{\"ep\":8,\"tokens\":4096,\"hidden\":7168,\"topk\":8,\"experts\":256,\"dispatch\":\"fp8\",\"seed\":1}}"
+
+static void test_status_tolerance(void **state) {
+    (void)state;
+    char dir[] = "/tmp/moesim-validate-XXXXXX", cwd[1024], cases[16384], *doc_text = malloc(1 << 20);
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    snprintf(cases, sizeof cases, "{\"format\":\"moesim-validation/1\",\"cases\":[" DEEPEP_CASE("x", "153") "]}", cwd);
+    free(validate_cases(dir, cases, doc_text, 1 << 20));
+    cJSON *d = doc_of(doc_text);
+    double x = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(d, "cases"), 0), "predicted")->valuedouble;
+    cJSON_Delete(d);
+    char pub[4][32];
+    const double by[4] = {1.05, 0.95, 1.2, 0.8};
+    for (int i = 0; i < 4; i++) snprintf(pub[i], sizeof pub[i], "%.17g", x / by[i]);
+    snprintf(cases, sizeof cases,
+             "{\"format\":\"moesim-validation/1\",\"cases\":[" DEEPEP_CASE("a", "%s") "," DEEPEP_CASE("b", "%s") ","
+             DEEPEP_CASE("c", "%s") "," DEEPEP_CASE("d", "%s") "]}",
+             cwd, pub[0], cwd, pub[1], cwd, pub[2], cwd, pub[3]);
+    char *printed = validate_cases(dir, cases, doc_text, 1 << 20);
+    d = doc_of(doc_text);
+    const char *want[4] = {"ok", "ok", "miss", "miss"};
+    int i = 0;
+    for (const cJSON *c = cJSON_GetObjectItem(d, "cases")->child; c; c = c->next, i++) {
+        double e = cJSON_GetObjectItem(c, "error_pct")->valuedouble;
+        assert_float_equal(e, 100.0 * (by[i] - 1.0), 1e-9);   /* (x - x/b) / (x/b) = b - 1 */
+        assert_string_equal(cJSON_GetObjectItem(c, "status")->valuestring, want[i]);
+    }
+    const cJSON *s = cJSON_GetObjectItem(d, "summary");
+    assert_int_equal(cJSON_GetObjectItem(s, "ok")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(s, "miss")->valueint, 2);
+    assert_float_equal(cJSON_GetObjectItem(s, "tolerance_pct")->valuedouble, 10.0, 0);
+    if (!strstr(printed, "4 cases, 4 evaluated: 2 ok (|error| <= 10%), 2 miss")) fail_msg("summary:\n%s", printed);
+    /* the printed status column: the last word of each case's row */
+    for (i = 0; i < 4; i++) {
+        char head[8];
+        snprintf(head, sizeof head, "\n%c ", 'a' + i);
+        const char *row = strstr(printed, head);
+        assert_non_null(row);
+        const char *end = strchr(row + 1, '\n');
+        size_t n = strlen(want[i]);
+        if ((size_t)(end - row) < n + 2 || strncmp(end - n - 2, "  ", 2) != 0 || strncmp(end - n, want[i], n) != 0)
+            fail_msg("case %c is not printed as %s:\n%s", 'a' + i, want[i], printed);
+    }
+    cJSON_Delete(d);
+    free(printed);
+    free(doc_text);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compare_moves),
         cmocka_unit_test(test_band),
         cmocka_unit_test(test_bad_cases_files),
         cmocka_unit_test(test_deepep_counting),
+        cmocka_unit_test(test_status_tolerance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -262,6 +262,13 @@ static void set_status(cJSON *o, const char *status, const char *detail) {
     if (detail) cJSON_AddStringToObject(o, "detail", detail);
 }
 
+/* An evaluated case's status: "ok" within VALIDATE_OK_TOL_PCT of the published value, else "miss"
+ * (also when the metric could not be predicted: no error to hold it to). */
+static const char *verdict(const cJSON *o) {
+    double e = validation_number(o, "error_pct");
+    return isfinite(e) && fabs(e) <= VALIDATE_OK_TOL_PCT ? "ok" : "miss";
+}
+
 typedef struct {
     const case_set *cs;
 } eval_ctx;
@@ -284,7 +291,7 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
             return o;
         }
         set_prediction(o, "predicted", "error_pct", deepep_metric(&r, c->metric), c->published);
-        set_status(o, "ok", NULL);
+        set_status(o, verdict(o), NULL);
         return o;
     }
     cJSON_AddBoolToObject(o, "moe", s.model.experts > 0);
@@ -299,7 +306,7 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
     set_prediction(o, "plan_predicted", "plan_error_pct",
                    validation_number(cJSON_GetObjectItemCaseSensitive(pt, "plan"), c->metric), c->published);
     cJSON_Delete(pt);
-    set_status(o, "ok", NULL);
+    set_status(o, verdict(o), NULL);
     (void)err;
     return o;
 }
@@ -319,16 +326,18 @@ static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
         if (out_of_sample_only && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"))) continue;
         n++;
         double e = validation_number(c, "error_pct");
-        if (!validation_case_ok(c) || !isfinite(e)) continue;
+        if (!validation_case_ran(c) || !isfinite(e)) continue;
         abs_e[ok++] = fabs(e);
-        within += fabs(e) <= 10.0;
+        within += fabs(e) <= VALIDATE_OK_TOL_PCT;
         if (fabs(e) > mx) mx = fabs(e);
     }
     qsort(abs_e, (size_t)ok, sizeof(double), cmp_double);
     cJSON *s = cJSON_CreateObject();
     cJSON_AddNumberToObject(s, "cases", n);
     cJSON_AddNumberToObject(s, "evaluated", ok);
-    cJSON_AddNumberToObject(s, "within_10pct", within);
+    cJSON_AddNumberToObject(s, "tolerance_pct", VALIDATE_OK_TOL_PCT);
+    cJSON_AddNumberToObject(s, "ok", within);
+    cJSON_AddNumberToObject(s, "miss", ok - within);
     if (ok) {
         double med = ok % 2 ? abs_e[ok / 2] : 0.5 * (abs_e[ok / 2 - 1] + abs_e[ok / 2]);
         cJSON_AddNumberToObject(s, "median_abs_error_pct", med);
@@ -392,8 +401,9 @@ void validate_print(FILE *out, const cJSON *doc) {
     for (int i = 0; i < 2; i++) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, labels[i]);
         if (!s) continue;
-        fprintf(out, "%s: %d cases, %d evaluated, %d within 10%%", i ? "out of sample" : "all cases",
-                (int)validation_number(s, "cases"), (int)validation_number(s, "evaluated"), (int)validation_number(s, "within_10pct"));
+        fprintf(out, "%s: %d cases, %d evaluated: %d ok (|error| <= %g%%), %d miss", i ? "out of sample" : "all cases",
+                (int)validation_number(s, "cases"), (int)validation_number(s, "evaluated"), (int)validation_number(s, "ok"),
+                validation_number(s, "tolerance_pct"), (int)validation_number(s, "miss"));
         if (isfinite(validation_number(s, "median_abs_error_pct")))
             fprintf(out, ", median |error| %.1f%%, max |error| %.1f%%", validation_number(s, "median_abs_error_pct"),
                     validation_number(s, "max_abs_error_pct"));

@@ -15,9 +15,9 @@ double validation_number(const cJSON *obj, const char *key) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-int validation_case_ok(const cJSON *c) {
+int validation_case_ran(const cJSON *c) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
-    return cJSON_IsString(s) && strcmp(s->valuestring, "ok") == 0;
+    return cJSON_IsString(s) && (strcmp(s->valuestring, "ok") == 0 || strcmp(s->valuestring, "miss") == 0);
 }
 
 const char *validation_str(const cJSON *o, const char *key) {
@@ -41,7 +41,7 @@ int validate_band_of(const cJSON *doc, int moe, validate_band *out) {
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
         double e = validation_number(c, "error_pct");
-        if (!validation_case_ok(c) || strcmp(validation_str(c, "kind"), "step") != 0 || !isfinite(e)) continue;
+        if (!validation_case_ran(c) || strcmp(validation_str(c, "kind"), "step") != 0 || !isfinite(e)) continue;
         const cJSON *cm = cJSON_GetObjectItemCaseSensitive(c, "moe");
         if (moe >= 0 && cJSON_IsBool(cm) && cJSON_IsTrue(cm) != moe) continue;
         /* relative error of a rate (tokens/s, TFLOP/s); a time's error enters inverted */

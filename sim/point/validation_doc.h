@@ -12,10 +12,11 @@ struct scenario;
 /* The document at `path` (it must hold a "cases" list); NULL with err set otherwise. */
 struct cJSON *validation_doc_load(const char *path, moe_error *err);
 /* A case's member `key` as a number (NAN when absent) or a string ("" when absent); whether the case
- * ran ("status": "ok"). */
+ * ran (its status is its verdict, "ok" or "miss": validate.h VALIDATE_OK_TOL_PCT; not "not
+ * expressible" or "failed"). */
 double validation_number(const struct cJSON *obj, const char *key);
 const char *validation_str(const struct cJSON *obj, const char *key);
-int validation_case_ok(const struct cJSON *c);
+int validation_case_ran(const struct cJSON *c);
 
 /* Error band of the step cases of a validation document: min and max of predicted/published - 1
  * over the cases that ran (moe 1: MoE models only, 0: dense only, -1: all). 0 on success, -1 when
