@@ -4,7 +4,9 @@
 # redundant expert slots) is byte-identical across two runs with --reproducible, its results.json /
 # results.csv / results.db carry the step.steps keys and series, the table prints p50_s / p95_s /
 # max_s, the p50/p95/max agree with the series (GSL's interpolation, recomputed here with awk), the
-# run level replays their mean, and bad drift fields exit 2 naming the file, path and value.
+# run level replays their mean, step.steps.tflops_per_gpu and mfu are over all the steps (solved from
+# step 0 and the series by hand), output.plots draws the series (plots/step_series.dat holds it), and
+# bad drift fields exit 2 naming the file, path and value.
 set -u
 BIN=${MOESIM_BIN:?MOESIM_BIN must point at the tools folder of the build}
 SRC=${MOESIM_SOURCE_DIR:-$(pwd)}
@@ -55,6 +57,21 @@ echo "$hot" | awk -F';' '{ exit !($1 == 0 && $2 == 0 && $3 > 0.45 && $3 < 0.55 &
     fail "hot share series $hot: expected 0, 0, about 0.5 at the onset, then decaying"
 sqlite3 "$TMP/r1/results.db" 'SELECT "step.steps.count" FROM points' 2>/dev/null | grep -qx 8 ||
     fail "results.db has no step.steps.count of 8"
+
+# the figures over all the steps: dropless and no timeout, every step does the same work,
+# so all the steps' model FLOPs over all their time is step 0's rate x step 0's time x N / the series' sum
+t0=$(col step.step_time_s); tf0=$(col step.tflops_per_gpu); sum=$(echo "$series" | tr ';' '\n' | awk '{ s += $1 } END { printf "%.17g", s }')
+want=$(awk -v a="$tf0" -v t="$t0" -v s="$sum" 'BEGIN { printf "%.12g", a * t * 8 / s }')
+near "$(col step.steps.tflops_per_gpu)" "$want" || fail "step.steps.tflops_per_gpu = $(col step.steps.tflops_per_gpu), expected $want"
+near "$(col step.steps.mfu)" "$(awk -v a="$(col step.steps.tflops_per_gpu)" 'BEGIN { printf "%.12g", a / 989 }')" ||
+    fail "step.steps.mfu is not step.steps.tflops_per_gpu over the H800's 989 TFLOP/s"   # h800-8rail, sim/scenario/presets.c
+# output.plots: the step series drawn, its data the series
+for f in step_series.dat step_series.gp step_series.png step_series.svg; do
+    [ -s "$TMP/r1/plots/$f" ] || fail "no plots/$f"
+done
+plotted=$(awk '!/^#/ && NF { printf "%s%s", (n++ ? ";" : ""), $2 }' "$TMP/r1/plots/step_series.dat")
+[ "$plotted" = "$(echo "$series" | tr ';' '\n' | awk '{ printf "%s%.10g", (n++ ? ";" : ""), $1 }')" ] ||
+    fail "plots/step_series.dat holds $plotted, the series is $series"
 
 # bad input: exit 2 naming the file, the path and the value
 bad() {

@@ -298,7 +298,8 @@ static int cmd_plot(cli_parser *p, int argc, char **argv) {
     int rc = doc ? make_dirs(out, &err) : err.code, n = 0;
     if (!rc) rc = plots_write(out, doc, p->common.quiet ? NULL : stdout, &n, &err);
     if (!rc && !p->common.quiet && n == 0 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "points")) == 1)
-        printf("plots: nothing to draw for a single point: every figure needs a sweep of two points or more\n");
+        printf("plots: nothing to draw for a single point: every figure needs a sweep of two points or more, but the "
+               "step series, which needs routing.steps > 1\n");
     if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     cJSON_Delete(doc);
     return rc;

@@ -67,6 +67,11 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
             validate_band_add(step, "tokens_per_s_per_gpu", 0, &band);
             validate_band_add(step, "tflops_per_gpu", 0, &band);
             validate_band_add(step, "step_time_s", 1, &band);
+            /* routing.steps > 1: the figures over all the steps carry it too */
+            cJSON *steps = cJSON_GetObjectItemCaseSensitive(step, "steps");
+            validate_band_add(steps, "tokens_per_s_per_gpu", 0, &band);
+            validate_band_add(steps, "tflops_per_gpu", 0, &band);
+            validate_band_add(steps, "step_time_s_mean", 1, &band);
         }
         step_time_s = step_result_run_step_s(&st, s, &timeout_fraction);
         step_result_free(&st);

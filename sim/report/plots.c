@@ -368,6 +368,71 @@ static int fig_top_layouts(const plot_ctx *c, const cJSON *doc, moe_error *err) 
     return rc;
 }
 
+/* routing.steps > 1: the point's step series (step.steps.series), or NULL. */
+static const cJSON *step_series(const cJSON *p, const char *key) {
+    const cJSON *se = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "step"), "steps"), "series");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(se, key);
+    return cJSON_GetArraySize(v) > 1 ? v : NULL;
+}
+
+static int count_step_series(const cJSON *doc) {
+    int n = 0;
+    for (const cJSON *p = points_of(doc)->child; p; p = p->next) n += step_series(p, "step_time_s") != NULL;
+    return n;
+}
+
+/* The step time of each simulated step (routing.steps), one line per point (the first MAX_SERIES
+ * points that have steps), with the most routed expert's share of the tokens on the right axis. */
+static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) {
+    static const char *const cols[] = {"step_time_s", "max_expert_share", "hot_share"};
+    char path[4096], labels[MAX_SERIES][128];
+    snprintf(path, sizeof path, "%s/step_series.dat", c->dir);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "# step step.steps.series.step_time_s step.steps.series.max_expert_share step.steps.series.hot_share; "
+               "one block per point\n");
+    int ns = 0;
+    for (const cJSON *p = points_of(doc)->child; p && ns < MAX_SERIES; p = p->next) {
+        const cJSON *v[3];
+        for (int k = 0; k < 3; k++) v[k] = step_series(p, cols[k]);
+        if (!v[0]) continue;
+        series_label(p, "", labels[ns], sizeof labels[ns]);
+        if (!labels[ns][0]) snprintf(labels[ns], sizeof labels[ns], "point %.0f", num(p, "id"));
+        fprintf(f, "# point %.0f: %s\n", num(p, "id"), labels[ns]);
+        int n = cJSON_GetArraySize(v[0]);
+        for (int i = 0; i < n; i++) {
+            fprintf(f, "%d", i);
+            for (int k = 0; k < 3; k++) {
+                const cJSON *x = v[k] ? cJSON_GetArrayItem(v[k], i) : NULL;
+                if (cJSON_IsNumber(x)) fprintf(f, " %.10g", x->valuedouble);
+                else fprintf(f, " NaN");
+            }
+            fputc('\n', f);
+        }
+        fputs("\n\n", f);
+        ns++;
+    }
+    fclose(f);
+    int rc = write_file_atomic(path, buf, err);
+    free(buf);
+    if (rc) return rc;
+    char body[8192];
+    int n = snprintf(body, sizeof body,
+                     "set title '%s: step time of each simulated step (routing.steps), and the most routed expert'\n"
+                     "set xlabel 'step'\nset ylabel 'step time (s)'\nset y2label 'most routed expert: share of the "
+                     "tokens (dashed)'\nset y2tics\nset ytics nomirror\nset grid\nset key outside right top\n"
+                     "set yrange [0:*]\nset y2range [0:*]\nplot ", c->scenario);
+    for (int s = 0; s < ns; s++)
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "%sdatafile index %d using 1:2 with linespoints lw 2 pt 7 lc %d title '%s', "
+                      "datafile index %d using 1:3 axes x1y2 with lines dt 2 lc %d notitle",
+                      s ? ", " : "", s, s + 1, labels[s], s, s + 1);
+    return render(c, "step_series", "the step time of each simulated step (routing.steps) per point, the most routed "
+                  "expert's share beside", body, err);
+}
+
 int plots_write(const char *results_dir, const cJSON *doc, FILE *log, int *n_written, moe_error *err) {
     *n_written = 0;
     const cJSON *pts = points_of(doc);
@@ -376,7 +441,9 @@ int plots_write(const char *results_dir, const cJSON *doc, FILE *log, int *n_wri
         if (log) fprintf(log, "plots: no points, nothing to draw\n");
         return 0;
     }
-    if (n == 1) return 0; /* every figure needs two points or more: a single run draws nothing, silently */
+    /* every figure but the step series needs two points or more: a single run draws only that */
+    int series = count_step_series(doc);
+    if (n == 1 && !series) return 0;
     plot_ctx c = {.log = log};
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/plots", results_dir);
@@ -393,20 +460,26 @@ int plots_write(const char *results_dir, const cJSON *doc, FILE *log, int *n_wri
     int scaling = sweeps(doc, "cluster.nodes");
     int bars = n >= 2 && n <= 60 && have_level && !breakdowns_all_equal(doc, breakdown_level(doc));
     int top = n > 60 && have_level;
-    if ((ckpt || spares || scaling || bars || top) && make_dirs(dir, err)) return err->code;
+    if ((ckpt || spares || scaling || bars || top || series) && make_dirs(dir, err)) return err->code;
     int rc = 0;
     if (!rc && ckpt && !(rc = fig_ckpt_interval(&c, doc, err))) ++*n_written;
     if (!rc && spares && !(rc = fig_hot_spares(&c, doc, err))) ++*n_written;
     if (!rc && scaling && !(rc = fig_scaling(&c, doc, err))) ++*n_written;
     if (!rc && bars && !(rc = fig_step_breakdown(&c, doc, err))) ++*n_written;
     if (!rc && top && !(rc = fig_top_layouts(&c, doc, err))) ++*n_written;
+    if (!rc && series && !(rc = fig_step_series(&c, doc, err))) ++*n_written;
     if (rc || !log) return rc;
+    if (series > MAX_SERIES)
+        fprintf(log, "plots: step_series shows the first %d of the %d points with steps (one line each; all the "
+                     "series are in results.db, step.steps.series.step_time_s)\n", MAX_SERIES, series);
+    if (n == 1) return 0;
     if (n >= 2 && n <= 60 && have_level && !bars)
         fprintf(log, "plots: no step breakdown: every point has the same one (the sweep varies nothing the %s level "
                      "prices)\n", breakdown_level(doc));
     if (*n_written == 0)
         fprintf(log, "plots: nothing to draw for %d points: figures are drawn for sweeps of the checkpoint interval "
-                     "or hot spares (run level), of cluster.nodes, and for points with different step breakdowns\n", n);
+                     "or hot spares (run level), of cluster.nodes, for points with different step breakdowns and for "
+                     "routing.steps > 1 (the step series)\n", n);
     return 0;
 }
 

@@ -9,6 +9,9 @@
  *   step_breakdown  stacked compute / exposed comm / bubble / optimizer seconds per point
  *                   (step level, else plan level; 2..60 points whose breakdowns are not all equal)
  *   top_layouts     the same for the 20 fastest points that fit            (sweeps over 60 points)
+ *   step_series     the step time of each simulated step, one line per point, and the most routed
+ *                   expert's share of the tokens (routing.steps > 1; also for a single point; the
+ *                   first 12 points with steps, the log says when there are more)
  * Every title names the scenario. Each figure is FIG.png and FIG.svg in DIR/plots/, with FIG.dat (the
  * data) and FIG.gp (the script, which finds its data beside itself: `gnuplot DIR/plots/FIG.gp`
  * redraws from any directory). Files appear atomically (drawn under a temporary name). */

@@ -131,7 +131,9 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     out->series_rank_load_max_mean = moe_xcalloc((size_t)N, sizeof(double));
     out->series_hot_share = moe_xcalloc((size_t)N, sizeof(double));
     double tokens = (double)s->layout.global_batch * s->model.seq_len;
-    double done_tokens = 0, total_s = 0;
+    double done_tokens = 0, done_flops = 0, total_s = 0;
+    model_counts mc;
+    model_count(&s->model, &mc);
     double *completed_s = moe_xcalloc((size_t)N, sizeof(double));
     int completed = 0;
     double t_begin = wall_now();
@@ -169,6 +171,7 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
         if (timed) { out->steps_timed_out++; continue; }
         completed_s[completed++] = step_s;
         done_tokens += tokens * (1.0 - p->dropped_token_fraction);
+        done_flops += model_flops_per_token_processed(&mc, p->dropped_token_fraction) * tokens;
     }
     out->per_step_wall_s = N > 1 ? (wall_now() - t_begin) / (N - 1) : 0;
     step_series_stats st;
@@ -179,6 +182,9 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     if (completed && step_series_summarize(completed_s, completed, &st) == 0) out->steps_completed_mean_s = st.mean_s;
     free(completed_s);
     out->steps_tokens_per_s_per_gpu = total_s > 0 ? done_tokens / total_s / p->n_ranks : 0;
+    /* the same work as model FLOPs (step 0's rule: the routed-expert FLOPs of dropped pairs left out) */
+    out->steps_tflops_per_gpu = total_s > 0 ? done_flops / total_s / p->n_ranks / 1e12 : 0;
+    out->steps_mfu = out->steps_tflops_per_gpu / s->cluster.gpu.bf16_tflops;
     out->timeout_fraction = (double)out->steps_timed_out / N;
     return 0;
 }
@@ -354,6 +360,8 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
         cJSON_AddNumberToObject(st, "step_time_s_max", r->steps_max_s);
         cJSON_AddNumberToObject(st, "timed_out", r->steps_timed_out);
         cJSON_AddNumberToObject(st, "tokens_per_s_per_gpu", r->steps_tokens_per_s_per_gpu);
+        cJSON_AddNumberToObject(st, "tflops_per_gpu", r->steps_tflops_per_gpu);
+        cJSON_AddNumberToObject(st, "mfu", r->steps_mfu);
         cJSON_AddNumberToObject(st, "per_step_wall_s", r->per_step_wall_s);
         cJSON *se = cJSON_AddObjectToObject(st, "series");
         cJSON *idx = cJSON_AddArrayToObject(se, "step");

@@ -30,6 +30,8 @@ typedef struct {
     double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
     double steps_completed_mean_s;      /* mean over the steps that did not time out (the run level's) */
     double steps_tokens_per_s_per_gpu;  /* all the steps' tokens over all their time */
+    double steps_tflops_per_gpu, steps_mfu;   /* all the steps' model FLOPs over all their time (per GPU;
+                                           over the BF16 peak): step 0's rule over every step */
     double per_step_wall_s;             /* wall time of one more step (steps 1..n-1: routing redrawn, program reused) */
     struct cJSON *breakdown;   /* per-stage and per-rank breakdowns (owned; freed by step_result_free) */
 } step_result;
