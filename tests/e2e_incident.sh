@@ -5,7 +5,9 @@
 # the switch tree. The truths are the document's figures, with the tolerance the README states for
 # this scenario (healthy 2.5-4 s, the spike 25-45 s and at least 5x the healthy step), and what the
 # mechanism must show: the hang times out at the 600 s watchdog and the run never gets past it,
-# simdiag names node 12 GPU 3, its NIC as the incast and the paused links.
+# simdiag names node 12 GPU 3, its NIC as the incast and the paused links. The run's own table says
+# the step hung and where (rank 99 never arrived at layer 10's dispatch, micro-batch 1), prints no step
+# time, MFU or tokens/s for it, and points to simdiag.
 set -u
 BIN=${MOESIM_BIN:?MOESIM_BIN must point at the tools folder of the build}
 SRC=${MOESIM_SOURCE_DIR:-$(pwd)}
@@ -14,7 +16,7 @@ trap 'rm -rf "$TMP"' EXIT
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
-"$BIN/simrun" run "$SRC/scenarios/incident-cascading-hang.json" --out "$TMP/r" -q -j 2 > "$TMP/log" 2>&1
+"$BIN/simrun" run "$SRC/scenarios/incident-cascading-hang.json" --out "$TMP/r" -j 2 > "$TMP/log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { fail "simrun exited $rc"; cat "$TMP/log"; }
 csv="$TMP/r/results.csv"
@@ -32,6 +34,21 @@ within "$hang" 600 700 || fail "the watchdog fired at $hang s (timeout 600 s aft
 [ "$(col run.completed_fraction_pct 2)" = "0" ] || fail "a run that always hangs completed"
 within "$(col run.collective_timeouts_mean 2)" 1000 3000 || fail "timeouts over 60 days: $(col run.collective_timeouts_mean 2)"
 [ "$(col run.completed_fraction_pct 0)" = "100" ] || fail "the healthy run did not complete"
+
+# what the run prints: the hung point's row says so, with no step time, MFU or tokens/s, and no
+# plan-vs-step comparison; the warning and the line under the table name the collective, layer,
+# micro-batch and the rank that never arrived, and how to triage it
+row=$(grep -E '^ +[0-9]+ +2  ' "$TMP/log")
+set -f; set -- $row; set +f   # the sweep values hold brackets: no globbing
+# cells: rank, point, the two sweep values, fits, plan_s, step_s, mfu, tok/s/gpu, drop%, band, ...
+[ "$7" = "hung" ] && [ "$8" = "-" ] && [ "$9" = "-" ] && [ "${11}" = "-" ] ||
+    { fail "the hung point's row is not 'hung' with '-' for MFU, tok/s and band: $row"; }
+grep -q "point 2 .* step: the plan's step" "$TMP/log" && fail "a plan-vs-step warning compares the plan with a step that never ended"
+for want in "step: the step hung: rank 99 (node 12, GPU 3) never arrived at A2A_DISPATCH of EP group 0 (layer 10, micro-batch 1)" \
+            "point 2: the step hung: rank 99 (node 12, GPU 3)" "faults.collective_timeout_s = 600 s" \
+            "simdiag check $TMP/r"; do
+    grep -qF -- "$want" "$TMP/log" || fail "the run does not say '$want'"
+done
 
 "$BIN/simdiag" check "$TMP/r/traces/trace-000002.json" > "$TMP/diag.txt"; rc=$?
 [ $rc -eq 3 ] || fail "simdiag exited $rc on the hang (expected 3)"

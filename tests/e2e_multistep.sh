@@ -4,9 +4,9 @@
 # redundant expert slots) is byte-identical across two runs with --reproducible, its results.json /
 # results.csv / results.db carry the step.steps keys and series, the table prints p50_s / p95_s /
 # max_s, the p50/p95/max agree with the series (GSL's interpolation, recomputed here with awk), the
-# run level replays their mean, step.steps.tflops_per_gpu and mfu are over all the steps (solved from
-# step 0 and the series by hand), output.plots draws the series (plots/step_series.dat holds it), and
-# bad drift fields exit 2 naming the file, path and value.
+# run level replays their mean, the table's headline (mean_s, mfu, tok/s/gpu) is over all the steps
+# (step.steps.tflops_per_gpu solved from step 0 and the series by hand), output.plots draws the series
+# (plots/step_series.dat holds it), and bad drift fields exit 2 naming the file, path and value.
 set -u
 BIN=${MOESIM_BIN:?MOESIM_BIN must point at the tools folder of the build}
 SRC=${MOESIM_SOURCE_DIR:-$(pwd)}
@@ -58,13 +58,22 @@ echo "$hot" | awk -F';' '{ exit !($1 == 0 && $2 == 0 && $3 > 0.45 && $3 < 0.55 &
 sqlite3 "$TMP/r1/results.db" 'SELECT "step.steps.count" FROM points' 2>/dev/null | grep -qx 8 ||
     fail "results.db has no step.steps.count of 8"
 
-# the figures over all the steps: dropless and no timeout, every step does the same work,
+# the headline figures are over all the steps: dropless and no timeout, every step does the same work,
 # so all the steps' model FLOPs over all their time is step 0's rate x step 0's time x N / the series' sum
 t0=$(col step.step_time_s); tf0=$(col step.tflops_per_gpu); sum=$(echo "$series" | tr ';' '\n' | awk '{ s += $1 } END { printf "%.17g", s }')
 want=$(awk -v a="$tf0" -v t="$t0" -v s="$sum" 'BEGIN { printf "%.12g", a * t * 8 / s }')
 near "$(col step.steps.tflops_per_gpu)" "$want" || fail "step.steps.tflops_per_gpu = $(col step.steps.tflops_per_gpu), expected $want"
 near "$(col step.steps.mfu)" "$(awk -v a="$(col step.steps.tflops_per_gpu)" 'BEGIN { printf "%.12g", a / 989 }')" ||
     fail "step.steps.mfu is not step.steps.tflops_per_gpu over the H800's 989 TFLOP/s"   # h800-8rail, sim/scenario/presets.c
+# ... and the table's headline is theirs: mean_s the mean, mfu and tok/s/gpu over all the steps
+row=$(grep -E '^ +0 ' "$TMP/log1")
+set -- $row
+grep -q "mean_s" "$TMP/log1" || fail "the table does not label its step time mean_s"
+# cells: point, layout, fits, plan_s, mean_s, p50_s, p95_s, max_s, mfu, tok/s/gpu, ...
+[ "$5" = "$(printf '%.3f' "$(col step.steps.step_time_s_mean)")" ] || fail "table mean_s $5, step.steps.step_time_s_mean $(col step.steps.step_time_s_mean)"
+[ "$9" = "$(printf '%.3f' "$(col step.steps.mfu)")" ] || fail "table mfu $9, step.steps.mfu $(col step.steps.mfu)"
+[ "${10}" = "$(printf '%.0f' "$(col step.steps.tokens_per_s_per_gpu)")" ] || fail "table tok/s/gpu ${10}, step.steps.tokens_per_s_per_gpu $(col step.steps.tokens_per_s_per_gpu)"
+grep -q "over all the simulated steps" "$TMP/log1" || fail "the table does not say its figures are over all the steps"
 # output.plots: the step series drawn, its data the series
 for f in step_series.dat step_series.gp step_series.png step_series.svg; do
     [ -s "$TMP/r1/plots/$f" ] || fail "no plots/$f"

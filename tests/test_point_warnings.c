@@ -13,7 +13,8 @@
  *   - GPU MTBF 10 h over 32 GPUs (M = 18.75 min) with a 30 s write: Young's interval sqrt(2 x 0.5 x
  *     18.75) = 4.33 min, under 5 minutes;
  *   - a fixed 2-minute interval with a 3-minute write: checkpoints come faster than they are written;
- *   - 0.46 GiB of HBM: the 0.43 GiB it needs exceed the 0.4232 GiB left by the 8% reserve. */
+ *   - 0.46 GiB of HBM: the 0.43 GiB it needs exceed the 0.4232 GiB left by the 8% reserve;
+ *   - a stalled GPU under a 60 s watchdog: the step hung, where and who (test_hung_step). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,6 +130,32 @@ static void test_memory(void **state) {
     if (!warns(tight, "plan", "of 0.4232 GiB usable (0.46 GiB less the 8% reserve)"))
         fail_msg("the memory warning hides the reserve: %s", err);
     cJSON_Delete(tight);
+}
+
+/* A GPU that stops (faults.stalls) under NCCL's watchdog: GPU 13 (node 1, GPU 5 of 8) holds pipeline
+ * stage 1 (layers 2-3) and stops before layer 3 of micro-batch 2, so its 7 EP peers wait in that
+ * dispatch and the other 24 ranks (32 - 8) are blocked elsewhere; the step fails 60 s after the first
+ * waiter arrived. The step's warning says so and where, points to simdiag, and no plan-vs-step warning
+ * compares the plan with a step that never ended; the table prints `hung`. */
+static void test_hung_step(void **state) {
+    (void)state;
+    cJSON *hung = run_case("hung", "",
+                           "\"routing\": {\"drop\": false}, \"faults\": {\"collective_timeout_s\": 60,"
+                           " \"stalls\": [{\"gpu\": 13, \"layer\": 3, \"micro_batch\": 2}]}",
+                           "plan,step");
+    const cJSON *bd = cJSON_GetObjectItem(level(hung, "step"), "breakdown");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(level(hung, "step"), "timed_out")));
+    double fired = cJSON_GetObjectItem(cJSON_GetObjectItem(bd, "collective_timeout"), "fired_s")->valuedouble;
+    assert_true(fired > 60 && fired < 61);
+    const char *want[] = {"the step hung: rank 13 (node 1, GPU 5) never arrived at A2A_DISPATCH of EP group",
+                          "(layer 3, micro-batch 2), where 7 ranks waited (24 more blocked elsewhere)",
+                          "faults.collective_timeout_s = 60 s", "simdiag check DIR", "no step time, MFU or tokens/s"};
+    for (int i = 0; i < 5; i++)
+        if (!warns(hung, "step", want[i])) fail_msg("the step's warnings lack '%s'", want[i]);
+    assert_false(warns(hung, "step", "differ by"));
+    assert_non_null(strstr(out, " hung "));
+    assert_non_null(strstr(out, "point 0: the step hung: rank 13 (node 1, GPU 5)"));
+    cJSON_Delete(hung);
 }
 
 static void test_dropped_tokens_and_processed_work(void **state) {
@@ -265,6 +292,7 @@ int main(void) {
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_dropped_tokens_and_processed_work),
         cmocka_unit_test(test_plan_step_disagree),
+        cmocka_unit_test(test_hung_step),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_run_tokens),
         cmocka_unit_test(test_shipped_scenarios_fit),

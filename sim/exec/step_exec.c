@@ -701,11 +701,11 @@ static int hang_message(const program *p, const step_hang *h, moe_error *err) {
     if (h->group < 0)
         return moe_error_set(err, EXIT_RUNTIME, "step hang: rank %d (node %d GPU %d) stopped and no "
                              "collective is left in its program; %d other ranks are blocked",
-                             h->culprit, gpu / gpn, gpu, h->blocked_elsewhere);
+                             h->culprit, gpu / gpn, gpu % gpn, h->blocked_elsewhere);
     return moe_error_set(err, EXIT_RUNTIME,
                          "step hang: rank %d (node %d GPU %d) never arrived at %s layer %d mb %d of %s group %d; "
                          "%d ranks wait there (%d other ranks blocked elsewhere)",
-                         h->culprit, gpu / gpn, gpu, op_kind_label(h->op), h->layer, h->mb,
+                         h->culprit, gpu / gpn, gpu % gpn, op_kind_label(h->op), h->layer, h->mb,
                          group_kind_name(h->group_kind), h->group, h->n_waiting, h->blocked_elsewhere);
 }
 

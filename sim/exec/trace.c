@@ -375,14 +375,34 @@ cJSON *step_timeout_json(const program *p, const step_timeout *t) {
     return o;
 }
 
-static cJSON *hang_json(const program *p, const step_hang *h) {
-    if (!h->found) return cJSON_CreateNull();
+/* The collective instance a hang is stuck in: op, group_kind, group, layer, micro_batch ("(none)" when
+ * the culprit had no collective left). Both hang records start with it. */
+static cJSON *hang_instance_json(const step_hang *h) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "op", h->group >= 0 ? op_kind_label(h->op) : "(none)");
     cJSON_AddStringToObject(o, "group_kind", h->group >= 0 ? group_kind_name(h->group_kind) : "(none)");
     cJSON_AddNumberToObject(o, "group", h->group);
     cJSON_AddNumberToObject(o, "layer", h->layer);
     cJSON_AddNumberToObject(o, "micro_batch", h->mb);
+    return o;
+}
+
+cJSON *step_hang_summary_json(const program *p, const step_hang *h) {
+    if (!h->found) return cJSON_CreateNull();
+    int gpu = program_gpu_of_rank(p, h->culprit), gpn = p->scn->cluster.gpus_per_node;
+    cJSON *o = hang_instance_json(h);
+    cJSON_AddNumberToObject(o, "rank", h->culprit);
+    cJSON_AddNumberToObject(o, "gpu", gpu);
+    cJSON_AddNumberToObject(o, "node", gpu / gpn);
+    cJSON_AddNumberToObject(o, "waiting", h->n_waiting);
+    cJSON_AddNumberToObject(o, "missing", h->n_missing);
+    cJSON_AddNumberToObject(o, "blocked_elsewhere", h->blocked_elsewhere);
+    return o;
+}
+
+static cJSON *hang_json(const program *p, const step_hang *h) {
+    if (!h->found) return cJSON_CreateNull();
+    cJSON *o = hang_instance_json(h);
     cJSON_AddItemToObject(o, "waiting", int_array(h->waiting, h->n_waiting));
     cJSON_AddItemToObject(o, "missing", int_array(h->missing, h->n_missing));
     cJSON *ml = cJSON_AddArrayToObject(o, "missing_last_op");

@@ -90,6 +90,11 @@ int step_trace_slowest_ranks(const step_exec_result *r, int n_ranks, int k, int 
 
 /* The collective-timeout record of otherData ("collective_timeout": null when none; SCENARIO.md). */
 struct cJSON *step_timeout_json(const program *p, const step_timeout *t);
+/* A hang in brief, for the step's results ("step.breakdown.hang": null when the step did not hang):
+ * the collective instance the culprit never arrived at (op, group_kind, group, layer, micro_batch),
+ * the culprit (rank, gpu, node: as in the timeout record) and how many ranks wait there, never arrived
+ * and are blocked elsewhere. otherData.hang (the trace) lists the ranks themselves. */
+struct cJSON *step_hang_summary_json(const program *p, const step_hang *h);
 
 /* Build the trace document (caller frees with cJSON_Delete). `source` is "simulated" or "live".
  * It is the parse of the text step_trace_write writes (each event written straight as text, which

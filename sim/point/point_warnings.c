@@ -8,11 +8,12 @@
 
 #include "sim/plan/checkpoint_write.h"
 #include "sim/plan/reliability.h"
+#include "sim/report/step_outcome.h"
 #include "sim/scenario/presets.h"
 #include "sim/scenario/scenario_fields.h"
 
 __attribute__((format(printf, 2, 3))) static void add(cJSON *warnings, const char *fmt, ...) {
-    char buf[400];
+    char buf[800];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
@@ -55,9 +56,29 @@ void point_warn_plan(const scenario *s, const plan_result *plan, cJSON *w) {
     checkpoint_warnings(s, tau, plan->checkpoint_write_s, plan->checkpoint_state_bytes, "the policy's", w);
 }
 
+/* A step the watchdog failed: what happened, where, and how to triage it. */
+static void failed_step_warning(const scenario *s, const step_result *st, cJSON *w) {
+    const cJSON *bd = st->breakdown;
+    char what[400];
+    step_outcome_text(cJSON_GetObjectItemCaseSensitive(bd, "collective_timeout"), cJSON_GetObjectItemCaseSensitive(bd, "hang"),
+                      s->cluster.gpus_per_node, what, sizeof what);
+    char steps[96] = "";
+    if (st->n_steps > 1)
+        snprintf(steps, sizeof steps, "step 0 of %d (%d of them timed out): ", st->n_steps, st->steps_timed_out);
+    add(w, "%s%s. The step has no step time, MFU or tokens/s (step_time_s is when the watchdog fired); %s", steps,
+        what[0] ? what : "the step timed out",
+        s->output.trace ? "`simdiag check DIR` on the output folder triages it from the step's trace"
+                        : "set output.trace: true and run `simdiag check DIR` on the output folder to triage it");
+}
+
 void point_warn_step(const scenario *s, const plan_result *plan, const step_result *st, cJSON *w) {
     memory_warning(s, plan, 1, w);
-    if (st->step_time_s > 0 && fabs(st->step_time_s - plan->step_time_s) > WARN_PLAN_STEP_DISAGREE * st->step_time_s)
+    if (st->timed_out) failed_step_warning(s, st, w);
+    if (st->n_steps > 1 && st->steps_timed_out > 0 && !st->timed_out)
+        add(w, "%d of the %d simulated steps timed out (faults.collective_timeout_s = %g s): the mean step time "
+               "counts each until its watchdog fired, and tokens/s none of its tokens",
+            st->steps_timed_out, st->n_steps, s->faults.collective_timeout_s);
+    if (!st->timed_out && st->step_time_s > 0 && fabs(st->step_time_s - plan->step_time_s) > WARN_PLAN_STEP_DISAGREE * st->step_time_s)
         add(w, "the plan's step (%.3f s) and the simulated step (%.3f s) differ by %.1f%%, more than %.0f%%: "
                "an assumption of the closed form (balanced load, no contention, no faults) does not hold here",
             plan->step_time_s, st->step_time_s, 100.0 * fabs(st->step_time_s - plan->step_time_s) / st->step_time_s,

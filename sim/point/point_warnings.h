@@ -8,9 +8,11 @@
  *                    storage path writes them (the write rate state / interval is above it);
  *   run:             run.tokens is not set and the model publishes no training-token count (the
  *                    run level assumed SCN_ASSUMED_RUN_TOKENS);
- *   step:            the simulated step and the plan's step disagree by more than 20%; more than 1%
- *                    of the token-expert pairs were dropped (the step's MFU and tokens/s/GPU count
- *                    only the pairs processed). */
+ *   step:            the step hung or timed out (faults.collective_timeout_s): the collective, layer,
+ *                    micro-batch and the rank that never arrived (step_outcome.h), and `simdiag
+ *                    check`; else the simulated step and the plan's step disagree by more than 20%;
+ *                    more than 1% of the token-expert pairs were dropped (the step's MFU and
+ *                    tokens/s/GPU count only the pairs processed). */
 #ifndef MOESIM_POINT_WARNINGS_H
 #define MOESIM_POINT_WARNINGS_H
 

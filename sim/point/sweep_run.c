@@ -264,11 +264,15 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
         char fits_q[300] = "", key[700] = "id";
         const char *fits = results_db_column_sql(db, "plan.fits_memory");
         if (fits) snprintf(fits_q, sizeof fits_q, "coalesce(%s, 0) = 0, ", fits);
-        char st[300] = "", pl[300] = "";
-        if (results_db_column_sql(db, "step.step_time_s")) snprintf(st, sizeof st, "%s", results_db_column_sql(db, "step.step_time_s"));
-        if (results_db_column_sql(db, "plan.step_time_s")) snprintf(pl, sizeof pl, "%s", results_db_column_sql(db, "plan.step_time_s"));
-        if (st[0] && pl[0]) snprintf(key, sizeof key, "coalesce(%s, %s)", st, pl);
-        else if (st[0] || pl[0]) snprintf(key, sizeof key, "%s", st[0] ? st : pl);
+        /* the table's own key (report_table.h): the mean over the steps, the step's, the plan's */
+        static const char *const keys[] = {"step.steps.step_time_s_mean", "step.step_time_s", "plan.step_time_s"};
+        char cols[3][128];
+        int nc = 0;
+        for (int k = 0; k < 3; k++)
+            if (results_db_column_sql(db, keys[k])) snprintf(cols[nc++], sizeof cols[0], "%s", results_db_column_sql(db, keys[k]));
+        if (nc == 1) snprintf(key, sizeof key, "%s", cols[0]);
+        else if (nc == 2) snprintf(key, sizeof key, "coalesce(%s, %s)", cols[0], cols[1]);
+        else if (nc == 3) snprintf(key, sizeof key, "coalesce(%s, %s, %s)", cols[0], cols[1], cols[2]);
         snprintf(order, sizeof order, "WHERE status = 'ok' ORDER BY %s%s, id", fits_q, key);
         limit = 20;
     }
@@ -278,8 +282,8 @@ static int print_table(results_db *db, long n_stored, const run_ctx *c, FILE *ou
     cJSON *all = n_stored <= RESULTS_JSON_MAX_POINTS && (limit || c->ranked) ? results_db_document(db, NULL, 0, err) : NULL;
     print_results_warnings(stderr, all ? all : doc, 20);
     cJSON_Delete(all);
-    if (c->ranked) print_results_table_by_tokens(out, doc);
-    else print_results_table(out, doc);
+    if (c->ranked) print_results_table_by_tokens(out, doc, c->out_dir);
+    else print_results_table(out, doc, c->out_dir);
     if (limit) fprintf(out, "(the best %ld of %ld points; all of them are in results.db)\n", limit, n_stored);
     cJSON_Delete(doc);
     return 0;

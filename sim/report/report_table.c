@@ -1,6 +1,7 @@
 /* report_table.c — results as an aligned text table. */
 #include "sim/report/report_table.h"
 #include "sim/base/alloc.h"
+#include "sim/report/step_outcome.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -48,14 +49,80 @@ static void point_label(const cJSON *p, char *label, size_t cap) {
         len += (size_t)snprintf(label + len, cap - len, "%s%s=%s", len ? " " : "", key, v ? v : "?");
         free(v);
     }
-    if (!len)
+    if (!len && isnan(num(p, "scenario.layout.tp")))
+        snprintf(label, cap, "-");   /* a point that failed before its scenario was stored */
+    else if (!len)
         snprintf(label, cap, "%.0f.%.0f.%.0f.%.0f", num(p, "scenario.layout.tp"), num(p, "scenario.layout.pp"),
                  num(p, "scenario.layout.ep"), num(p, "scenario.layout.dp"));
 }
 
 #define LABEL_CAP 512
 
-static void table(FILE *out, const cJSON *doc, int by_tokens) {
+/* routing.steps > 1: the point's figures over all its simulated steps (step.steps), else its one
+ * step's. */
+static int many_steps(const cJSON *p) { return num(p, "step.steps.count") > 1; }
+
+static double headline(const cJSON *p, const char *one, const char *all) {
+    char path[96];
+    snprintf(path, sizeof path, "step.%s", many_steps(p) ? all : one);
+    return num(p, path);
+}
+
+/* The point's step (its outcome when it did not complete: step_outcome.h). */
+static step_outcome outcome(const cJSON *p) {
+    return step_outcome_of(cJSON_GetObjectItemCaseSensitive(p, "step"));
+}
+
+/* A step that failed on every simulated step has no step time to rank by. */
+static int failed(const cJSON *p) {
+    if (outcome(p) == STEP_COMPLETED) return 0;
+    return !many_steps(p) || num(p, "step.steps.timed_out") >= num(p, "step.steps.count");
+}
+
+/* The ranking key: the step level's step time (mean over the steps) or tokens/s/GPU, else the plan's. */
+static double rank_value(const cJSON *p, int by_tokens) {
+    double v = by_tokens ? headline(p, "tokens_per_s_per_gpu", "steps.tokens_per_s_per_gpu")
+                         : headline(p, "step_time_s", "steps.step_time_s_mean");
+    if (isnan(v)) v = num(p, by_tokens ? "plan.tokens_per_s_per_gpu" : "plan.step_time_s");
+    return by_tokens ? -v : v;
+}
+
+static void band_text(const cJSON *p, char *out, size_t cap) {
+    /* the error band of tok/s/gpu (validation residuals, sim/point/validate.h) */
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(p, "step");
+    const cJSON *band = many_steps(p) ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(step, "steps"),
+                                                                         "tokens_per_s_per_gpu_band")
+                                      : cJSON_GetObjectItemCaseSensitive(step, "tokens_per_s_per_gpu_band");
+    if (!step) band = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "plan"), "tokens_per_s_per_gpu_band");
+    snprintf(out, cap, "-");
+    if (cJSON_GetArraySize(band) == 2)
+        snprintf(out, cap, "%.0f-%.0f", cJSON_GetArrayItem(band, 0)->valuedouble, cJSON_GetArrayItem(band, 1)->valuedouble);
+}
+
+/* Under the table: each step that did not complete, in words, and how to triage it. */
+static void print_failed_steps(FILE *out, const row *rows, int n, const char *dir) {
+    char what[600];
+    for (int i = 0; i < n; i++) {
+        const cJSON *p = rows[i].pt;
+        double later = many_steps(p) ? num(p, "step.steps.timed_out") : 0;
+        if (outcome(p) == STEP_COMPLETED && !(later > 0)) continue;
+        const cJSON *bd = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "step"), "breakdown");
+        step_outcome_text(cJSON_GetObjectItemCaseSensitive(bd, "collective_timeout"), cJSON_GetObjectItemCaseSensitive(bd, "hang"),
+                          (int)num(p, "scenario.cluster.gpus_per_node"), what, sizeof what);
+        if (many_steps(p))
+            fprintf(out, "point %.0f: %.0f of its %.0f steps timed out%s%s\n", num(p, "id"), later,
+                    num(p, "step.steps.count"), what[0] ? "; step 0: " : "", what);
+        else
+            fprintf(out, "point %.0f: %s\n", num(p, "id"), what[0] ? what : "the step timed out");
+        fprintf(out, "  triage: simdiag check %s%s\n", dir ? dir : "DIR",
+                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+                                 cJSON_GetObjectItemCaseSensitive(p, "scenario"), "output"), "trace"))
+                    ? ""
+                    : "   (it reads the step's trace: rerun with output.trace: true first)");
+    }
+}
+
+static void table(FILE *out, const cJSON *doc, int by_tokens, const char *dir) {
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(doc, "points");
     int n = cJSON_GetArraySize(points);
     if (n == 0) { fprintf(out, "(no points)\n"); return; }
@@ -63,26 +130,23 @@ static void table(FILE *out, const cJSON *doc, int by_tokens) {
     int i = 0, ranked = n > 1, width = 28;
     char label[LABEL_CAP];
     for (const cJSON *p = points->child; p; p = p->next, i++) {
-        const char *level = by_tokens ? "tokens_per_s_per_gpu" : "step_time_s";
-        char path[64];
-        snprintf(path, sizeof path, "step.%s", level);
-        double st = num(p, path);
-        snprintf(path, sizeof path, "plan.%s", level);
-        if (isnan(st)) st = num(p, path);
-        if (by_tokens) st = -st;
+        double st = rank_value(p, by_tokens);
         double fits = num(p, "plan.fits_memory");
         rows[i].pt = p;
-        rows[i].key = (fits == 0 || isnan(st)) ? INFINITY : st;
+        rows[i].key = (fits == 0 || isnan(st) || failed(p)) ? INFINITY : st;
         point_label(p, label, sizeof label);
         if ((int)strlen(label) > width) width = (int)strlen(label);
     }
     if (ranked) qsort(rows, (size_t)n, sizeof *rows, by_key);
-    /* routing.steps > 1: the distribution of the steps' times beside step 0's */
-    int multi = 0;
-    for (i = 0; i < n; i++) multi |= num(rows[i].pt, "step.steps.count") > 1;
+    /* routing.steps > 1: the headline figures over all the steps, their distribution beside */
+    int multi = 0, max_steps = 0;
+    for (i = 0; i < n; i++) {
+        multi |= many_steps(rows[i].pt);
+        if (num(rows[i].pt, "step.steps.count") > max_steps) max_steps = (int)num(rows[i].pt, "step.steps.count");
+    }
 
     fprintf(out, "%4s %5s  %-*s %4s %9s %9s", ranked ? "rank" : "", "point", width, "sweep / layout tp.pp.ep.dp", "fits",
-            "plan_s", "step_s");
+            "plan_s", multi ? "mean_s" : "step_s");
     if (multi) fprintf(out, " %9s %9s %9s", "p50_s", "p95_s", "max_s");
     fprintf(out, " %6s %10s %6s %13s %8s %8s %6s %4s\n", "mfu", "tok/s/gpu", "drop%", "tok/s band", "mem_GiB", "days_p50",
             "ettr", "warn");
@@ -90,23 +154,19 @@ static void table(FILE *out, const cJSON *doc, int by_tokens) {
         const cJSON *p = rows[i].pt;
         char c[8][24];
         point_label(p, label, sizeof label);
-        double mfu = num(p, "step.mfu"), tps = num(p, "step.tokens_per_s_per_gpu");
-        if (isnan(mfu)) mfu = num(p, "plan.mfu");
-        if (isnan(tps)) tps = num(p, "plan.tokens_per_s_per_gpu");
+        int has_step = cJSON_GetObjectItemCaseSensitive(p, "step") != NULL, bad = failed(p);
+        double mfu = headline(p, "mfu", "steps.mfu"), tps = headline(p, "tokens_per_s_per_gpu", "steps.tokens_per_s_per_gpu");
+        if (!has_step) mfu = num(p, "plan.mfu"), tps = num(p, "plan.tokens_per_s_per_gpu");
         fmt(c[0], 24, "%.3f", num(p, "plan.step_time_s"));
-        fmt(c[1], 24, "%.3f", num(p, "step.step_time_s"));
-        fmt(c[2], 24, "%.3f", mfu);
-        fmt(c[3], 24, "%.0f", tps);
-        /* the error band of tok/s/gpu (validation residuals, sim/point/validate.h) */
-        const cJSON *band = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "step"),
-                                                             "tokens_per_s_per_gpu_band");
-        if (!band) band = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "plan"),
-                                                          "tokens_per_s_per_gpu_band");
-        char bandtxt[32] = "-";
-        if (cJSON_GetArraySize(band) == 2)
-            snprintf(bandtxt, sizeof bandtxt, "%.0f-%.0f", cJSON_GetArrayItem(band, 0)->valuedouble,
-                     cJSON_GetArrayItem(band, 1)->valuedouble);
-        fmt(c[7], 24, "%.1f", 100.0 * num(p, "step.dropped_token_fraction"));
+        fmt(c[1], 24, "%.3f", headline(p, "step_time_s", "steps.step_time_s_mean"));
+        fmt(c[2], 24, "%.3f", bad ? NAN : mfu);
+        fmt(c[3], 24, "%.0f", bad ? NAN : tps);
+        if (bad) snprintf(c[1], 24, "%s", step_outcome_word(outcome(p)));
+        char bandtxt[32];
+        band_text(p, bandtxt, sizeof bandtxt);
+        if (bad) snprintf(bandtxt, sizeof bandtxt, "-");
+        /* a dense model routes nothing: no share to drop */
+        fmt(c[7], 24, "%.1f", num(p, "scenario.model.experts") == 0 ? NAN : 100.0 * num(p, "step.dropped_token_fraction"));
         fmt(c[4], 24, "%.1f", num(p, "plan.memory_GiB.total"));
         /* a median trial that never reached run.tokens stopped at run.max_days: print the cap as a bound
          * and the share of trials that reached the target */
@@ -121,7 +181,7 @@ static void table(FILE *out, const cJSON *doc, int by_tokens) {
                 c[0], c[1]);
         if (multi) {
             char q[3][24];
-            int many = num(p, "step.steps.count") > 1;
+            int many = many_steps(p);
             fmt(q[0], 24, "%.3f", many ? num(p, "step.steps.step_time_s_p50") : NAN);
             fmt(q[1], 24, "%.3f", many ? num(p, "step.steps.step_time_s_p95") : NAN);
             fmt(q[2], 24, "%.3f", many ? num(p, "step.steps.step_time_s_max") : NAN);
@@ -130,11 +190,17 @@ static void table(FILE *out, const cJSON *doc, int by_tokens) {
         fprintf(out, " %6s %10s %6s %13s %8s %8s %6s %4d\n", c[2], c[3], c[7], bandtxt, c[4], c[5], c[6],
                 point_warning_count(p));
     }
+    if (multi)
+        fprintf(out, "mean_s, mfu, tok/s/gpu and the band are over all the simulated steps of a point (routing.steps, "
+                     "up to %d here): the mean step time, and the tokens and model FLOPs processed over the steps' "
+                     "whole time; p50_s/p95_s/max_s are the steps' distribution; step.* in results.json is step 0\n",
+                max_steps);
+    print_failed_steps(out, rows, n, dir);
     free(rows);
 }
 
-void print_results_table(FILE *out, const cJSON *doc) { table(out, doc, 0); }
-void print_results_table_by_tokens(FILE *out, const cJSON *doc) { table(out, doc, 1); }
+void print_results_table(FILE *out, const cJSON *doc, const char *dir) { table(out, doc, 0, dir); }
+void print_results_table_by_tokens(FILE *out, const cJSON *doc, const char *dir) { table(out, doc, 1, dir); }
 
 static const char *const LEVELS[] = {"plan", "step", "run"};
 

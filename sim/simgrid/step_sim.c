@@ -317,6 +317,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(ct, "closed_form", (double)cs.closed_form);
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
         cJSON_AddItemToObject(bd, "collective_timeout", step_timeout_json(p, &xr.timeout));
+        cJSON_AddItemToObject(bd, "hang", step_hang_summary_json(p, &xr.hang));
         if (pfc) { cJSON_AddItemToObject(bd, "pfc", pfc); pfc = NULL; }
         out->breakdown = bd;
     }
