@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,32 @@ static void test_takes_the_scenario(void **state) {
     assert_true(bytes_per_rank(out, 8, "dispatch") == 67108864.0 / 2 / 4);
 }
 
+/* The header names each link's rate apart: NVLink in GB/s per direction, the NIC in Gb/s (and the
+ * GB/s of the RDMA column), each line rate with its achieved rate beside it. h100-8rail: NVLink 450
+ * GB/s per direction, NIC 400 Gb/s (sim/scenario/presets.c). The busiest rank's NVLink rate at EP 8
+ * (one node: NVLink only) cannot beat the achieved link rate. */
+static void test_header_rates(void **state) {
+    (void)state;
+    assert_int_equal(cli_run(simrun, tmpdir, out, sizeof out, err, sizeof err, "a2a", mixtral, "--ep", "8", NULL), 0);
+    const char *nvl = strstr(out, "NVLink 450 GB/s per GPU per direction (achieved ");
+    const char *nic = strstr(out, "NIC 400 Gb/s per GPU (achieved ");
+    if (!nvl || !nic) fail_msg("the header does not give NVLink and NIC rates apart:\n%s", out);
+    double nvl_achieved, nic_gbps, nic_GBps;
+    assert_int_equal(sscanf(nvl + strlen("NVLink 450 GB/s per GPU per direction (achieved "), "%lf GB/s)", &nvl_achieved), 1);
+    assert_int_equal(sscanf(nic + strlen("NIC 400 Gb/s per GPU (achieved "), "%lf Gb/s = %lf GB/s)", &nic_gbps, &nic_GBps), 2);
+    assert_true(nvl_achieved > 0 && nvl_achieved <= 450);
+    assert_true(nic_gbps > 0 && nic_gbps <= 400);
+    assert_true(fabs(nic_GBps - nic_gbps / 8) <= 0.05 + 1e-9);   /* both printed to 0.1 */
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        int e, nodes, tokens;
+        char o[16];
+        double bytes, us, hand, rdma, nvl_GBps;
+        if (sscanf(l, " %d %d %d %15s %lf %lf %lf %lf %lf", &e, &nodes, &tokens, o, &bytes, &us, &hand, &rdma, &nvl_GBps) == 9 &&
+            e == 8)
+            assert_true(nvl_GBps <= nvl_achieved + 0.05);
+    }
+}
+
 static void test_routing_of_the_scenario(void **state) {
     (void)state;
     assert_int_equal(cli_run(simrun, tmpdir, out, sizeof out, err, sizeof err, "a2a", mixtral_hot, "--ep", "8", NULL), 0);
@@ -102,6 +129,7 @@ static void test_refuses_what_it_cannot_place(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_takes_the_scenario),
+        cmocka_unit_test(test_header_rates),
         cmocka_unit_test(test_routing_of_the_scenario),
         cmocka_unit_test(test_refuses_what_it_cannot_place),
     };

@@ -187,10 +187,11 @@ int a2a_bench_run(const scenario *s, int ep, int tokens, const char *ep_label, F
     char rw[256];
     routing_words(s, rw, sizeof rw);
     fprintf(out, "# moesim all-to-all benchmark (DeepEP-style: one RDMA copy per destination node, NVLink fan-out)\n");
-    fprintf(out, "# %s: cluster %s, %d x %d GPUs, NVLink %g GB/s, NIC %g Gb/s (achieved: %.1f GB/s, %.1f Gb/s), %d nodes/leaf, "
-            "oversubscription %g\n", s->name, s->cluster.preset[0] ? s->cluster.preset : "(custom)", s->cluster.nodes,
-            s->cluster.gpus_per_node, s->cluster.nvlink_GBps, s->cluster.nic_gbps, fab.cluster.nvlink_GBps,
-            fab.cluster.nic_gbps, s->cluster.leaf_down_ports, s->cluster.oversubscription);
+    fprintf(out, "# %s: cluster %s, %d x %d GPUs, NVLink %g GB/s per GPU per direction (achieved %.1f GB/s), NIC %g Gb/s per GPU "
+            "(achieved %.1f Gb/s = %.1f GB/s), %d nodes/leaf, oversubscription %g\n", s->name,
+            s->cluster.preset[0] ? s->cluster.preset : "(custom)", s->cluster.nodes, s->cluster.gpus_per_node,
+            s->cluster.nvlink_GBps, fab.cluster.nvlink_GBps, s->cluster.nic_gbps, fab.cluster.nic_gbps,
+            fab.cluster.nic_gbps / 8.0, s->cluster.leaf_down_ports, s->cluster.oversubscription);
     fprintf(out, "# tokens/rank %d, hidden %d, top-%d of %d experts, routing %s; dispatch %s, combine %s\n", tokens,
             s->model.hidden, s->model.top_k, s->model.experts, rw, dtype_name(s->precision.dispatch),
             dtype_name(s->precision.combine));
