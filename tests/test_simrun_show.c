@@ -110,6 +110,13 @@ static void test_bad_point(void **state) {
     assert_non_null(strstr(err, "--point"));
     assert_non_null(strstr(err, "3 points"));
     assert_int_equal(show("x", "text"), 2);
+    /* beyond an int or below 0: the bound said is the sweep's, [0, 3), never the type's */
+    static const char *const far[] = {"99999999999", "-1", "2147483648"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(show(far[i], "text"), 2);
+        assert_non_null(strstr(err, "a point in [0, 3) (the sweep has 3 points)"));
+        assert_null(strstr(err, "2147483647"));
+    }
 }
 
 int main(void) {

@@ -14,7 +14,6 @@
  * sim/base/cli_args.h. Exit codes: 0 ok, 1 runtime failure, 2 bad input or usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,21 +326,33 @@ static int cmd_dump_platform(cli_parser *p, int argc, char **argv) {
     return 0;
 }
 
+/* --point N: any integer; its real bound is the sweep's point count, which load_point checks once the
+ * scenario is read. */
+static int point_opt(cli_parser *p, const char *arg, long long *out) {
+    char *end;
+    long long v = strtoll(arg ? arg : "", &end, 10);
+    if (!arg || *end || end == arg)
+        return cli_error(p, "%s: got '%s'; expected a point number (an integer from 0; `simrun run` numbers the "
+                            "sweep's points the same way)", p->opt, arg ? arg : "");
+    *out = v;
+    return 0;
+}
+
 /* Point `point` of scenario `file` (its sweep's values in *values when not NULL; the point count in
- * *n_points): an exit-2 error naming --point when the sweep has fewer points. */
-static int load_point(const char *file, int point, scenario *out, cJSON **values, int *n_points, moe_error *err) {
+ * *n_points): an exit-2 error naming --point and the sweep's point count when it is not one of them. */
+static int load_point(const char *file, long long point, scenario *out, cJSON **values, int *n_points, moe_error *err) {
     scenario base;
     sweep *sw = NULL;
     if (values) *values = NULL;
     int rc = scenario_load(file, &base, &sw, err);
     int n = rc ? 0 : sweep_count(sw);
     if (n_points) *n_points = n;
-    if (!rc && point >= n) {
+    if (!rc && (point < 0 || point >= n)) {
         char v[32];
-        snprintf(v, sizeof v, "%d", point);
+        snprintf(v, sizeof v, "%lld", point);
         rc = moe_error_input(err, file, "--point", v, "a point in [0, %d) (the sweep has %d point%s)", n, n, n == 1 ? "" : "s");
     }
-    if (!rc) rc = sweep_point(sw, &base, point, out, values, err);
+    if (!rc) rc = sweep_point(sw, &base, (int)point, out, values, err);
     sweep_free(sw);
     return rc;
 }
@@ -356,7 +367,8 @@ static int cmd_a2a(cli_parser *p, int argc, char **argv) {
         {"node-limit", required_argument, NULL, O_NODE_LIMIT}, CLI_COMMON_OPTIONS};
     static const char *const dtypes[] = {"fp8", "bf16", NULL};
     /* -1: not given, the scenario's value applies */
-    int ep = 0, tokens = -1, hidden = -1, topk = -1, node_limit = -1, dti = -1, point = 0, bad = 0;
+    int ep = 0, tokens = -1, hidden = -1, topk = -1, node_limit = -1, dti = -1, bad = 0;
+    long long point = 0;
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1 && !bad;) {
         switch (c) {
         case CLI_STOP: return p->rc;
@@ -366,7 +378,7 @@ static int cmd_a2a(cli_parser *p, int argc, char **argv) {
         case O_TOPK: bad = cli_int_opt(p, optarg, 1, 1024, &topk); break;
         case O_NODE_LIMIT: bad = cli_int_opt(p, optarg, 0, 1 << 20, &node_limit); break;
         case O_DTYPE: bad = cli_enum_opt(p, optarg, dtypes, &dti); break;
-        case O_POINT: bad = cli_int_opt(p, optarg, 0, INT32_MAX, &point); break;
+        case O_POINT: bad = point_opt(p, optarg, &point); break;
         }
     }
     if (bad) return p->rc;
@@ -463,10 +475,11 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     static const struct option opts[] = {{"point", required_argument, NULL, O_POINT},
                                          {"format", required_argument, NULL, O_FORMAT}, CLI_COMMON_OPTIONS};
     static const char *const formats[] = {"text", "json", NULL};
-    int point = 0, fmt = 0;
+    int fmt = 0;
+    long long point = 0;
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         if (c == CLI_STOP) return p->rc;
-        if (c == O_POINT && cli_int_opt(p, optarg, 0, INT32_MAX, &point)) return p->rc;
+        if (c == O_POINT && point_opt(p, optarg, &point)) return p->rc;
         if (c == O_FORMAT && cli_enum_opt(p, optarg, formats, &fmt)) return p->rc;
     }
     if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return p->rc;
@@ -476,7 +489,7 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
     cJSON *values = NULL, *doc = NULL;
     int n = 0;
     int rc = load_point(file, point, &s, &values, &n, &err);
-    if (!rc && !(doc = scenario_show_json(&s, values, point))) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
+    if (!rc && !(doc = scenario_show_json(&s, values, (int)point))) rc = moe_error_set(&err, EXIT_RUNTIME, "out of memory");
     if (!rc) {
         char *text = NULL;
         size_t len = 0;
@@ -489,7 +502,7 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
                 cJSON_free(j);
             } else {
                 if (!p->common.quiet)
-                    fprintf(mem, "# %s (%s), point %d of %d: every value and where it came from; model: %s\n", s.name,
+                    fprintf(mem, "# %s (%s), point %lld of %d: every value and where it came from; model: %s\n", s.name,
                             file, point, n, cJSON_GetObjectItemCaseSensitive(doc, "model")->valuestring);
                 print_show_table(mem, doc);
             }
@@ -549,7 +562,8 @@ static int cmd_optimize(cli_parser *p, int argc, char **argv) {
         {"point", required_argument, NULL, O_POINT},         CLI_COMMON_OPTIONS};
     optimize_opts o;
     optimize_defaults(&o);
-    int point = 0, obj = 0;
+    int obj = 0;
+    long long point = 0;
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         if (c == CLI_STOP) return p->rc;
         if (c == O_SPARES && number_list(p, optarg, 0, 0.999, o.spares, &o.n_spares)) return p->rc;
@@ -573,7 +587,7 @@ static int cmd_optimize(cli_parser *p, int argc, char **argv) {
         }
         if (c == O_STEP) o.step_level = 1;
         if (c == O_STEP_TIME && cli_double_opt(p, optarg, 1e-6, 1e9, &o.step_time_s)) return p->rc;
-        if (c == O_POINT && cli_int_opt(p, optarg, 0, INT32_MAX, &point)) return p->rc;
+        if (c == O_POINT && point_opt(p, optarg, &point)) return p->rc;
     }
     if (cli_positionals(p, argc, argv, 1, 1, "one SCENARIO.json")) return p->rc;
     moe_error err = {0};

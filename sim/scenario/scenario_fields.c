@@ -669,7 +669,8 @@ const char *scn_path_suggest(const char *path) {
 
 /* What a field accepts, in words, for "expected ..." */
 static void range_words(const scn_field *f, int integer, char *buf, size_t cap) {
-    int has_lo = f->min > -INFINITY, has_hi = integer ? f->max < NOMAX : f->max < INFINITY;
+    /* an integer field always has an upper bound: its own, else what an int holds (NOMAX) */
+    int has_lo = f->min > -INFINITY, has_hi = integer ? 1 : f->max < INFINITY;
     int lo_open = f->flags & SCN_MIN_OPEN, hi_open = f->flags & SCN_MAX_OPEN;
     if (integer && has_lo && has_hi) snprintf(buf, cap, "in %.10g..%.10g", f->min, f->max);
     else if (has_lo && has_hi)
