@@ -114,8 +114,8 @@ static const char PLOT_OPTIONS[] =
 
 static const char FIELDS_OPTIONS[] =
     "      --format F       text (default), markdown or json\n"
-    "  -o, --out FILE       write to FILE instead of stdout; a markdown FILE that holds the generated-block\n"
-    "                       markers (docs/scenario-fields.md) gets only that block rewritten\n"
+    "  -o, --out FILE       write to FILE instead of stdout (markdown: the whole reference page,\n"
+    "                       --out docs/scenario-fields.md regenerates it)\n"
     "  -j, --jobs N         accepted; nothing runs in parallel\n"
     "  -q, --quiet          no summary line with --out\n";
 
@@ -430,14 +430,8 @@ static int cmd_fields(cli_parser *p, int argc, char **argv) {
     if (!p->common.out) {
         fputs(text, stdout);
     } else {
-        /* a document that holds the markers keeps its prose: only the generated block is rewritten */
-        char *old = access(p->common.out, F_OK) == 0 ? read_file_text(p->common.out, NULL, &err) : NULL;
-        char *spliced = old && fmt == SCN_DOC_MARKDOWN ? scn_doc_splice(old, text) : NULL;
-        rc = write_file_atomic(p->common.out, spliced ? spliced : text, &err);
-        if (!rc && !p->common.quiet)
-            printf("wrote %s (%s)\n", p->common.out, spliced ? "the generated block" : "the whole file");
-        free(spliced);
-        free(old);
+        rc = write_file_atomic(p->common.out, text, &err);
+        if (!rc && !p->common.quiet) printf("wrote %s\n", p->common.out);
         if (rc) fprintf(stderr, "simrun: %s\n", err.msg);
     }
     free(text);

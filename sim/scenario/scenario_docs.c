@@ -119,6 +119,7 @@ int scn_fields_describe(FILE *out, scn_doc_format fmt) {
     scenario_defaults(d);
     const char *section = NULL;
     size_t section_n = 0;
+    if (fmt == SCN_DOC_MARKDOWN) fputs(scn_doc_page_head, out);
     for (int i = 0; i < scn_n_fields; i++) {
         const scn_field *f = &scn_fields[i];
         size_t n = section_len(f->path);
@@ -144,6 +145,7 @@ int scn_fields_describe(FILE *out, scn_doc_format fmt) {
         }
     }
     free(d);
+    if (fmt == SCN_DOC_MARKDOWN) fputs(scn_doc_page_tail, out);
     if (fmt == SCN_DOC_JSON) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "format", "moesim-fields/1");
@@ -166,32 +168,4 @@ char *scn_fields_describe_text(scn_doc_format fmt) {
     fclose(f);
     if (rc) { free(buf); return NULL; }
     return buf;
-}
-
-/* The span between the end of the BEGIN marker's line and the start of the END marker. */
-static int block_span(const char *doc, const char **from, const char **to) {
-    const char *b = strstr(doc, SCN_DOC_BEGIN);
-    const char *e = b ? strstr(b, SCN_DOC_END) : NULL;
-    if (!e) return -1;
-    *from = b + strlen(SCN_DOC_BEGIN);
-    if (**from == '\n') (*from)++;
-    *to = e;
-    return 0;
-}
-
-char *scn_doc_generated_block(const char *doc) {
-    const char *from, *to;
-    if (block_span(doc, &from, &to)) return NULL;
-    return strndup(from, (size_t)(to - from));
-}
-
-char *scn_doc_splice(const char *doc, const char *generated) {
-    const char *from, *to;
-    if (block_span(doc, &from, &to)) return NULL;
-    size_t head = (size_t)(from - doc), gen = strlen(generated), tail = strlen(to);
-    char *out = moe_xmalloc(head + gen + tail + 1);
-    memcpy(out, doc, head);
-    memcpy(out + head, generated, gen);
-    memcpy(out + head + gen, to, tail + 1);
-    return out;
 }
