@@ -166,10 +166,10 @@ static void test_preset_then_overrides_in_any_order(void **state) {
     /* the cluster keeps its defaults */
     assert_int_equal(scn_gpus(&sa), 4096);
 
-    /* cluster preset + override: H200 memory and bandwidth, 256 nodes */
+    /* cluster preset + override: H200 memory (143,771 MiB as the driver reports it) and bandwidth, 256 nodes */
     scenario c;
     parse_ok("{\"cluster\": {\"preset\": \"h200-8rail\", \"nodes\": 256}, \"layout\": {\"dp\": 2}}", &c, NULL);
-    assert_true(c.cluster.gpu.mem_GiB == 141 && c.cluster.gpu.hbm_GBps == 4800);
+    assert_true(c.cluster.gpu.mem_GiB == 143771 / 1024.0 && c.cluster.gpu.hbm_GBps == 4800);
     assert_int_equal(c.cluster.nodes, 256);
     assert_string_equal(c.cluster.gpu.name, "H200");
 }
@@ -455,7 +455,7 @@ static void test_set_path(void **state) {
     v = cJSON_CreateString("h200-8rail");
     assert_int_equal(scenario_set_path(&s, "cluster.preset", v, &err), 0); /* resets the section */
     assert_int_equal(s.cluster.nodes, 512);
-    assert_true(s.cluster.gpu.mem_GiB == 141);
+    assert_true(s.cluster.gpu.mem_GiB == 143771 / 1024.0);
     cJSON_Delete(v);
     v = cJSON_Parse("{\"mem_GiB\": 192, \"name\": \"B200\"}");
     assert_int_equal(scenario_set_path(&s, "cluster.gpu", v, &err), 0);

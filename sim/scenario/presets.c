@@ -103,47 +103,65 @@ static const model_cfg MODELS[] = {
     .oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7},   \
     .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64
 
+/* mem_GiB is the HBM the driver exposes (NVML memory.total, printed by nvidia-smi in MiB) / 1024. The
+ * datasheets' "GB" capacities are binary figures rounded, not decimal gigabytes: the driver shows
+ * 0.4-0.6% less than 80, 141, 180 or 186 GiB and 3.6% less than GB300's 288. H800/H100 keep the 80 GiB
+ * of their five 16 GiB HBM3 stacks (the driver shows 81,559 MiB = 79.65 GiB, Modal's table cited at
+ * h200-8rail). */
 static const cluster_cfg CLUSTERS[] = {
     /* NVLink line rates per direction: H800 400 GB/s bidirectional (DeepSeek-V3 report section 3.1),
-     * H100/H200 900 GB/s (18 NVLink 4 links); the cost models give the achieved fraction */
+     * H100/H200 900 GB/s (18 NVLink 4 links); the cost models give the achieved fraction. H200's 141 GB
+     * is 143,771 MiB = 140.40 GiB as the driver reports it (Modal's table of NVML capacities,
+     * thundergolfer.com/blog/nvidia-gpu-memory-capacity: "H200 141 GB 143,771 MiB 140.40 GiB"). */
     {.preset = "h800-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 200,
      .gpu = {.name = "H800", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 450,
      .gpu = {.name = "H100", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
     {.preset = "h200-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 450,
-     .gpu = {.name = "H200", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800, .mem_GiB = 141}},
+     .gpu = {.name = "H200", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
+             .mem_GiB = 143771 / 1024.0}},
     /* HGX / DGX B200 (1000 W): dense BF16 2.25 PF, FP8 4.5 PF, FP4 9 PF per GPU (NVIDIA Blackwell
      * technical brief, as tabulated at glennklockwood.com/garden/processors/B200; the DGX B200
      * datasheet's 72 PF FP8 and 144 PF FP4 are sparse figures for 8 GPUs); HBM3e 8 TB/s and 180 GB per
-     * GPU (DGX B200 user guide: 1,440 GB for 8 GPUs); NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per
-     * direction, 8 GPUs per NVSwitch domain; 8 x ConnectX-7 400 Gb/s (DGX B200 user guide: "8 x NVIDIA
-     * ConnectX-7 Single Port Cards, InfiniBand up to 400Gbps"); 2 TB system memory, PCIe 5.0 x16. */
+     * GPU (DGX B200 user guide: 1,440 GB for 8 GPUs), 183,359 MiB = 179.06 GiB as nvidia-smi reports it
+     * (Vultr's "NVIDIA HGX B200 Hardware Overview", memory.total 179 GB,
+     * docs.vultr.com/inference-cookbook/cuda/getting-started/hardware-overview); NVLink 5, 1.8 TB/s
+     * bidirectional = 900 GB/s per direction, 8 GPUs per NVSwitch domain; 8 x ConnectX-7 400 Gb/s (DGX
+     * B200 user guide: "8 x NVIDIA ConnectX-7 Single Port Cards, InfiniBand up to 400Gbps"); 2 TB system
+     * memory, PCIe 5.0 x16. */
     {.preset = "b200-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 900,
-     .gpu = {.name = "B200", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000, .mem_GiB = 180,
-             .fp4_tflops = 9000}},
+     .gpu = {.name = "B200", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
+             .mem_GiB = 183359 / 1024.0, .fp4_tflops = 9000}},
     /* GB200 NVL72: 72 B200 (1200 W: dense BF16 2.5 PF, FP8 5 PF, FP4 10 PF; the NVL72 page's 720 PF FP8
      * and 1.44 EF FP4 per rack are sparse: / 72 / 2) in one NVLink domain of 130 TB/s (1.8 TB/s per
-     * GPU), 186 GB HBM3e per GPU (13.4 TB per rack), 8 TB/s; 18 compute trays of 2 Grace + 4 GPUs, one
-     * 400 Gb/s ConnectX-7 per GPU on the tray's 4 rails; per tray 2 x 480 GB LPDDR5X; GPU to host over
-     * NVLink-C2C, 900 GB/s bidirectional per Grace shared by 2 GPUs: 225 GB/s per GPU per direction
-     * (NVIDIA GB200 NVL72 product page and datasheet). 56 racks = 4032 GPUs. */
+     * GPU), 186 GB HBM3e per GPU (13.4 TB per rack) = 189,471 MiB = 185.03 GiB as the driver exposes it
+     * (NVIDIA's MLPerf Training v5.1 system description: mlcommons/training_results_v5.1
+     * NVIDIA/systems/tyche_ngpu8_ngc25.04_pytorch.json at 4da2d1cd, "189471 MiB"; the same figure in
+     * ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/systems/gb200.yaml at 095f58a5), 8 TB/s;
+     * 18 compute trays of 2 Grace + 4 GPUs, one 400 Gb/s ConnectX-7 per GPU on the tray's 4 rails; per
+     * tray 2 x 480 GB LPDDR5X; GPU to host over NVLink-C2C, 900 GB/s bidirectional per Grace shared by 2
+     * GPUs: 225 GB/s per GPU per direction (NVIDIA GB200 NVL72 product page and datasheet). 56 racks =
+     * 4032 GPUs. */
     {.preset = "gb200-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 400,
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
-     .gpu = {.name = "GB200", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000, .mem_GiB = 186,
-             .fp4_tflops = 10000}},
+     .gpu = {.name = "GB200", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
+             .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000}},
     /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
      * dense FP4 and 360 PF dense FP8 per rack, NVIDIA GTC 2025, as tabulated at
-     * glennklockwood.com/garden/processors/B300), 288 GB HBM3e per GPU (12-high stacks), 8 TB/s, the same
+     * glennklockwood.com/garden/processors/B300), 288 GB HBM3e per GPU (12-high stacks)
+     * of which the driver exposes 284,208 MiB = 277.55 GiB (NVIDIA's MLPerf Training v5.1 system
+     * description: mlcommons/training_results_v5.1 NVIDIA/systems/theia_ngpu8_ngc25.09_nemo.json at
+     * 4da2d1cd, "284208 MiB"; aiconfigurator's gb300.yaml at 095f58a5, the same), 8 TB/s, the same
      * 130 TB/s NVLink domain; one ConnectX-8 SuperNIC at 800 Gb/s per GPU (NVIDIA NVL72 AI factory
      * reference architecture: 4 per compute tray); Grace host memory and NVLink-C2C as GB200. */
     {.preset = "gb300-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 800,
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
-     .gpu = {.name = "GB300", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000, .mem_GiB = 288,
-             .fp4_tflops = 15000}},
+     .gpu = {.name = "GB300", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
+             .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000}},
 };
 
 int preset_model(const char *name, model_cfg *out) {
