@@ -160,6 +160,7 @@ static void blackwell_presets_match_datasheets(void **state) {
     (void)state;
     struct { const char *name; double bf16, fp8, fp4, mem_MiB, hbm, nvl, nic; int domain; } P[] = {
         {"b200-8rail", 2250, 4500, 9000, 183359, 8000, 900, 400, 8},
+        {"b300-8rail", 2250, 4500, 14000, 275040, 8000, 900, 800, 8},
         {"gb200-nvl72", 2500, 5000, 10000, 189471, 8000, 900, 400, 72},
         {"gb300-nvl72", 2500, 5000, 15000, 284208, 8000, 900, 800, 72},
     };
@@ -175,14 +176,14 @@ static void blackwell_presets_match_datasheets(void **state) {
 }
 
 /* The Blackwell presets' default cost models (calibration/models/b200-published.json,
- * gb200-published.json): NVLink 5 at HybridEP's published rate, everything else the built-in
- * roofline. Truths: the figure's two cells (GB200 NVL36, 32 CUDA blocks: dispatch 714.66, combine
+ * b300-published.json, gb200-published.json): NVLink 5 at HybridEP's published rate, everything else
+ * the built-in roofline (FP4 included: the B300's 14,000 TFLOP/s, not B200's 9,000). Truths: the figure's two cells (GB200 NVL36, 32 CUDA blocks: dispatch 714.66, combine
  * 657.72 GB/s algorithm bandwidth, NVIDIA/Megatron-LM deepseek-v3-gb200-optimization.md at eb0783b6)
  * bound the fitted port rate at 35/36 of each (EP36: 1/36 of the payload stays on the rank); the
  * compute prices and the NIC are the roofline's, which the spec base copies. */
 static void blackwell_models_run_nvlink_at_hybridep_rate(void **state) {
     (void)state;
-    const char *names[] = {"b200-8rail", "gb200-nvl72"};
+    const char *names[] = {"b200-8rail", "b300-8rail", "gb200-nvl72"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         scenario s;
         scenario_defaults(&s);
@@ -197,7 +198,7 @@ static void blackwell_models_run_nvlink_at_hybridep_rate(void **state) {
         assert_true(nvl > 657.72 * 35 / 36 && nvl < 714.66 * 35 / 36);
         assert_true(cm.link[CM_LINK_NVLINK].line_Bps == 900e9);
         assert_true(cm.link[CM_LINK_RDMA].beta_Bps == roof.link[CM_LINK_RDMA].beta_Bps);
-        const dtype_kind dts[] = {DT_BF16, DT_FP8, DT_MXFP8};
+        const dtype_kind dts[] = {DT_BF16, DT_FP8, DT_MXFP8, DT_NVFP4};
         for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
             assert_true(costmodel_gemm_s(&cm, 4096, 7168, 2048, dts[d]) == costmodel_gemm_s(&roof, 4096, 7168, 2048, dts[d]));
             assert_true(costmodel_gemm_s(&cm, 16, 4096, 7168, dts[d]) == costmodel_gemm_s(&roof, 16, 4096, 7168, dts[d]));

@@ -15,8 +15,8 @@
 const char *const preset_model_names[] = {"deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama3-405b",
                                           "llama3-8b", "llama3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                                           "gpt-oss-120b", "kimi-k2", "mixtral-8x22b", NULL};
-const char *const preset_cluster_names[] = {"h800-8rail", "h100-8rail", "h200-8rail", "b200-8rail", "gb200-nvl72",
-                                            "gb300-nvl72", NULL};
+const char *const preset_cluster_names[] = {"h800-8rail", "h100-8rail", "h200-8rail", "b200-8rail", "b300-8rail",
+                                            "gb200-nvl72", "gb300-nvl72", NULL};
 
 /* Llama 3 family ("The Llama 3 Herd of Models", arXiv:2407.21783, Table 3; config.json of
  * meta-llama/Meta-Llama-3-8B, -70B and Llama-3.1-405B): GQA with 8 KV heads of 128, SwiGLU, RMSNorm,
@@ -93,13 +93,13 @@ static const model_cfg MODELS[] = {
      .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 39e9},
 };
 
-/* 512 nodes x 8 GPUs, one 400 Gb/s NIC per GPU on its rail, 32 nodes under one leaf per rail.
+/* 512 nodes x 8 GPUs, one NIC of `nic` Gb/s per GPU on its rail, 32 nodes under one leaf per rail.
  * Storage: Llama 3's file system (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.1:
  * Tectonic, 240 PB on 7,500 SSD servers) sustains 2 TB/s (7 TB/s peak) for a 16,384-GPU job, i.e.
  * 122 MB/s per GPU: 500 GB/s for these 4096 GPUs. Host memory: a DGX H100 has 2 TB; PCIe 5.0 x16
  * moves about 64 GB/s per direction. */
-#define EIGHT_RAIL_FABRIC                                                                          \
-    .nodes = 512, .gpus_per_node = 8, .nic_gbps = 400, .rails = 8, .leaf_down_ports = 32,          \
+#define EIGHT_RAIL_FABRIC(nic)                                                                     \
+    .nodes = 512, .gpus_per_node = 8, .nic_gbps = (nic), .rails = 8, .leaf_down_ports = 32,        \
     .oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7},   \
     .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64
 
@@ -113,11 +113,11 @@ static const cluster_cfg CLUSTERS[] = {
      * H100/H200 900 GB/s (18 NVLink 4 links); the cost models give the achieved fraction. H200's 141 GB
      * is 143,771 MiB = 140.40 GiB as the driver reports it (Modal's table of NVML capacities,
      * thundergolfer.com/blog/nvidia-gpu-memory-capacity: "H200 141 GB 143,771 MiB 140.40 GiB"). */
-    {.preset = "h800-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 200,
+    {.preset = "h800-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 200,
      .gpu = {.name = "H800", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
-    {.preset = "h100-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 450,
+    {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
      .gpu = {.name = "H100", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
-    {.preset = "h200-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 450,
+    {.preset = "h200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
      .gpu = {.name = "H200", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
              .mem_GiB = 143771 / 1024.0}},
     /* HGX / DGX B200 (1000 W): dense BF16 2.25 PF, FP8 4.5 PF, FP4 9 PF per GPU (NVIDIA Blackwell
@@ -129,9 +129,26 @@ static const cluster_cfg CLUSTERS[] = {
      * bidirectional = 900 GB/s per direction, 8 GPUs per NVSwitch domain; 8 x ConnectX-7 400 Gb/s (DGX
      * B200 user guide: "8 x NVIDIA ConnectX-7 Single Port Cards, InfiniBand up to 400Gbps"); 2 TB system
      * memory, PCIe 5.0 x16. */
-    {.preset = "b200-8rail", EIGHT_RAIL_FABRIC, .nvlink_GBps = 900,
+    {.preset = "b200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 900,
      .gpu = {.name = "B200", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
              .mem_GiB = 183359 / 1024.0, .fp4_tflops = 9000}},
+    /* HGX / DGX B300 (Blackwell Ultra B300 SXM6, 1100 W), 8 GPUs per node (aiwiki.ai/wiki/nvidia_dgx_b300:
+     * "eight B300 SXM GPUs", 2 x Xeon 6776P; Megatron-Bridge v0.4.2 scripts/performance/argument_parser.py
+     * NUM_GPUS_PER_NODE_MAP["b300"] = 8). Per GPU, from NVIDIA's ai-dynamo/aiconfigurator
+     * aic-core/src/aiconfigurator_core/systems/b300_sxm.yaml at 095f58a5 (after NVIDIA's Blackwell Ultra
+     * datasheet): dense BF16 2,250 TFLOP/s (4.5 PF sparse / 2), FP8 4,500 (9 PF sparse / 2; the DGX B300's
+     * 72 PF FP8 per 8 GPUs is the same figure sparse), FP4 14,000 dense (18 PF sparse) -- FP4 of medium
+     * confidence: glennklockwood.com/garden/processors/B300 tabulates 13,125 for the HGX B300; 288 GB
+     * HBM3e (2.3 TB per DGX) of which the driver exposes 275,040 MiB =
+     * 268.59 GiB ("275040MiB reported by nvidia-smi", the same file); HBM up to 8 TB/s per GPU, 64 TB/s
+     * per node (acecloud.ai/blog/nvidia-hgx-b300; aiconfigurator takes 7.75 TB/s, 62 TB/s per node);
+     * NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per direction, one 8-GPU NVSwitch domain, and 8 x
+     * ConnectX-8 SuperNIC, one 800 Gb/s NIC per GPU (acecloud.ai/blog/nvidia-hgx-b300; aiconfigurator:
+     * intra-node 900 GB/s, "1:1 CX8 XDR 800Gb/s"). GPU to host at PCIe 5.0 x16 (the GPU has Gen6; the Xeon
+     * 6 host has PCIe 5.0: inferred); host memory and storage as the other 8-GPU presets. */
+    {.preset = "b300-8rail", EIGHT_RAIL_FABRIC(800), .nvlink_GBps = 900,
+     .gpu = {.name = "B300", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
+             .mem_GiB = 275040 / 1024.0, .fp4_tflops = 14000}},
     /* GB200 NVL72: 72 B200 (1200 W: dense BF16 2.5 PF, FP8 5 PF, FP4 10 PF; the NVL72 page's 720 PF FP8
      * and 1.44 EF FP4 per rack are sparse: / 72 / 2) in one NVLink domain of 130 TB/s (1.8 TB/s per
      * GPU), 186 GB HBM3e per GPU (13.4 TB per rack) = 189,471 MiB = 185.03 GiB as the driver exposes it
@@ -283,11 +300,13 @@ const char *preset_cluster_calibration(const char *name) {
         {"h800-8rail", "calibration/models/h800-published.json"},
         {"h100-8rail", "calibration/models/h100-published.json"},
         {"h200-8rail", "calibration/models/h200-published.json"},
-        /* Blackwell: the preset's own datasheet figures (b200-spec.json, gb200-spec.json: the built-in
-         * roofline's numbers) with NVLink 5 at HybridEP's published achieved rate (the published
-         * models; calibration/README.md), never an Hopper model's efficiencies and link rates. No
-         * published Blackwell GEMM or attention fit yet; GB300 keeps the built-in roofline. */
+        /* Blackwell: the preset's own datasheet figures (b200-spec.json, b300-spec.json,
+         * gb200-spec.json: the built-in roofline's numbers) with NVLink 5 at HybridEP's published
+         * achieved rate (the published models; calibration/README.md), never an Hopper model's
+         * efficiencies and link rates. No published Blackwell GEMM or attention fit yet; GB300 keeps the
+         * built-in roofline. */
         {"b200-8rail", "calibration/models/b200-published.json"},
+        {"b300-8rail", "calibration/models/b300-published.json"},
         {"gb200-nvl72", "calibration/models/gb200-published.json"},
         {"gb300-nvl72", ""},
     };
