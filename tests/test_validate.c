@@ -5,6 +5,7 @@
  * hand-picked errors); the closed-form expectations of DeepEP's test routing (a token's 8 distinct
  * experts among 256 reach a given rank of 32 experts with probability 1 - C(224,8)/C(256,8), and a
  * given node of 128 with 1 - C(128,8)/C(256,8)); bad cases files give exit 2 with path and value. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream, mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "sim/base/fileio.h"
+#include "sim/base/json_read.h"
 #include "sim/point/validate.h"
 #include "sim/point/validation_doc.h"
 #include "sim/scenario/scenario.h"
@@ -89,16 +91,21 @@ static void test_band(void **state) {
     cJSON_Delete(none);
 }
 
-/* Bad cases files: exit 2 naming the file, the path and the value. */
-static void expect_bad(const char *cases_json, const char *needle) {
-    char dir[] = "/tmp/moesim-validate-XXXXXX";
+/* A fresh folder `dir` (a mkdtemp template) holding `cases_json` as cases.json (its path in `path`) and
+ * the name of an output folder under it in `out`. */
+static void cases_folder(char *dir, const char *cases_json, char path[256], char out[300]) {
     assert_non_null(mkdtemp(dir));
-    char path[256];
-    snprintf(path, sizeof path, "%s/cases.json", dir);
+    snprintf(path, 256, "%s/cases.json", dir);
+    snprintf(out, 300, "%s/out", dir);
     moe_error err = {0};
     assert_int_equal(write_file_atomic(path, cases_json, &err), 0);
-    char out[300];
-    snprintf(out, sizeof out, "%s/out", dir);
+}
+
+/* Bad cases files: exit 2 naming the file, the path and the value. */
+static void expect_bad(const char *cases_json, const char *needle) {
+    char dir[] = "/tmp/moesim-validate-XXXXXX", path[256], out[300];
+    cases_folder(dir, cases_json, path, out);
+    moe_error err = {0};
     validate_opts o = {.cases_path = path, .out_dir = out, .jobs = 1, .quiet = 1};
     FILE *devnull = fopen("/dev/null", "w");
     int rc = validate_run(&o, devnull, &err);
@@ -126,6 +133,57 @@ static void test_bad_cases_files(void **state) {
     expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"kind\":\"deepep\",\"metric\":\"dispatch_rdma_GBps\","
                "\"deepep\":{\"ep\":16,\"tokens\":4096,\"hidden\":7168,\"topk\":8,\"experts\":256,\"dispatch\":\"fp4\"}}]}",
                "cases[0].deepep.dispatch");
+    /* a case is run from its scenario or listed as not expressible, never both; the reason is a string */
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"metric\":\"step_time_s\","
+               "\"not_expressible\":\"why\"}]}", "cases[0].not_expressible");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{\"name\":\"x\",\"published\":1,\"features\":[],"
+               "\"metric\":\"step_time_s\",\"source\":{\"document\":\"d\",\"table\":\"t\",\"row\":\"r\"},"
+               "\"not_expressible\":7}]}", "cases[0].not_expressible");
+    expect_bad("{\"format\":\"moesim-validation/1\",\"cases\":[{" CASE_OK ",\"metric\":\"step_time_s\","
+               "\"not_modelled\":\"muon\"}]}", "cases[0].not_modelled");
+}
+
+/* A run the scenario format cannot state is listed with its reason and counted, not dropped and not
+ * run: one such case beside nothing else gives a table of one case, none evaluated, one not expressible,
+ * its reason printed and kept with its not-modelled list. */
+static void test_not_expressible_listed(void **state) {
+    (void)state;
+    char dir[] = "/tmp/moesim-validate-XXXXXX", path[256], out[300], json[400];
+    cases_folder(dir,
+                 "{\"format\":\"moesim-validation/1\",\"cases\":[{\"name\":\"hybrid-8\",\"metric\":\"tokens_per_s_per_gpu\","
+                 "\"published\":37888,\"source\":{\"document\":\"d\",\"table\":\"t\",\"row\":\"r\"},\"features\":[\"f\"],"
+                 "\"not_modelled\":[\"Mamba-2 layers\"],\"not_expressible\":\"Mamba-2 hybrid layers: no such block\"}]}",
+                 path, out);
+    moe_error err = {0};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    validate_opts o = {.cases_path = path, .out_dir = out, .jobs = 1};
+    assert_int_equal(validate_run(&o, mem, &err), 0);
+    fclose(mem);
+    assert_non_null(strstr(text, "not expressible: Mamba-2 hybrid layers: no such block"));
+    assert_non_null(strstr(text, "all cases: 1 cases, 1 not expressible, 0 evaluated: 0 ok"));
+    snprintf(json, sizeof json, "%s/validation.json", out);
+    cJSON *doc = json_load(json, 0, &err);
+    assert_non_null(doc);
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "cases"), 0);
+    assert_string_equal(cJSON_GetObjectItem(c, "status")->valuestring, "not expressible");
+    assert_string_equal(cJSON_GetObjectItem(c, "detail")->valuestring, "Mamba-2 hybrid layers: no such block");
+    assert_null(cJSON_GetObjectItem(c, "predicted"));
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "not_modelled"), 0)->valuestring, "Mamba-2 layers");
+    const cJSON *sum = cJSON_GetObjectItem(doc, "summary");
+    assert_int_equal((int)cJSON_GetObjectItem(sum, "cases")->valuedouble, 1);
+    assert_int_equal((int)cJSON_GetObjectItem(sum, "evaluated")->valuedouble, 0);
+    assert_int_equal((int)cJSON_GetObjectItem(sum, "not_expressible")->valuedouble, 1);
+    cJSON_Delete(doc);
+    free(text);
+    char csv[400];
+    snprintf(csv, sizeof csv, "%s/validation.csv", out);
+    unlink(json);
+    unlink(csv);
+    rmdir(out);
+    unlink(path);
+    rmdir(dir);
 }
 
 /* P(a token's k distinct experts out of `pool` hit a set of `hit`) */
@@ -249,6 +307,7 @@ int main(void) {
         cmocka_unit_test(test_compare_moves),
         cmocka_unit_test(test_band),
         cmocka_unit_test(test_bad_cases_files),
+        cmocka_unit_test(test_not_expressible_listed),
         cmocka_unit_test(test_deepep_counting),
         cmocka_unit_test(test_status_tolerance),
     };

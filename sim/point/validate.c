@@ -26,15 +26,16 @@ static const char *const STEP_METRICS[] = {"tokens_per_s_per_gpu", "tflops_per_g
 static const char *const DEEPEP_METRICS[] = {"dispatch_rdma_GBps", "dispatch_nvl_GBps", "combine_rdma_GBps",
                                              "combine_nvl_GBps", NULL};
 static const char *const SOURCE_KEYS[] = {"document", "repository", "commit", "file", "table", "row", NULL};
-static const char *const CASE_KEYS[] = {"name", "kind", "scenario", "metric", "published", "source", "features",
-                                        "calibration_point", "notes", "deepep", NULL};
+static const char *const CASE_KEYS[] = {"name", "kind", "scenario", "not_expressible", "metric", "published", "source",
+                                        "features", "not_modelled", "calibration_point", "notes", "deepep", NULL};
 static const char *const DEEPEP_KEYS[] = {"ep", "tokens", "hidden", "topk", "experts", "topk_groups", "dispatch",
                                           "seed", NULL};
 
 typedef struct {
     char name[NAME_MAX_LEN];
     case_kind kind;
-    char scenario[SCN_PATH_MAX * 2];   /* resolved against the cases file's folder */
+    char scenario[SCN_PATH_MAX * 2];   /* resolved against the cases file's folder ("" when not expressible) */
+    char not_expressible[512];         /* why the run cannot be stated as a scenario ("" when it can) */
     char metric[32];
     double published;
     deepep_case dp;
@@ -103,6 +104,23 @@ static int get_num(const char *file, const cJSON *obj, const char *path, const c
     return 0;
 }
 
+/* obj.key: an array of strings (`what` names their meaning in the message) */
+static int get_str_list(const char *file, const cJSON *obj, const char *path, const char *key, int required,
+                        const char *what, moe_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v && !required) return 0;
+    char p[256];
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    int ok = cJSON_IsArray(v);
+    for (const cJSON *s = ok ? v->child : NULL; s && ok; s = s->next) ok = cJSON_IsString(s);
+    if (ok) return 0;
+    char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+    char shown[64];
+    snprintf(shown, sizeof shown, "%s", txt ? txt : "nothing");
+    free(txt);
+    return moe_error_input(err, file, p, shown, "an array of strings (%s)", what);
+}
+
 static int read_deepep(const char *file, const cJSON *o, const char *path, deepep_case *d, moe_error *err) {
     if (!cJSON_IsObject(o)) return moe_error_input(err, file, path, NULL, "an object (the DeepEP benchmark case)");
     if (check_keys(file, o, path, DEEPEP_KEYS, err)) return EXIT_BADINPUT;
@@ -149,9 +167,21 @@ static int read_case(case_set *cs, const cJSON *o, int i, const char *dir, vcase
     if (strcmp(kind, "step") == 0) c->kind = CASE_STEP;
     else if (strcmp(kind, "deepep") == 0) c->kind = CASE_DEEPEP;
     else return moe_error_input(err, f, path, kind, "kind \"step\" (a scenario) or \"deepep\" (a DeepEP benchmark case)");
-    char scn[SCN_PATH_MAX];
-    if (get_str(f, o, path, "scenario", 1, scn, sizeof scn, err)) return EXIT_BADINPUT;
-    snprintf(c->scenario, sizeof c->scenario, "%s%s%s", scn[0] == '/' ? "" : dir, scn[0] == '/' ? "" : "/", scn);
+    /* a step case is either a scenario or the reason it cannot be one (kept in the table, not run) */
+    const int unexpressible = cJSON_GetObjectItemCaseSensitive(o, "not_expressible") != NULL;
+    if (unexpressible) {
+        char p[96];
+        snprintf(p, sizeof p, "%s.not_expressible", path);
+        if (c->kind != CASE_STEP || cJSON_GetObjectItemCaseSensitive(o, "scenario"))
+            return moe_error_input(err, f, p, NULL, "a reason in a step case without a \"scenario\" (a case is "
+                                   "either run from its scenario or listed as not expressible)");
+        if (get_str(f, o, path, "not_expressible", 1, c->not_expressible, sizeof c->not_expressible, err))
+            return EXIT_BADINPUT;
+    } else {
+        char scn[SCN_PATH_MAX];
+        if (get_str(f, o, path, "scenario", 1, scn, sizeof scn, err)) return EXIT_BADINPUT;
+        snprintf(c->scenario, sizeof c->scenario, "%s%s%s", scn[0] == '/' ? "" : dir, scn[0] == '/' ? "" : "/", scn);
+    }
     if (get_str(f, o, path, "metric", 1, c->metric, sizeof c->metric, err)) return EXIT_BADINPUT;
     const char *const *metrics = c->kind == CASE_STEP ? STEP_METRICS : DEEPEP_METRICS;
     if (one_of(c->metric, metrics) < 0) {
@@ -169,11 +199,9 @@ static int read_case(case_set *cs, const cJSON *o, int i, const char *dir, vcase
     if (get_str(f, src, p, "document", 1, buf, sizeof buf, err) || get_str(f, src, p, "table", 1, buf, sizeof buf, err) ||
         get_str(f, src, p, "row", 1, buf, sizeof buf, err))
         return EXIT_BADINPUT;
-    const cJSON *feat = cJSON_GetObjectItemCaseSensitive(o, "features");
-    snprintf(p, sizeof p, "%s.features", path);
-    if (!cJSON_IsArray(feat)) return moe_error_input(err, f, p, NULL, "an array of strings (the run's software features)");
-    for (const cJSON *s = feat->child; s; s = s->next)
-        if (!cJSON_IsString(s)) return moe_error_input(err, f, p, NULL, "an array of strings");
+    if (get_str_list(f, o, path, "features", 1, "the run's software features", err) ||
+        get_str_list(f, o, path, "not_modelled", 0, "what the run uses that moesim does not model", err))
+        return EXIT_BADINPUT;
     const cJSON *cal = cJSON_GetObjectItemCaseSensitive(o, "calibration_point");
     snprintf(p, sizeof p, "%s.calibration_point", path);
     if (cal && !cJSON_IsBool(cal)) return moe_error_input(err, f, p, NULL, "true or false");
@@ -246,6 +274,8 @@ static cJSON *result_object(const vcase *c, int id) {
     cJSON_AddBoolToObject(o, "calibration_point", cJSON_IsTrue(cal));
     cJSON_AddItemToObject(o, "source", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c->json, "source"), 1));
     cJSON_AddItemToObject(o, "features", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c->json, "features"), 1));
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(c->json, "not_modelled");
+    if (nm) cJSON_AddItemToObject(o, "not_modelled", cJSON_Duplicate(nm, 1));
     const cJSON *notes = cJSON_GetObjectItemCaseSensitive(c->json, "notes");
     if (notes) cJSON_AddItemToObject(o, "notes", cJSON_Duplicate(notes, 1));
     return o;
@@ -277,6 +307,10 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
     const eval_ctx *x = vctx;
     const vcase *c = &x->cs->cases[id];
     cJSON *o = result_object(c, id);
+    if (c->not_expressible[0]) {
+        set_status(o, "not expressible", c->not_expressible);
+        return o;
+    }
     scenario s;
     moe_error e = {0};
     if (scenario_load(c->scenario, &s, NULL, &e)) {
@@ -320,11 +354,12 @@ static int cmp_double(const void *a, const void *b) {
 
 /* counts and |error| statistics over the cases that ran (all, or only out-of-sample ones) */
 static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
-    int n = 0, ok = 0, within = 0;
+    int n = 0, ok = 0, within = 0, unexpressible = 0;
     double *abs_e = moe_xcalloc((size_t)cJSON_GetArraySize(cases) + 1, sizeof(double)), mx = 0;
     for (const cJSON *c = cases->child; c; c = c->next) {
         if (out_of_sample_only && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"))) continue;
         n++;
+        unexpressible += strcmp(validation_str(c, "status"), "not expressible") == 0;
         double e = validation_number(c, "error_pct");
         if (!validation_case_ran(c) || !isfinite(e)) continue;
         abs_e[ok++] = fabs(e);
@@ -335,6 +370,7 @@ static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddNumberToObject(s, "cases", n);
     cJSON_AddNumberToObject(s, "evaluated", ok);
+    cJSON_AddNumberToObject(s, "not_expressible", unexpressible);
     cJSON_AddNumberToObject(s, "tolerance_pct", VALIDATE_OK_TOL_PCT);
     cJSON_AddNumberToObject(s, "ok", within);
     cJSON_AddNumberToObject(s, "miss", ok - within);
@@ -401,9 +437,11 @@ void validate_print(FILE *out, const cJSON *doc) {
     for (int i = 0; i < 2; i++) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, labels[i]);
         if (!s) continue;
-        fprintf(out, "%s: %d cases, %d evaluated: %d ok (|error| <= %g%%), %d miss", i ? "out of sample" : "all cases",
-                (int)validation_number(s, "cases"), (int)validation_number(s, "evaluated"), (int)validation_number(s, "ok"),
-                validation_number(s, "tolerance_pct"), (int)validation_number(s, "miss"));
+        fprintf(out, "%s: %d cases", i ? "out of sample" : "all cases", (int)validation_number(s, "cases"));
+        if (validation_number(s, "not_expressible") > 0)
+            fprintf(out, ", %d not expressible", (int)validation_number(s, "not_expressible"));
+        fprintf(out, ", %d evaluated: %d ok (|error| <= %g%%), %d miss", (int)validation_number(s, "evaluated"),
+                (int)validation_number(s, "ok"), validation_number(s, "tolerance_pct"), (int)validation_number(s, "miss"));
         if (isfinite(validation_number(s, "median_abs_error_pct")))
             fprintf(out, ", median |error| %.1f%%, max |error| %.1f%%", validation_number(s, "median_abs_error_pct"),
                     validation_number(s, "max_abs_error_pct"));

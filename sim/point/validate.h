@@ -2,17 +2,20 @@
  *
  * A cases file ("moesim-validation/1", scenarios/validation/cases.json) lists the published
  * measurements moesim must reproduce: per case the metric, the published value, its exact source
- * (document, commit, table, row) and the software features the run used, and either a scenario
- * (step cases: a whole training step, evaluated at plan and step level) or a DeepEP benchmark case
- * (deepep cases: sim/simgrid/deepep_bench.h). validate_run evaluates every case in a worker process
- * (each builds its own SimGrid platform), prints
+ * (document, commit, table, row), the software features the run used ("features") and, optionally,
+ * those moesim does not model ("not_modelled"), and either a scenario (step cases: a whole training
+ * step, evaluated at plan and step level), a DeepEP benchmark case (deepep cases:
+ * sim/simgrid/deepep_bench.h) or, for a step case the scenario format cannot state, "not_expressible":
+ * the reason, in place of the scenario. validate_run evaluates every case in a worker process (each
+ * builds its own SimGrid platform; results are put back in case order), prints
  *
  *     case | metric | published | predicted | error % | plan | plan error % | status
  *
  * (status: ok within VALIDATE_OK_TOL_PCT, miss beyond it, not expressible, failed)
  * and writes DIR/validation.json and DIR/validation.csv. error % = (predicted - published) /
- * published x 100. A case whose scenario the loader refuses (a field or preset moesim does not have
- * yet) is listed as "not expressible: <the loader's message>", never dropped.
+ * published x 100. A case given as not expressible, or whose scenario the loader refuses (a field or
+ * preset moesim does not have yet), is listed as "not expressible: <the reason or the loader's
+ * message>" and counted in the summary ("not_expressible"), never dropped.
  *
  * Baseline (CI): with a baseline (the committed validation.json), every case must be present in
  * both, with the same status, and its error must not move by more than VALIDATE_BASELINE_TOL_PP
