@@ -4,6 +4,8 @@
 #ifndef MOESIM_PLAN_H
 #define MOESIM_PLAN_H
 
+#include "sim/plan/costmodel.h"
+#include "sim/plan/plan_costs.h"
 #include "sim/scenario/scenario.h"
 
 struct cJSON;
@@ -57,15 +59,20 @@ typedef struct {
     double dp_param_gather_bytes, dp_grad_reduce_bytes;
 } plan_result;
 
+/* The plan of `s` with the cost model `cm` and the assumptions `c`. Pure and re-entrant: no global
+ * state, no I/O; safe to call from several threads. */
+int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs *c, plan_result *out,
+                       moe_error *err);
+/* plan_evaluate_with(s, cm, default costs). */
+int plan_evaluate_with_costmodel(const scenario *s, const costmodel *cm, plan_result *out,
+                                 moe_error *err);
 /* Prices compute and links with costmodel_for_scenario(s): the scenario's calibration JSON, else the
  * built-in roofline of its GPU and cluster. The loaded model is cached (keyed by the calibration path
- * and the cluster figures), so this is NOT thread-safe; plan_evaluate_with_costmodel
- * (sim/plan/plan_costs.h) is the pure form. */
+ * and the cluster figures), so this is NOT thread-safe; plan_evaluate_with_costmodel is the pure form. */
 int plan_evaluate(const scenario *s, plan_result *out, moe_error *err);
 /* The cached cost model plan_evaluate prices `s` with (valid until the next call with another
  * calibration or cluster): results name its provenance without loading the file once per point. */
-struct costmodel;
-int plan_costmodel(const scenario *s, const struct costmodel **out, moe_error *err);
+int plan_costmodel(const scenario *s, const costmodel **out, moe_error *err);
 /* Adds the plan keys of SCENARIO.md (and the breakdowns) to `obj`. */
 void plan_result_to_json(const plan_result *p, struct cJSON *obj);
 

@@ -1,5 +1,5 @@
-/* plan_costs.h — what the plan level assumes beyond the cost model, and evaluation with explicit
- * inputs.
+/* plan_costs.h — what the plan level assumes beyond the cost model (plan_evaluate_with, plan.h,
+ * takes them as an input).
  *
  * Achieved speed (GEMM and attention efficiency, HBM and link bandwidths, launch overheads) is a
  * cost-model concern: the plan prices every compute kernel and every transfer through sim/plan/costmodel.h
@@ -14,9 +14,6 @@
 #ifndef MOESIM_PLAN_COSTS_H
 #define MOESIM_PLAN_COSTS_H
 
-#include "sim/plan/costmodel.h"
-#include "sim/base/errors.h"
-#include "sim/plan/plan.h"
 #include "sim/scenario/scenario.h"
 
 typedef struct {
@@ -29,13 +26,5 @@ void plan_costs_default(plan_costs *c);
 /* Compute slowdown from the SMs that overlapped all-to-alls take: 1/(1 - comm_sm_fraction) under
  * DualPipe with MoE layers and EP > 1, else 1. Both the plan and the step executor apply it. */
 double overlap_compute_slowdown(const scenario *s, const plan_costs *c);
-
-/* The plan of `s` with the cost model `cm` and the assumptions `c`. Pure and re-entrant: no global
- * state, no I/O; safe to call from several threads. */
-int plan_evaluate_with(const scenario *s, const costmodel *cm, const plan_costs *c, plan_result *out,
-                       moe_error *err);
-/* plan_evaluate_with(s, cm, default costs). */
-int plan_evaluate_with_costmodel(const scenario *s, const costmodel *cm, plan_result *out,
-                                 moe_error *err);
 
 #endif
