@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "sim/base/errors.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 struct cJSON;
 

@@ -25,7 +25,7 @@
  *   - Latencies (cluster.latency_us) are end-to-end per hop class; each route's links carry a share
  *     so that the route sum is exactly the class latency: nvlink, same_leaf, cross_leaf.
  *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor
- *     (faults_link_factor, scenario.h: the rule the step program resolves too, sim/program/faults.h).
+ *     (faults_link_factor, scenario_types.h: the rule the step program resolves too, sim/program/faults.h).
  */
 #ifndef MOESIM_FABRIC_GEOMETRY_H
 #define MOESIM_FABRIC_GEOMETRY_H

@@ -60,7 +60,7 @@
 #define MOESIM_COSTMODEL_H
 
 #include "sim/base/errors.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 struct cJSON;
 

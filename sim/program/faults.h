@@ -6,7 +6,7 @@
  *                                      1 = healthy).
  *   faults.links [{gpu, kind, factor}] nic_factor[rank], nvlink_factor[rank]: the bandwidth of that
  *                                      GPU's NIC or NVLink, both directions, x factor
- *                                      (faults_link_factor in scenario.h: the rule the fabric's links
+ *                                      (faults_link_factor in scenario_types.h: the rule the fabric's links
  *                                      are built with, platforms/fabric_geometry.h).
  *   faults.stalls [{gpu, layer, micro_batch}]  stop_at[rank]: a stalled rank (seed 000 §3.1 NCCL hang)
  *                                      issues its ops in program order, like the CPU thread that

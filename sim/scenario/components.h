@@ -20,7 +20,7 @@
 #ifndef MOESIM_COMPONENTS_H
 #define MOESIM_COMPONENTS_H
 
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 #ifdef __cplusplus
 extern "C" {

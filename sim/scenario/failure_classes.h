@@ -4,7 +4,7 @@
 #ifndef MOESIM_FAILURE_CLASSES_H
 #define MOESIM_FAILURE_CLASSES_H
 
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 /* The class names, NULL-terminated (for did-you-mean). */
 extern const char *const FAILURE_CLASS_NAMES[FAIL_NCLASSES + 1];

@@ -1,5 +1,6 @@
 /* layouts.c — enumerate valid layouts by trial validation. */
 #include "sim/scenario/layouts.h"
+#include "sim/scenario/scenario.h"
 
 
 int layouts_enumerate(const scenario *base, layout_cfg *out, int cap) {

@@ -8,7 +8,7 @@
 #ifndef MOESIM_LAYOUT_SEARCH_H
 #define MOESIM_LAYOUT_SEARCH_H
 
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 /* Writes up to `cap` valid layouts (base's other layout fields kept) into `out`, in a fixed order
  * (tp, then pp, then ep ascending); returns how many exist (may exceed cap). */

@@ -23,7 +23,8 @@
 #ifndef MOESIM_PIPELINE_LAYOUT_H
 #define MOESIM_PIPELINE_LAYOUT_H
 
-#include "sim/scenario/scenario.h"
+#include "sim/base/errors.h"
+#include "sim/scenario/scenario_types.h"
 
 typedef struct {
     int layer_begin, layer_end;   /* transformer blocks [begin, end), 0-based */

@@ -5,7 +5,8 @@
 
 #include <stddef.h>
 
-#include "sim/scenario/scenario.h"
+#include "sim/base/errors.h"
+#include "sim/scenario/scenario_types.h"
 
 /* NULL-terminated name lists, for validation messages and did-you-mean hints. */
 extern const char *const preset_model_names[];

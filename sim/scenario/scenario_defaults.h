@@ -6,7 +6,7 @@
 #ifndef MOESIM_SCENARIO_DEFAULTS_H
 #define MOESIM_SCENARIO_DEFAULTS_H
 
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 void scenario_defaults(scenario *s);
 

@@ -22,7 +22,7 @@ const char *const scn_attention_names[] = {"mha", "gqa", "mla", NULL};
 const char *const scn_ffn_act_names[] = {"swiglu", "gelu", NULL};
 const char *const scn_schedule_names[] = {"1f1b", "interleaved", "dualpipe", NULL};
 const char *const scn_recompute_names[] = {"none", "selective", "full", NULL};
-/* Megatron-LM's --recompute-modules, bit i = RCM_* (scenario.h) */
+/* Megatron-LM's --recompute-modules, bit i = RCM_* (scenario_types.h) */
 const char *const scn_recompute_module_names[] = {"core_attn", "mla_up_proj", "layernorm", "mlp", "moe_act", "moe",
                                                   "shared_experts", NULL};
 const char *const scn_placement_names[] = {"ep-inner", "dp-inner", NULL};

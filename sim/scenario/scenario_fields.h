@@ -17,7 +17,8 @@
 #define MOESIM_SCENARIO_FIELDS_H
 
 #include <stddef.h>
-#include "sim/scenario/scenario.h"
+#include "sim/base/errors.h"
+#include "sim/scenario/scenario_types.h"
 
 struct cJSON;
 

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 #include "sim/scenario/scenario_fields.h"
 
 struct cJSON;

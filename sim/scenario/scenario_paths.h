@@ -12,7 +12,7 @@
 #define MOESIM_SCENARIO_PATHS_H
 
 #include <stddef.h>
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 /* Writes the path to open into `out` (capacity `cap`). Returns 0 when the file exists there,
  * -1 when it exists in neither place (`out` then holds `rel` unchanged, for the error message),

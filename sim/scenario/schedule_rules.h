@@ -14,7 +14,7 @@
 #define MOESIM_SCHEDULE_RULES_H
 
 #include "sim/base/errors.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_types.h"
 
 /* The schedule the layout runs: layout.schedule, but 1F1B for DualPipe at one stage. */
 static inline schedule_kind scn_schedule_run(const layout_cfg *L) {
