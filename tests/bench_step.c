@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/program/routing.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/step_sim.h"

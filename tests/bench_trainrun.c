@@ -11,6 +11,7 @@
 
 #include "sim/plan/plan.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/run/trainrun.h"
 
 #define GOAL_S 5.0

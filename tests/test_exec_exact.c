@@ -27,6 +27,7 @@
 #include "sim/plan/costmodel.h"
 #include "sim/program/program.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "tests/fabric_fixtures.h"
 

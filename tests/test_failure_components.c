@@ -22,6 +22,7 @@
 #include "sim/run/trainrun.h"
 #include "sim/scenario/components.h"
 #include "sim/scenario/scenario_defaults.h"
+#include "sim/scenario/scenario_load.h"
 #include "run_fixtures.h"
 
 /* The seed cluster: 512 nodes x 8 GPUs, 8 rails, 32 nodes per leaf, 2 nodes per rack. */

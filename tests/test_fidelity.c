@@ -16,6 +16,7 @@
 #include "sim/plan/costmodel.h"
 #include "sim/program/program.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/exec_full.h"
 #include "sim/exec/step_exec.h"

@@ -24,6 +24,7 @@
 
 #include "sim/plan/plan.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/scenario/scenario_defaults.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/scenario_origin.h"

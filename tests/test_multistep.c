@@ -22,6 +22,7 @@
 
 #include "sim/program/routing.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/step_sim.h"
 
 #define SMALL "tests/data/scenarios/small-moe.json"

@@ -27,6 +27,7 @@
 
 #include "sim/plan/plan.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/step_sim.h"
 
 typedef struct {

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "sim/program/program.h"
+#include "sim/scenario/scenario_load.h"
 
 static void load_seed(scenario *s) {
     moe_error err = {0};

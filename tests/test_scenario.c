@@ -20,6 +20,7 @@
 
 #include "sim/scenario/presets.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/scenario/scenario_defaults.h"
 #include "sim/scenario/scenario_paths.h"
 #include "sim/scenario/sweep.h"

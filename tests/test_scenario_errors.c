@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 
 #define BAD_DIR "tests/data/bad/"
 

@@ -17,6 +17,7 @@
 #include "sim/plan/plan.h"
 #include "sim/plan/plan_costs.h"
 #include "sim/scenario/scenario_defaults.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/report/results.h"
 #include "sim/exec/step_exec.h"
 #include "sim/exec/trace.h"

@@ -25,6 +25,7 @@
 #include "sim/point/validate.h"
 #include "sim/point/validation_doc.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/deepep_bench.h"
 
 static cJSON *doc_of(const char *json) {

@@ -27,6 +27,7 @@
 #include "sim/report/results.h"
 #include "sim/program/schedule.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/exec/step_accounting.h"
 #include "sim/exec/trace.h"
 #include "sim/live/backend_cpu.h"

@@ -27,6 +27,7 @@
 #include "sim/report/plots.h"
 #include "sim/report/results_db.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/scenario/scenario_docs.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/scenario_origin.h"

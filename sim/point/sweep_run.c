@@ -20,6 +20,7 @@
 #include "sim/report/report_table.h"
 #include "sim/report/results_db.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/comm_simgrid.h"
 
 double sweep_bytes_per_point(int levels) {

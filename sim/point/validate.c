@@ -16,6 +16,7 @@
 #include "sim/point/validation_doc.h"
 #include "sim/report/point_pool.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/deepep_bench.h"
 
 #define NAME_MAX_LEN 64

@@ -8,8 +8,8 @@
  * and the names mirror the JSON keys so that a dotted path like "cluster.nic_gbps" reads the same here).
  *
  * The types and the inline rules that read them: what every file of the scenario folder includes.
- * Reading, validating, setting and printing a scenario is scenario.h's (scenario.c), which includes
- * this header for everyone outside the folder. */
+ * Validating, setting and printing a scenario is scenario.h's (scenario.c), which includes this
+ * header for everyone outside the folder; reading a scenario file is scenario_load.h's. */
 #ifndef MOESIM_SCENARIO_TYPES_H
 #define MOESIM_SCENARIO_TYPES_H
 

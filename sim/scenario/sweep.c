@@ -12,6 +12,7 @@
 #include "sim/base/json_read.h"
 
 #include "sim/scenario/layouts.h"
+#include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_fields.h"
 
 #define SWEEP_MAX_KEYS 64

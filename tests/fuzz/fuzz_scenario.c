@@ -7,6 +7,7 @@
 
 #include "sim/plan/plan.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = fuzz_text(data, size);
