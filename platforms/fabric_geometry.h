@@ -32,6 +32,19 @@
 
 #include "sim/scenario/scenario.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The clusters this geometry describes, for both the SimGrid platform and its XML form: the scenario's
+ * cluster rules (scenario_check_cluster: one NIC and rail per GPU, NVLink domains of whole nodes),
+ * at least one node and GPU, positive bandwidths, a leaf port and an oversubscription >= 1,
+ * non-negative latencies, and faults.links on GPUs of the cluster with factors in (0, 1].
+ * EXIT_BADINPUT naming the field otherwise. */
+int fabric_check_cluster(const scenario *s, moe_error *err);
+#ifdef __cplusplus
+}
+#endif
+
 static inline int fabric_node_of(const cluster_cfg *c, int gpu) { return gpu / c->gpus_per_node; }
 /* NVLink domains (cluster.nvlink_domain_gpus, a multiple of gpus_per_node): GPUs that reach each other
  * over NVLink; a node unless the rack is one domain (NVL72). DeepEP's aggregation lands a sender's

@@ -101,11 +101,7 @@ int rail_fabric_write_xml(const scenario *s, const char *path, moe_error *err) {
     const cluster_cfg *c = &s->cluster;
     char v[64];
     int G = c->nodes * c->gpus_per_node;
-    if (c->nodes < 1 || c->gpus_per_node < 1 || c->rails != c->gpus_per_node || c->leaf_down_ports < 1) {
-        snprintf(v, sizeof v, "%d nodes x %d GPUs, %d rails, %d leaf ports", c->nodes, c->gpus_per_node, c->rails,
-                 c->leaf_down_ports);
-        return moe_error_input(err, s->file, "cluster", v, "a rail-optimized cluster (rails == gpus_per_node >= 1)");
-    }
+    if (fabric_check_cluster(s, err)) return err->code;
     if (G > RAIL_XML_MAX_GPUS) {
         snprintf(v, sizeof v, "%d GPUs", G);
         return moe_error_input(err, s->file, "cluster.nodes", v,

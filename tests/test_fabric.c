@@ -172,11 +172,64 @@ static int child_bad_init(void) {
 }
 static void test_bad_init(void **state) { (void)state; assert_int_equal(fx_run_in_child(child_bad_init), 0); }
 
+/* The fabric holds a cluster to the scenario's own rules (scenario_check_cluster, the one function
+ * both use): it refuses what scenario_validate refuses, in the same words. 2 nodes x 8 GPUs
+ * (h800-8rail): 4 rails are not one per GPU; an NVLink domain of 12 GPUs is no whole number of 8-GPU
+ * nodes, one of 32 does not divide the 16 GPUs; one of 16 (both nodes) is a fabric. */
+static const struct {
+    int rails, domain_gpus;
+    const char *refusal;
+} cluster_cases[] = {
+    {4, 0, "cluster.rails: got 4"},
+    {8, 12, "cluster.nvlink_domain_gpus: got 12"},
+    {8, 32, "cluster.nvlink_domain_gpus: got 32"},
+};
+
+static scenario cluster_case(int i) {
+    scenario s = fx_fabric("test_fabric", 2, 32, 1.0);
+    s.cluster.rails = cluster_cases[i].rails;
+    s.cluster.nvlink_domain_gpus = cluster_cases[i].domain_gpus;
+    return s;
+}
+
+static int child_init_refuses_rails(void) {
+    scenario s = cluster_case(0);
+    moe_error fab, scn;
+    int rc = rail_fabric_init(&s, &fab);
+    printf("  %s\n", fab.msg);
+    return !(rc == EXIT_BADINPUT && scenario_check_cluster(&s, &scn) == EXIT_BADINPUT &&
+             strcmp(fab.msg, scn.msg) == 0 && strstr(fab.msg, cluster_cases[0].refusal));
+}
+
+static void test_cluster_rules_are_the_scenarios(void **state) {
+    (void)state;
+    char never[64];
+    snprintf(never, sizeof never, "/tmp/moesim_test_fabric_never_%ld.xml", (long)getpid());
+    for (int i = 0; i < (int)(sizeof cluster_cases / sizeof cluster_cases[0]); i++) {
+        scenario s = cluster_case(i);
+        moe_error fab, scn;
+        assert_int_equal(rail_fabric_write_xml(&s, never, &fab), EXIT_BADINPUT);
+        printf("  %s\n", fab.msg);
+        assert_non_null(strstr(fab.msg, cluster_cases[i].refusal));
+        assert_int_equal(scenario_check_cluster(&s, &scn), EXIT_BADINPUT);
+        assert_string_equal(fab.msg, scn.msg);
+    }
+    assert_int_equal(access(never, F_OK), -1);
+    scenario s = fx_fabric("test_fabric", 2, 32, 1.0);
+    s.cluster.nvlink_domain_gpus = 16;
+    moe_error err;
+    char xml[64];
+    snprintf(xml, sizeof xml, "/tmp/moesim_test_fabric_nvl16_%ld.xml", (long)getpid());
+    assert_int_equal(rail_fabric_write_xml(&s, xml, &err), 0);
+    remove(xml);
+    assert_int_equal(fx_run_in_child(child_init_refuses_rails), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes),         cmocka_unit_test(test_degraded_links),
         cmocka_unit_test(test_xml_dump_loads), cmocka_unit_test(test_bad_clusters),
-        cmocka_unit_test(test_bad_init),
+        cmocka_unit_test(test_bad_init),       cmocka_unit_test(test_cluster_rules_are_the_scenarios),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

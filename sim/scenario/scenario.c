@@ -168,7 +168,7 @@ static int check_precision(const scenario *s, moe_error *err) {
     return 0;
 }
 
-static int check_cluster(const scenario *s, moe_error *err) {
+int scenario_check_cluster(const scenario *s, moe_error *err) {
     int d = s->cluster.nvlink_domain_gpus;
     if (d > 0 && (d % s->cluster.gpus_per_node != 0 || scn_gpus(s) % d != 0)) {
         char exp[160];
@@ -417,7 +417,7 @@ int scenario_validate(const scenario *s, moe_error *err) {
      * rules below can rely on positive sizes and bounded counts */
     for (int i = 0; i < scn_n_fields; i++)
         if (scn_field_check(s, &scn_fields[i], err)) return EXIT_BADINPUT;
-    if (check_model(s, err) || check_cluster(s, err) || check_precision(s, err) || check_layout(s, err) ||
+    if (check_model(s, err) || scenario_check_cluster(s, err) || check_precision(s, err) || check_layout(s, err) ||
         check_routing(s, err) ||
         check_reliability(s, err) || check_ids(s, err))
         return EXIT_BADINPUT;

@@ -24,6 +24,11 @@ struct cJSON;
 int scenario_set_path(scenario *s, const char *path, const struct cJSON *value, moe_error *err);
 /* Cross-field checks (layout product == GPUs, EP divides experts, top_k <= experts, batches...). */
 int scenario_validate(const scenario *s, moe_error *err);
+/* The cluster's cross-field rules, part of scenario_validate: one NIC and rail per GPU (cluster.rails
+ * == cluster.gpus_per_node), NVLink domains of whole nodes that divide the GPUs. The fabric holds
+ * every cluster it builds to them (fabric_check_cluster, platforms/fabric_geometry.h). Needs
+ * cluster.gpus_per_node >= 1. */
+int scenario_check_cluster(const scenario *s, moe_error *err);
 /* The fully resolved scenario as JSON (every field, presets expanded). Caller frees. */
 struct cJSON *scenario_to_json(const scenario *s);
 /* The fields where `to` differs from `from`, shaped like scenario_to_json (nested sections) and holding

@@ -1,0 +1,34 @@
+/* fabric_geometry.c — the clusters the rail-optimized fabric describes (see fabric_geometry.h). */
+#include "platforms/fabric_geometry.h"
+
+#include <stdio.h>
+
+int fabric_check_cluster(const scenario *s, moe_error *err) {
+    const cluster_cfg *c = &s->cluster;
+    const char *f = s->file;
+    char v[64];
+#define BAD(path, val, ...) (snprintf(v, sizeof v, "%g", (double)(val)), moe_error_input(err, f, path, v, __VA_ARGS__))
+    if (c->nodes < 1) return BAD("cluster.nodes", c->nodes, "at least 1 node");
+    if (c->gpus_per_node < 1) return BAD("cluster.gpus_per_node", c->gpus_per_node, "at least 1 GPU per node");
+    if (scenario_check_cluster(s, err)) return err->code;   /* one NIC and rail per GPU; NVLink domains */
+    if (!(c->nvlink_GBps > 0)) return BAD("cluster.nvlink_GBps", c->nvlink_GBps, "a positive bandwidth");
+    if (!(c->nic_gbps > 0)) return BAD("cluster.nic_gbps", c->nic_gbps, "a positive line rate");
+    if (c->leaf_down_ports < 1) return BAD("cluster.leaf_down_ports", c->leaf_down_ports, "at least 1 port");
+    if (!(c->oversubscription >= 1.0))
+        return BAD("cluster.oversubscription", c->oversubscription, "a ratio >= 1.0 (1.0 = non-blocking)");
+    if (!(c->storage_GBps > 0)) return BAD("cluster.storage_GBps", c->storage_GBps, "a positive bandwidth");
+    if (!(c->pcie_GBps > 0)) return BAD("cluster.pcie_GBps", c->pcie_GBps, "a positive bandwidth");
+    if (c->latency_us.nvlink < 0 || c->latency_us.same_leaf < 0 || c->latency_us.cross_leaf < 0)
+        return BAD("cluster.latency_us", -1, "non-negative latencies");
+    for (int i = 0; i < s->faults.n_links; i++) {
+        const link_fault *lf = &s->faults.links[i];
+        char path[64];
+        snprintf(path, sizeof path, "faults.links[%d].gpu", i);
+        if (lf->gpu < 0 || lf->gpu >= c->nodes * c->gpus_per_node)
+            return BAD(path, lf->gpu, "a GPU id in [0, %d)", c->nodes * c->gpus_per_node);
+        snprintf(path, sizeof path, "faults.links[%d].factor", i);
+        if (!(lf->factor > 0 && lf->factor <= 1)) return BAD(path, lf->factor, "a bandwidth factor in (0, 1]");
+    }
+#undef BAD
+    return 0;
+}
