@@ -10,6 +10,7 @@
  *   - the "may see" graph between layers has no circle;
  *   - no include circle between modules (a source file with its headers) anywhere in the tree: no
  *     module reaches itself again through the project headers it includes (see "include circles");
+ *   - the table of layers in CMakeLists.txt's comment says what the build does;
  *   - tools/ holds only mains (every C file there defines main).
  * Each checker is also run on a synthetic violation, so the test fails if a checker stops detecting. */
 #include <setjmp.h>
@@ -558,6 +559,119 @@ static void the_circle_finder_detects_circles(void **state) {
     free(report);
 }
 
+/* ---- the table in CMakeLists.txt --------------------------------------------------------------------
+ * CMakeLists.txt also shows the layers to its reader, as a comment table ("layer folder may-use
+ * links"). Each row must say what moesim_layer() does: its "may use" names (a layer's name for its
+ * folder, "layer/file.h" for one header of it, any other path as it is, "-" for none; they end at
+ * the first other word) are exactly the paths the layer sees besides its own folder, and its links
+ * name SimGrid and MPI (other than "never ...") exactly when the layer links them. */
+typedef struct {
+    char name[64], folder[PATH_LEN];
+    char uses[MAX_SEEN][PATH_LEN];
+    int n_uses;
+    char links[256];
+} table_row;
+
+/* The rows of the table in `cmake` (CMakeLists.txt's text); their count. */
+static int read_table(const char *cmake, table_row *rows, int cap) {
+    const char *p = strstr(cmake, "#   layer ");
+    assert_non_null(p);
+    char words[MAX_LAYERS][MAX_SEEN + 8][PATH_LEN];
+    int n_words[MAX_LAYERS], n = 0;
+    for (p = strchr(p, '\n'); p && strncmp(p + 1, "#   ", 4) == 0 && n < cap; p = strchr(p + 1, '\n'), n++) {
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(p + 5, "\n"), p + 5);
+        n_words[n] = 0;
+        for (char *w = strtok(line, " "); w && n_words[n] < MAX_SEEN + 8; w = strtok(NULL, " "))
+            snprintf(words[n][n_words[n]++], PATH_LEN, "%s", w);
+        assert_true(n_words[n] >= 3);
+        memset(&rows[n], 0, sizeof rows[n]);
+        snprintf(rows[n].name, sizeof rows[n].name, "%.63s", words[n][0]);
+        snprintf(rows[n].folder, PATH_LEN, "%s", words[n][1]);
+    }
+    for (int r = 0; r < n; r++) {
+        int w = 2;
+        for (; w < n_words[r]; w++) {
+            char *word = words[r][w], head[PATH_LEN];
+            if (strcmp(word, "-") == 0) continue;
+            snprintf(head, sizeof head, "%.*s", (int)strcspn(word, "/"), word);
+            const table_row *of = NULL;
+            for (int k = 0; k < n; k++)
+                if (strcmp(rows[k].name, head) == 0) of = &rows[k];
+            if (!of && !strchr(word, '/')) break;   /* the links column */
+            assert_true(rows[r].n_uses < MAX_SEEN);
+            snprintf(rows[r].uses[rows[r].n_uses++], PATH_LEN, "%s%s", of ? of->folder : word,
+                     of ? word + strlen(head) : "");
+        }
+        for (; w < n_words[r]; w++)
+            snprintf(rows[r].links + strlen(rows[r].links), sizeof rows[r].links - strlen(rows[r].links), " %s",
+                     words[r][w]);
+    }
+    return n;
+}
+
+static int names_library(const char *links, const char *lib) {
+    char never[64];
+    snprintf(never, sizeof never, "never %s", lib);
+    return strstr(links, lib) && !strstr(links, never);
+}
+
+/* How many layers of the build the table misstates (each printed). */
+static int table_errors(const table_row *rows, int n) {
+    int bad = 0;
+    for (int i = 0; i < N_LAYERS; i++) {
+        const layer *l = &LAYERS[i];
+        const table_row *row = NULL;
+        for (int r = 0; r < n; r++)
+            if (strcmp(rows[r].folder, l->folder) == 0) row = &rows[r];
+        int same = row != NULL;
+        for (int k = 0; same && k < row->n_uses; k++) same = may_see(l, row->uses[k]) && strcmp(row->uses[k], l->folder);
+        for (int k = 0; same && k < l->n_seen; k++) {
+            int listed = strcmp(l->seen[k], l->folder) == 0;
+            for (int u = 0; u < row->n_uses; u++) listed |= strcmp(row->uses[u], l->seen[k]) == 0;
+            same = listed;
+        }
+        same = same && names_library(row->links, "SimGrid") == l->simgrid && names_library(row->links, "MPI") == l->mpi;
+        if (!same) {
+            fprintf(stderr, "layering: CMakeLists.txt's table misstates layer %s (it sees:", l->folder);
+            for (int k = 0; k < l->n_seen; k++) fprintf(stderr, " %s", l->seen[k]);
+            fprintf(stderr, "%s%s)\n", l->simgrid ? "; links SimGrid" : "", l->mpi ? "; links MPI" : "");
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void the_cmake_table_is_the_build(void **state) {
+    (void)state;
+    load_table();
+    char *cmake = read_text("CMakeLists.txt");
+    table_row rows[MAX_LAYERS];
+    int n = read_table(cmake, rows, MAX_LAYERS);
+    assert_true(n >= N_LAYERS);
+    assert_int_equal(table_errors(rows, n), 0);
+    /* a row that says less or more than its layer sees, or a library it does not link, is caught */
+    const char *edits[][2] = {
+        {"base scenario/scenario_types.h plan/costmodel.h kernels", "base scenario plan/costmodel.h kernels"},
+        {"base scenario/scenario_types.h plan/costmodel.h kernels", "base scenario/scenario_types.h plan kernels"},
+        {"plan scenario base kernels/moe_capacity.h", "plan scenario base kernels"},
+        {"#   exec        sim/exec           program plan scenario base platforms\n",
+         "#   exec        sim/exec           program plan scenario base platforms SimGrid\n"},
+        {"#   run         sim/run            plan scenario base", "#   run         sim/run            plan scenario base platforms"},
+    };
+    for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+        char *at = strstr(cmake, edits[e][0]);
+        assert_non_null(at);
+        size_t before = (size_t)(at - cmake), cut = strlen(edits[e][0]);
+        char *edited = malloc(strlen(cmake) + strlen(edits[e][1]) + 1);
+        sprintf(edited, "%.*s%s%s", (int)before, cmake, edits[e][1], at + cut);
+        n = read_table(edited, rows, MAX_LAYERS);
+        assert_int_equal(table_errors(rows, n), 1);
+        free(edited);
+    }
+    free(cmake);
+}
+
 static int defines_main(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -601,6 +715,7 @@ int main(void) {
         cmocka_unit_test(layers_form_no_circle),
         cmocka_unit_test(modules_form_no_include_circle),
         cmocka_unit_test(the_circle_finder_detects_circles),
+        cmocka_unit_test(the_cmake_table_is_the_build),
         cmocka_unit_test(tools_hold_only_mains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
