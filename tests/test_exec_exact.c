@@ -5,7 +5,8 @@
  * the ranks of a replica's stage in lockstep (gangs), gives, bit for bit, what the run of every rank,
  * each on its own, gives: the step time, every rank's split, time inside all-to-alls,
  * last arrivals, every rank's op timeline, the worst all-to-all, the longest collective wait and the
- * first timeout. Both runs price with the scenario's cost model and time communication on SimGrid
+ * first timeout. Both runs price with the scenario's cost model and its host side (step_host.h: the
+ * issue times, the host syncs) and time communication on SimGrid
  * (comm_simgrid.h; one process per point: one platform per process).
  *
  * Not a comparison of a computation with itself: the per-rank run (shortcut = 0, per_rank) simulates
@@ -46,7 +47,7 @@ static int g_point;
 
 static int same_split(const step_split *a, const step_split *b) {
     return a->compute_s == b->compute_s && a->optimizer_s == b->optimizer_s &&
-           a->exposed_comm_s == b->exposed_comm_s && a->bubble_s == b->bubble_s;
+           a->exposed_comm_s == b->exposed_comm_s && a->bubble_s == b->bubble_s && a->overhead_s == b->overhead_s;
 }
 
 #define CHECK(cond, ...)                                                                     \
@@ -97,6 +98,13 @@ static int run(const program *p, const comm_model *comm, const costmodel *cm, in
     /* the reference: every rank simulated, each advancing on its own (no gangs, step_exec.h) */
     step_exec_opts o = {.comm = comm, .price = step_price_costmodel, .price_ctx = &pr, .shortcut = shortcut,
                         .per_rank = !shortcut, .keep_timelines = 1};
+    /* the scenario's host side (step_host.h), as simrun runs it */
+    step_host_pricing hp;
+    if (step_host_pricing_init(&hp, p)) {
+        o.host = step_host_costmodel;
+        o.host_ctx = &hp;
+        o.host_sync_s = hp.tab.par.sync_s;
+    }
     moe_error err = {0};
     int rc = step_exec_run(p, &o, r, &err);
     step_pricing_free(&pr);

@@ -58,6 +58,8 @@ static const bad_case CASES[] = {
     {"node_limit_above_nodes", "routing.node_limit", "got 600", "cluster.nodes = 512", -1},
     {"node_limit_negative", "routing.node_limit", "got -1", "an integer in 0..2147483647", -1},
     {"capacity_factor_negative", "routing.capacity_factor", "got -0.5", ">= 0", -1},
+    {"cuda_graphs_layer_dropless", "host.cuda_graph_scope", "\"layer\"", "drop-and-pad", -1},
+    {"host_call_negative", "host.call_us", "got -3", "auto", -1},
     {"expert_groups_not_dividing", "model.expert_groups", "got 7", "divisor", -1},
     {"topk_groups_above_groups", "model.topk_groups", "got 9", "at most model.expert_groups = 8", -1},
     {"dense_layers_above_layers", "model.dense_layers", "got 70", "at most model.layers = 61", -1},

@@ -376,6 +376,7 @@ static void test_step_compute_equals_plan_compute(void **st) {
         s.layout.dp = 4;                      /* 32 GPUs: ep 8 x dp 4, 4 micro-batches per pipeline */
         s.layout.schedule = SCHED_1F1B;
         s.layout.recompute = kinds[i];
+        s.host.framework = HOST_NONE;         /* GPU work only: the host's share is test_step_host's */
         assert_int_equal(scenario_validate(&s, &err), 0);
         costmodel cm;
         assert_int_equal(costmodel_for_scenario(&s, &cm, &err), 0);

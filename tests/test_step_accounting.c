@@ -46,7 +46,7 @@ static void test_rules_by_hand(void **st) {
     };
     op_time t[7] = {{0, 1}, {2, 3}, {3.5, 4.5}, {4.5, 6}, {6, 7}, {7, 8}, {8, 9.5}};
     step_split s;
-    step_split_rank(ops, 7, t, NULL, 10, &s);
+    step_split_rank(ops, 7, t, NULL, NULL, 10, &s);
     assert_float_equal(s.compute_s, 3, 1e-12);        /* A, B, C */
     assert_float_equal(s.optimizer_s, 1, 1e-12);
     assert_float_equal(s.bubble_s, 2 + 0.5, 1e-12);   /* waiting for the RECV (1 -> 3), after the end */
@@ -57,13 +57,13 @@ static void test_rules_by_hand(void **st) {
 
     /* exact busy times override end - start */
     double busy[7] = {0.25, 0, 0.5, 0, 0.75, 1, 0};
-    step_split_rank(ops, 7, t, busy, 10, &s);
+    step_split_rank(ops, 7, t, busy, NULL, 10, &s);
     assert_float_equal(s.compute_s, 1.5, 1e-12);
     assert_float_equal(s.optimizer_s, 1, 1e-12);
 
     /* a hang: C and what follows never ran; no tail, no idle time to the end of the step */
     op_time h[7] = {{0, 1}, {2, 3}, {3.5, 4.5}, {4.5, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
-    step_split_rank(ops, 7, h, NULL, -1, &s);
+    step_split_rank(ops, 7, h, NULL, NULL, -1, &s);
     assert_float_equal(s.compute_s, 2, 1e-12);
     assert_float_equal(s.optimizer_s, 0, 0);
     assert_float_equal(s.bubble_s, 2, 1e-12);

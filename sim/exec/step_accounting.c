@@ -7,7 +7,8 @@
 
 void step_split_begin(step_split_acc *a) { memset(a, 0, sizeof *a); }
 
-void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, size_t stride, int i, double busy_s) {
+void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, size_t stride, int i, double busy_s,
+                    double stretch_s) {
     const program_op *o = &ops[i];
     step_split *out = &a->s;
     double bind = -1;
@@ -31,6 +32,7 @@ void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, 
         }
         if (host > 0) out->overhead_s += host;
     }
+    if (stretch_s > 0) out->overhead_s += stretch_s;
     if (o->kernel == K_OPTIMIZER) out->optimizer_s += busy_s;
     else out->compute_s += busy_s;
     a->free_t = t[i * stride].end_s;
@@ -47,7 +49,7 @@ void step_split_finish(const step_split_acc *a, double end_s, double step_time_s
 }
 
 void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const double *busy_s,
-                     double step_time_s, step_split *out) {
+                     const double *stretch_s, double step_time_s, step_split *out) {
     double end = 0;
     for (int i = 0; i < n_ops; i++)
         if (ops[i].kind != OP_RECV && t[i].end_s > end) end = t[i].end_s;
@@ -55,7 +57,8 @@ void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const d
     step_split_begin(&a);
     for (int i = 0; i < n_ops; i++)
         if (ops[i].kind == OP_COMPUTE && t[i].start_s >= 0 && t[i].end_s >= 0)
-            step_split_add(&a, ops, t, 1, i, busy_s ? busy_s[i] : t[i].end_s - t[i].start_s);
+            step_split_add(&a, ops, t, 1, i, busy_s ? busy_s[i] : t[i].end_s - t[i].start_s,
+                           stretch_s ? stretch_s[i] : 0);
     step_split_finish(&a, end, step_time_s, out);
 }
 
@@ -63,7 +66,7 @@ void step_split_program_rank(const program *p, int rank, const op_time *t, const
                              double step_time_s, step_split *out) {
     int d, s, e, tp;
     program_coords(p, rank, &d, &s, &e, &tp);
-    step_split_rank(p->stage_ops[s], p->stage_n_ops[s], t, busy_s, step_time_s, out);
+    step_split_rank(p->stage_ops[s], p->stage_n_ops[s], t, busy_s, NULL, step_time_s, out);
 }
 
 void step_split_mean(const step_split *ranks, int n, step_split *mean) {

@@ -47,14 +47,16 @@ typedef struct {
 } step_split;
 
 /* Account one rank: its op list (a resolved list or its stage's list: only kind, kernel and deps are
- * read), one op_time per op, busy_s (per op, or NULL: end - start) and the step time (< 0: the step
- * did not complete). */
+ * read), one op_time per op, busy_s (per op, or NULL: end - start), stretch_s (per op: its kernels'
+ * waits on the host inside its span, step_host.h; NULL: none) and the step time (< 0: the step did
+ * not complete). */
 void step_split_rank(const program_op *ops, int n_ops, const op_time *t, const double *busy_s,
-                     double step_time_s, step_split *out);
+                     const double *stretch_s, double step_time_s, step_split *out);
 
 /* The same rules as the ops run, for an executor that knows each COMPUTE op's busy time when it ends
  * and need not keep them: step_split_begin, then step_split_add for each COMPUTE op that ran, in list
- * order (the order of the rank's compute stream), once its deps' times and its own are final, then
+ * order (the order of the rank's compute stream), once its deps' times and its own are final (stretch_s:
+ * the time inside the op's span its kernels waited on the host, step_host.h; 0 without a host model), then
  * step_split_finish with the rank's end (its last stream op's end, 0 when none ran). Op k's time is
  * t[k * stride] (the fast executor interleaves the ranks of a stage: step_exec.h).
  * step_split_rank is this walk over a finished timeline. */
@@ -63,7 +65,8 @@ typedef struct {
     step_split s;
 } step_split_acc;
 void step_split_begin(step_split_acc *a);
-void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, size_t stride, int i, double busy_s);
+void step_split_add(step_split_acc *a, const program_op *ops, const op_time *t, size_t stride, int i, double busy_s,
+                    double stretch_s);
 void step_split_finish(const step_split_acc *a, double end_s, double step_time_s, step_split *out);
 
 /* The same for global rank `rank` of program p, over its stage's op list. */

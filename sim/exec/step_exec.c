@@ -130,6 +130,9 @@ typedef struct {
     step_split_acc *split;         /* [n] the step accounting, fed as the COMPUTE ops end with their
                                       priced durations as busy times (step_accounting.h) */
     op_time *t;                    /* the lanes' timelines: op i of lane k at t[i * n + k] */
+    double *resume;                /* with a host model: [n_sync][n] when each lane's host resumed
+                                      after the stage's k-th sync op (step_host.h) */
+    unsigned char *resume_known;   /* [n_sync]: resume[k][*] is known */
     int in_queue;
 } gang;
 
@@ -176,6 +179,7 @@ typedef struct {
                                       -1 when none receives it (a rank keeps only its own RECVs' times:
                                       all the step's tags per rank were 0.5 GB at 4096 ranks) */
     step_exec_result *res;
+    stage_host *hosts;             /* per stage (step_host.h), NULL without a host model */
     /* p2p memo: last (src, dst, bytes) */
     double p2p_bytes[4]; int p2p_src[4], p2p_dst[4]; double p2p_t[4];
 } exec_ctx;
@@ -474,6 +478,57 @@ static inline void lane_done(gang *g, double *free_t, int k, double t_end) {
     if (t_end > g->end_s[k]) g->end_s[k] = t_end;
 }
 
+/* The host side (step_host.h): when lane k of g has issued op i, once the sync op before op i has
+ * resumed (advance() waits for that before it runs op i). */
+static inline double lane_host_end(const exec_ctx *x, const gang *g, int i, int k) {
+    const stage_host *h = &x->hosts[g->stage];
+    int sp = h->sync_prev[i];
+    return step_host_end(h, i, sp >= 0 ? g->resume[(size_t)h->sync_ord[sp] * (size_t)g->n + (size_t)k] : 0.0);
+}
+
+static double dep_end(rank_state *r, int j);
+
+/* Sync op sp of gang g: when each lane's host resumes after it (step_host.h), once that is known —
+ * the op's end (an op sync), or the end of every op up to it (a device sync) — else 0. */
+static int host_resolve_sync(exec_ctx *x, gang *g, int sp) {
+    const stage_host *h = &x->hosts[g->stage];
+    const program_op *list = x->rs[g->lane[0]].list;
+    int n = g->n, s = g->stage, from = sp;
+    if (h->sync_kind[sp] == HOST_SYNC_DEVICE) {
+        /* every stream's next op lies past sp; every RECV since the last device sync has arrived */
+        for (int st = 0; st < STREAM_N; st++) {
+            int c = g->cur[st];
+            if (c < x->stream_len[s * STREAM_N + st] && x->stream_lists[s * STREAM_N + st][c] <= sp) return 0;
+        }
+        from = h->dev_prev[sp] + 1;
+    }
+    for (int j = from; j <= sp; j++) {
+        if (list[j].kind != OP_RECV && j != sp) continue;
+        for (int k = 0; k < n; k++) if (dep_end(&x->rs[g->lane[k]], j) < 0) return 0;
+    }
+    /* the latest end of the ops in the window: ops before it ended before the previous device sync
+     * resumed, which is no later than this sync's own host end */
+    double *res = g->resume + (size_t)h->sync_ord[sp] * (size_t)n;
+    for (int k = 0; k < n; k++) {
+        double m = 0;
+        for (int j = from; j <= sp; j++) {
+            double e = dep_end(&x->rs[g->lane[k]], j);
+            if (e > m) m = e;
+        }
+        res[k] = step_host_resume(h, lane_host_end(x, g, sp, k), m);
+    }
+    g->resume_known[h->sync_ord[sp]] = 1;
+    return 1;
+}
+
+/* Has the host of every lane of g resumed after the sync before op i (and may issue op i)? */
+static inline int host_may_issue(exec_ctx *x, gang *g, int i) {
+    if (!x->hosts) return 1;
+    const stage_host *h = &x->hosts[g->stage];
+    int sp = h->sync_prev[i];
+    return sp < 0 || g->resume_known[h->sync_ord[sp]] || host_resolve_sync(x, g, sp);
+}
+
 /* COMPUTE op i of stream st on every lane of g. An op that resolution leaves as it is costs the same
  * on every rank (step_price_fn): priced once per stage. */
 static void run_compute(exec_ctx *x, gang *g, int st, int i, const program_op *op) {
@@ -494,10 +549,16 @@ static void run_compute(exec_ctx *x, gang *g, int st, int i, const program_op *o
             rank_state *r = &x->rs[g->lane[k]];
             price = x->price(x->price_ctx, p, r->rank, head_op(x, r, st, i));
         }
-        double t0 = dep_t[k] > free_t[k] ? dep_t[k] : free_t[k], busy = price * g->slow[k];
-        row[k] = (op_time){t0, t0 + busy};
-        lane_done(g, free_t, k, t0 + busy);
-        step_split_add(&g->split[k], list, g->t + k, (size_t)n, i, busy);
+        double t0 = dep_t[k] > free_t[k] ? dep_t[k] : free_t[k], busy = price * g->slow[k], t1 = t0 + busy;
+        double stretch = 0;
+        if (x->hosts) {
+            const stage_host *h = &x->hosts[g->stage];
+            double he = lane_host_end(x, g, i, k);
+            stretch = step_host_compute_span(t0, he, h->issue_s[i], h->kernels[i], busy, &t0, &t1);
+        }
+        row[k] = (op_time){t0, t1};
+        lane_done(g, free_t, k, t1);
+        step_split_add(&g->split[k], list, g->t + k, (size_t)n, i, busy, stretch);
     }
 }
 
@@ -510,6 +571,7 @@ static void run_send(exec_ctx *x, gang *g, int st, int i) {
         rank_state *r = &x->rs[g->lane[k]];
         const program_op *op = head_op(x, r, st, i);
         double t0 = dep_t[k] > free_t[k] ? dep_t[k] : free_t[k];
+        if (x->hosts) { double he = lane_host_end(x, g, i, k); if (he > t0) t0 = he; }
         double t_end = t0 + p2p_time(x, r->rank, op->peer, op->bytes);
         int ri = x->sim_index[op->peer];
         if (ri >= 0) {
@@ -564,7 +626,9 @@ static int run_collective(exec_ctx *x, gang *g, int gi, int st, int i) {
     for (int k = 0; k < n; k++) {
         rank_state *r = &x->rs[g->lane[k]];
         if (r->arrived[st]) continue;
-        arrive(x, r, st, head_op(x, r, st, i), dep_t[k] > free_t[k] ? dep_t[k] : free_t[k], gi);
+        double t0 = dep_t[k] > free_t[k] ? dep_t[k] : free_t[k];
+        if (x->hosts) { double he = lane_host_end(x, g, i, k); if (he > t0) t0 = he; }
+        arrive(x, r, st, head_op(x, r, st, i), t0, gi);
     }
     for (int k = 0; k < n; k++) {
         rank_state *r = &x->rs[g->lane[k]];
@@ -606,7 +670,7 @@ static void advance(exec_ctx *x, int gi) {
                 int d = g->dep_k[st];
                 while (d < op->n_deps && deps_row_done(x, g, list, op->deps[d], dep_t)) d++;   /* a dep's end never changes once known */
                 g->dep_k[st] = d;
-                if (d < op->n_deps) break;
+                if (d < op->n_deps || !host_may_issue(x, g, i)) break;
                 if (op->kind == OP_COMPUTE) run_compute(x, g, st, i, op);
                 else if (op->kind == OP_SEND) run_send(x, g, st, i);
                 else if (!run_collective(x, g, gi, st, i)) break;   /* still waiting for members */
@@ -814,6 +878,10 @@ static void make_gangs(exec_ctx *x, const step_exec_opts *o, op_time *block) {
         g->slow = moe_xmalloc((size_t)g->n * sizeof(double));
         g->end_s = moe_xcalloc((size_t)g->n, sizeof(double));
         g->split = moe_xmalloc((size_t)g->n * sizeof *g->split);
+        if (x->hosts) {
+            g->resume = moe_xcalloc((size_t)x->hosts[g->stage].n_sync * g->n + 1, sizeof(double));
+            g->resume_known = moe_xcalloc((size_t)x->hosts[g->stage].n_sync + 1, 1);
+        }
         for (int st = 0; st < STREAM_N; st++) g->dep_at[st] = -1;
         g->n = 0;
     }
@@ -845,6 +913,7 @@ static void gangs_free(exec_ctx *x) {
     for (int k = 0; k < x->n_gangs; k++) {
         gang *g = &x->gangs[k];
         free(g->lane); free(g->dep_t); free(g->free_t); free(g->slow); free(g->end_s); free(g->split);
+        free(g->resume); free(g->resume_known);
     }
     free(x->gangs);
 }
@@ -949,6 +1018,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         for (int i = 0; i < n_recv; i++) rs->recv_at[i] = rs->recv_from[i] = -1;
         rs->stop_at = p->faults.stop_at[r];
     }
+    if (o->host) x.hosts = step_host_build(p, o->host, o->host_ctx, o->host_sync_s);
     make_gangs(&x, o, block);
     x.a2a_last = moe_xcalloc((size_t)p->n_ranks, sizeof(int));
     x.q_cap = x.n_gangs + 1;
@@ -1050,6 +1120,11 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         res->timeline_block = block;
         res->timeline_block_bytes = block_bytes;
         block = NULL;
+        if (o->keep_timelines && x.hosts) {   /* the host track of the trace reads them */
+            res->hosts = x.hosts;
+            res->n_host_stages = p->pp;
+            x.hosts = NULL;
+        }
         step_exec_trace(p, res, o->n_trace_ranks, o->trace_ranks);
         if (!o->keep_timelines) {
             free(res->timelines); free(res->timeline_stride);
@@ -1074,6 +1149,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.group_slot); free(x.a2a_memo); free(x.coll_memo);
     free(x.a2a_last); free(x.queue); free(x.sim_index); free(rep_sim); free(x.recv_slot); free(stage_n_recv);
     step_pricing_free(&x.own_pricing);
+    step_host_free(x.hosts, p->pp);
     return rc;
 }
 
@@ -1107,5 +1183,6 @@ void step_exec_result_free(step_exec_result *r) {
     free(r->sim_rank); free(r->a2a_last_count);
     trace_free(r);
     free(r->hang.waiting); free(r->hang.missing); free(r->hang.missing_last_op);
+    step_host_free(r->hosts, r->n_host_stages);
     memset(r, 0, sizeof *r);
 }

@@ -71,6 +71,7 @@
 
 #include "sim/exec/comm.h"
 #include "sim/exec/step_accounting.h"
+#include "sim/exec/step_host.h"
 #include "sim/plan/costmodel.h"
 #include "sim/plan/plan_compute.h"
 #include "sim/program/program.h"
@@ -127,6 +128,10 @@ typedef struct {
     int keep_timelines;
     step_progress_fn progress;      /* optional */
     void *progress_ctx;
+    /* the host side (step_host.h): NULL = no host model (every op is issued in time, as before) */
+    step_host_fn host;
+    void *host_ctx;
+    double host_sync_s;             /* a host sync's round trip (step_host.h sync_s) */
 } step_exec_opts;
 
 /* A hang: the collective instance the (first) culprit never arrived at. Ranks are global; mirrored
@@ -191,6 +196,10 @@ typedef struct {
     step_hang hang;
     step_timeout timeout;
     double max_collective_wait_s;   /* the longest wait of a rank inside a collective that completed */
+    /* with a host model (opts.host) and kept timelines: the stages' host arrays (step_host.h), so that
+     * the host's spans can be worked out from a timeline (the trace's host track); NULL otherwise */
+    stage_host *hosts;
+    int n_host_stages;
 } step_exec_result;
 
 /* Op i's span on simulated rank `rank` in r->timelines. */

@@ -281,6 +281,49 @@ static void memory_counter(event_list *l, const program *p, int rank, int stage,
     free(last_b);
 }
 
+/* The rank's host thread (step_host.h) on its own track (tid STEP_TRACE_HOST_TID): "issue" slices
+ * while it issues ops back to back (one slice per run of ops, args: the first and last op), and a
+ * "sync_wait" slice from a sync op's host end until the thread resumes, so that a host-bound step
+ * shows as gaps on the GPU tracks under a busy host track. */
+static void host_slice(event_list *l, const char *name, int rank, double a, double b, int op0, int op1) {
+    if (!(b > a)) return;
+    long long start_ns = ns_of_s(a);
+    text_buf *x = ev_begin(l);
+    f_str(x, "name", name);
+    f_str(x, "cat", "host");
+    f_str(x, "ph", "X");
+    f_us(x, "ts", start_ns);
+    f_us(x, "dur", ns_of_s(b) - start_ns);
+    f_int(x, "pid", rank);
+    f_int(x, "tid", STEP_TRACE_HOST_TID);
+    key(x, "args");
+    text_put(x, "{", 1);
+    f_int(x, "first_op", op0);
+    f_int(x, "last_op", op1);
+    text_put(x, "}", 1);
+    ev_end(l, a * 1e6);
+}
+
+static void host_track(event_list *l, const stage_host *h, int rank, const op_time *t) {
+    int n = h->n_ops;
+    if (n <= 0) return;
+    meta_event(l, "thread_name", rank, STEP_TRACE_HOST_TID, "host");
+    double *hs = moe_xmalloc((size_t)n * sizeof(double)), *he = moe_xmalloc((size_t)n * sizeof(double));
+    step_host_spans(h, t, 1, hs, he);
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        if (he[i] < 0) break;
+        if (first < 0) first = i;
+        int last_of_run = i + 1 >= n || he[i + 1] < 0 || hs[i + 1] > he[i];
+        if (!last_of_run) continue;
+        host_slice(l, "issue", rank, hs[first], he[i], first, i);
+        if (i + 1 < n && he[i + 1] >= 0) host_slice(l, "sync_wait", rank, he[i], hs[i + 1], i, i + 1);
+        first = -1;
+    }
+    free(hs);
+    free(he);
+}
+
 /* The events of one traced rank. `traced[r]` says whether rank r has tracks (for the arrows). */
 static void rank_events(event_list *l, const program *p, const step_exec_result *r, int k, const char *traced) {
     int rank = r->trace_ranks[k], gpn = p->scn->cluster.gpus_per_node;
@@ -336,6 +379,7 @@ static void rank_events(event_list *l, const program *p, const step_exec_result 
     }
     counter_track(l, "bytes in flight (MB)", "MB", rank, inflight, nc, 0, 1e-6);
     free(inflight);
+    if (r->hosts) host_track(l, &r->hosts[s], rank, r->trace_times[k]);
     memory_counter(l, p, rank, s, r->trace_times[k]);
     if (r->hang.found && rank == r->hang.culprit) {
         double at = r->split ? r->split[rank].end_s : 0;

@@ -13,6 +13,9 @@
  * (send/recv) or "bytes" + "group" (collectives)}}. A RECV is drawn on the p2p track from the start
  * of its matching SEND to the arrival; when both ranks are traced, a flow arrow joins them: {"ph": "s",
  * "id": "p2p-SENDER-TAG", "cat": "p2p"} at the send's start and {"ph": "f", "bp": "e"} at the arrival.
+ * With a host side (step_host.h), one more thread per rank, tid 8 "host": "issue" slices (cat "host")
+ * while the rank's CPU thread issues ops back to back (args: first_op, last_op) and "sync_wait" slices
+ * while it waits at a host sync for the GPU to drain.
  * Two counter tracks per rank ({"ph": "C"}): "memory in use (GiB)" (the plan's ledgers of its
  * pipeline rank: weights, gradients and optimizer all along, activations in proportion to the
  * micro-batches in flight, peaking at the ledger's activations) and "bytes in flight (MB)" (the
@@ -71,6 +74,8 @@
 #include "sim/exec/step_exec.h"
 
 #define STEP_TRACE_FORMAT "moesim-step-trace/1"
+/* The host thread's track (step_host.h), beside the streams' tids (stream_kind) */
+#define STEP_TRACE_HOST_TID 8
 
 /* The stable event names (see above), NULL-terminated. */
 extern const char *const STEP_TRACE_EVENT_NAMES[];

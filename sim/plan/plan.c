@@ -43,6 +43,7 @@
 #include "sim/base/alloc.h"
 #include "sim/plan/compute_budget.h"
 #include "sim/plan/costmodel.h"
+#include "sim/plan/host_costs.h"
 #include "sim/plan/memory.h"
 #include "sim/plan/model.h"
 #include "sim/plan/pipeline_forms.h"
@@ -87,6 +88,8 @@ typedef struct {
     rank_group_span attn_dp_span;           /* the dense data-parallel group (attention DP x CP) */
     int attn_dp_one_node;                   /* the dense data-parallel group within one node */
     stage_census *cz;          /* what each pipeline position holds (pipeline_census) */
+    double host_fwd[LAYER_NKINDS], host_bwd[LAYER_NKINDS];   /* per block and micro-batch: what the host
+                                                               adds to its forward / backward */
 } plan_ctx;
 
 /* A transfer of `bytes` per rank in one direction over a link class (0 bytes: free). */
@@ -119,7 +122,7 @@ static void derive_a2a(plan_ctx *x, plan_result *out) {
 
     int ep = s->layout.ep;
     int q = x->ep_span.max_per_node, n = x->ep_span.nodes;
-    int dedup = s->routing.dispatcher == DISPATCH_DEEPEP;
+    int dedup = dispatcher_dedups(s->routing.dispatcher);
     /* deepep: a token goes once to each rank holding one of its experts, with probability P_r for a
      * given rank (its E/ep experts among the K distinct picks), and once over RDMA to each other node
      * holding one; the landing GPU forwards it to the other hit ranks of its node, so every GPU sends
@@ -178,6 +181,32 @@ static double cp_exchange_s(const plan_ctx *x, int ring_on_one_node) {
     return (cp - 1) * (dmax(0.0, link_s(x, link, chunk) - core) + dmax(0.0, link_s(x, link, 2.0 * chunk) - core_b));
 }
 
+/* The host side, first order (host_costs.h, sim/exec/step_host.h): a block's forward or backward takes
+ * at least the time its rank's CPU thread needs to issue it. A dropless MoE layer's host sync keeps the
+ * thread from running ahead of the GPU by more than a layer, so each pass of each block lasts the longer
+ * of the two: its GPU time (compute, and the communication a 1F1B pass exposes, which the host issues
+ * during) or its host time; the excess is added to the pass's compute. The step level simulates how
+ * much of the host time the GPU's queue really hides. */
+static void host_bound_layers(plan_ctx *x, const scenario *s) {
+    int local = s->model.experts > 0 ? (s->model.experts + s->routing.redundant_experts) / s->layout.ep : 0;
+    host_price_table ht;
+    host_price_table_build(s, local, &ht);
+    int paired = scn_schedule_run(&s->layout) == SCHED_DUALPIPE || s->layout.moe_a2a_overlap;
+    for (int k = 0; k < LAYER_NKINDS; k++) {
+        /* TP > 1: an all-gather before and a reduce-scatter after each of the block's halves */
+        int tp_colls = s->layout.tp > 1 ? 4 : 0;
+        double hf, hb;
+        host_layer_issue_s(&ht, (layer_kind)k, scn_cp(s), tp_colls, &hf, &hb);
+        double comm = paired ? 0 : 0.5 * (layer_kind_is_moe((layer_kind)k) ? x->a2a_layer_s + x->moe_tp_layer_s
+                                                                          : x->tp_layer_s);
+        pass_times *pt = &x->lc.layer[k];
+        x->host_fwd[k] = dmax(0.0, hf - pt->fwd_s - comm);
+        x->host_bwd[k] = dmax(0.0, hb - pt->bwd_s - comm);
+        pt->fwd_s += x->host_fwd[k];
+        pt->bwd_s += x->host_bwd[k];
+    }
+}
+
 static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const plan_costs *c,
                    plan_result *out) {
     const cluster_cfg *cl = &s->cluster;
@@ -228,6 +257,7 @@ static void derive(plan_ctx *x, const scenario *s, const costmodel *cm, const pl
     }
 
     x->sm_slow = overlap_compute_slowdown(s, c);
+    host_bound_layers(x, s);
 }
 
 /* ---- one pipeline stage ---------------------------------------------------------------------------- */

@@ -537,7 +537,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
         c->dist = law->hot_share > 0 ? ROUTE_HOT : law->weights ? ROUTE_TRACE : ROUTE_UNIFORM;
     }
     c->drop = s->routing.drop;
-    c->dedup = s->routing.dispatcher == DISPATCH_DEEPEP;
+    c->dedup = dispatcher_dedups(s->routing.dispatcher);
     c->seed = s->seed;
     c->capacity = moe_capacity(s->routing.capacity_factor, tpr, c->K, c->E);
     /* node-limited routing and DeepEP's per-node copies count NVLink domains */

@@ -267,7 +267,9 @@ static const char *breakdown_level(const cJSON *doc) {
     return cJSON_GetObjectItemCaseSensitive(points_of(doc)->child, "step") ? "step" : "plan";
 }
 
-static const char *const PARTS[4] = {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"};
+/* the step split (step_accounting.h); host_s: the compute stream waiting for the host (0 at plan level) */
+#define N_PARTS 5
+static const char *const PARTS[N_PARTS] = {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "host_s"};
 
 static double part(const cJSON *p, const char *lvl, int c) {
     char key[64];
@@ -276,11 +278,11 @@ static double part(const cJSON *p, const char *lvl, int c) {
     return isnan(v) ? 0.0 : v;
 }
 
-/* Every point's four parts equal to the first's (within 1e-9 relative): such bars say nothing. */
+/* Every point's parts equal to the first's (within 1e-9 relative): such bars say nothing. */
 static int breakdowns_all_equal(const cJSON *doc, const char *lvl) {
     const cJSON *p0 = points_of(doc)->child;
     for (const cJSON *p = p0->next; p; p = p->next)
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < N_PARTS; c++)
             if (fabs(part(p, lvl, c) - part(p0, lvl, c)) > 1e-9 * (fabs(part(p0, lvl, c)) + 1e-12)) return 0;
     return 1;
 }
@@ -301,12 +303,12 @@ static int stacked_bars(const plot_ctx *c, const char *fig, const char *title, c
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    fprintf(f, "# label %s.compute_s %s.exposed_comm_s %s.bubble_s %s.optimizer_s\n", lvl, lvl, lvl, lvl);
+    fprintf(f, "# label %s.compute_s %s.exposed_comm_s %s.bubble_s %s.optimizer_s %s.host_s\n", lvl, lvl, lvl, lvl, lvl);
     for (int i = 0; i < n; i++) {
         char lab[128];
         point_bar_label(pts[i], lab, sizeof lab);
         fprintf(f, "\"%s\"", lab);
-        for (int k = 0; k < 4; k++) fprintf(f, " %.10g", part(pts[i], lvl, k));
+        for (int k = 0; k < N_PARTS; k++) fprintf(f, " %.10g", part(pts[i], lvl, k));
         fputc('\n', f);
     }
     fclose(f);
@@ -320,7 +322,7 @@ static int stacked_bars(const plot_ctx *c, const char *fig, const char *title, c
              "set style fill solid 0.85 border -1\nset boxwidth 0.7\nset grid ytics\nset key outside right top\n"
              "set xtics rotate by -35 font ',9'\n"
              "plot datafile using 2:xtic(1) title 'compute', '' using 3 title 'exposed comm', "
-             "'' using 4 title 'pipeline bubble', '' using 5 title 'optimizer'",
+             "'' using 4 title 'pipeline bubble', '' using 5 title 'optimizer', '' using 6 title 'host wait'",
              c->scenario, title, lvl);
     return render(c, fig, what, body, err);
 }
@@ -330,7 +332,7 @@ static int fig_step_breakdown(const plot_ctx *c, const cJSON *doc, moe_error *er
     const cJSON **pts = moe_xcalloc((size_t)n, sizeof *pts);
     for (const cJSON *p = points_of(doc)->child; p; p = p->next) pts[i++] = p;
     int rc = stacked_bars(c, "step_breakdown", "step time breakdown per point",
-                          "stacked compute / exposed communication / bubble / optimizer seconds per point", pts, n,
+                          "stacked compute / exposed communication / bubble / optimizer / host wait seconds per point", pts, n,
                           breakdown_level(doc), err);
     free(pts);
     return rc;

@@ -63,6 +63,8 @@ void scenario_defaults(scenario *s) {
                                        .clip_fraction = 0.5, .fp16_overflow_fraction = 0.5};
 
     s->step.fidelity = FIDELITY_FAST;
+    s->host = (host_cfg){.framework = HOST_MEGATRON, .cuda_graph_scope = 0, .call_us = -1, .launch_us = -1,
+                         .graph_launch_us = -1, .sync_us = -1};
     s->run = (run_cfg){.max_days = 60, .trials = 200, .assumed_mfu = 0};
     snprintf(s->output.dir, sizeof s->output.dir, "results/%s", s->name);
     s->output.trace = 1;
@@ -412,13 +414,27 @@ static int check_ids(const scenario *s, moe_error *err) {
     return 0;
 }
 
+/* A graph of the MoE MLP or the whole layer needs static shapes: a dropless MoE layer's host sync (the tokens per
+ * expert sizing its buffers) cannot be captured (Megatron-Core 0.17.1 transformer_config.py l.2009-2013:
+ * "moe cuda graph is only supported with drop-padding MoE"). */
+static int check_host(const scenario *s, moe_error *err) {
+    const routing_cfg *r = &s->routing;
+    int whole = s->host.cuda_graph_scope & (CG_MOE | CG_LAYER);
+    if (whole && s->model.experts > 0 && s->model.dense_layers < s->model.layers && !(r->drop && r->capacity_factor > 0))
+        return moe_error_input(err, s->file, "host.cuda_graph_scope", whole & CG_MOE ? "\"moe\"" : "\"layer\"",
+                               "scopes without \"moe\" and \"layer\" for a dropless MoE model (a graph cannot "
+                               "capture the host sync that sizes the experts' tokens; drop-and-pad, routing.drop with "
+                               "a routing.capacity_factor, has none): attn, mlp, moe_router, moe_preprocess");
+    return 0;
+}
+
 int scenario_validate(const scenario *s, moe_error *err) {
     /* every field in its own range first (structs edited in code included), so that the cross-field
      * rules below can rely on positive sizes and bounded counts */
     for (int i = 0; i < scn_n_fields; i++)
         if (scn_field_check(s, &scn_fields[i], err)) return EXIT_BADINPUT;
     if (check_model(s, err) || scenario_check_cluster(s, err) || check_precision(s, err) || check_layout(s, err) ||
-        check_routing(s, err) ||
+        check_routing(s, err) || check_host(s, err) ||
         check_reliability(s, err) || check_ids(s, err))
         return EXIT_BADINPUT;
     return 0;

@@ -28,7 +28,9 @@ const char *const scn_recompute_module_names[] = {"core_attn", "mla_up_proj", "l
 const char *const scn_placement_names[] = {"ep-inner", "dp-inner", NULL};
 const char *const scn_cp_comm_names[] = {"p2p", "all_gather", NULL};
 const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", "balanced", NULL};
-const char *const scn_dispatcher_names[] = {"deepep", "alltoall", NULL};
+const char *const scn_dispatcher_names[] = {"deepep", "alltoall", "hybridep", NULL};
+const char *const scn_host_framework_names[] = {"megatron-core", "none", NULL};
+const char *const scn_cuda_graph_scope_names[] = {"attn", "mlp", "moe_router", "moe_preprocess", "moe", "layer", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", NULL};
@@ -298,9 +300,10 @@ const scn_field scn_fields[] = {
            "false for every model preset and a model without a preset"),
     F_NSTR("routing.trace", routing.trace, "path", "trace: the expert-load file (format below); relative to the current folder, then to the scenario's"),
     F_ENUM("routing.dispatcher", routing.dispatcher, scn_dispatcher_names, "",
-           "the MoE token dispatcher: deepep (DeepEP or HybridEP) sends a token once per destination rank and one RDMA "
-           "copy per destination node, fanned out over NVLink; alltoall permutes the tokens by expert and sends every "
-           "token-expert pair on its own through an NCCL all-to-all (no deduplication)",
+           "the MoE token dispatcher: deepep (DeepEP) and hybridep (HybridEP) send a token once per destination rank "
+           "and one RDMA copy per destination node, fanned out over NVLink (the same bytes; their kernels and host work "
+           "differ); alltoall permutes the tokens by expert and sends every token-expert pair on its own through an NCCL "
+           "all-to-all (no deduplication)",
            "Megatron-LM --moe-token-dispatcher-type flex (--moe-flex-dispatcher-backend deepep / hybridep) or alltoall"),
     F_INT("routing.redundant_experts", routing.redundant_experts, 0, 1 << 20, "expert slots",
           "redundant experts (DeepSeek's EPLB): extra expert slots per EP group, each holding a replica of the expert with "
@@ -501,6 +504,34 @@ const scn_field scn_fields[] = {
            "cross-rail ones forwarded over NVLink to the destination's rail (PXN): a hot expert's GPU is then an incast "
            "on its own NIC. The plan level keeps DeepEP's form",
            "deepep: seed 003 step 3; seed 000 section 0.2: the incident's fix adopted DeepEP"),
+
+    F_ENUM("host.framework", host.framework, scn_host_framework_names, "",
+           "whose host side issues the step's kernels (sim/plan/host_costs.h): megatron-core = Megatron-Core with "
+           "TransformerEngine in eager PyTorch, a CPU thread per rank issuing every op in program order (framework calls "
+           "and kernel launches), waiting for the GPU at its host syncs (a dropless MoE layer's tokens per expert; "
+           "pipeline sends without virtual stages); none = every kernel issued in time (no host side)",
+           "megatron-core: the framework of the published runs moesim is validated on (Megatron-Bridge v0.4.2)"),
+    F_ENUM_SET("host.cuda_graph_scope", host.cuda_graph_scope, scn_cuda_graph_scope_names, "",
+               "what CUDA graphs capture, as Megatron's --cuda-graph-impl transformer_engine --cuda-graph-scope: attn (the "
+               "attention half of every layer), mlp (a dense layer's MLP), moe_router (the router and the shared experts), "
+               "moe_preprocess (the dispatcher's preprocessing before its host sync), moe (the whole MoE MLP) and layer "
+               "(the whole layer): the last two only for drop-and-pad MoE (routing.drop with a capacity factor), which has "
+               "no host sync. A captured region costs one graph launch instead of its calls and launches; [] = eager",
+               "[]: Megatron-Core's default (--cuda-graph-impl none)"),
+    F_AUTO("host.call_us", host.call_us, 0, 0, "us",
+           "host time of one framework call (a Python module call, an autograd node, a PyTorch dispatcher op); auto = the "
+           "jointly calibrated value of host.framework",
+           "a PyTorch op recorded by autograd: 12.0 us on an H200 (torch 2.11, calibration/traces/torch-probe-NVIDIA-H200.json); "
+           "fitted jointly over the validation cases (calibration/models/global.json)"),
+    F_AUTO("host.launch_us", host.launch_us, 0, 0, "us", "host time of one CUDA kernel launch; auto = measured",
+           "cudaLaunchKernel on an H200, CUDA 13: 3.7 us median, 3.4 us min (calibration/traces/host-probe-NVIDIA-H200.json); "
+           "NVIDIA forum thread 233645: about 3 us"),
+    F_AUTO("host.graph_launch_us", host.graph_launch_us, 0, 0, "us", "host time of one CUDA graph launch; auto = measured",
+           "cudaGraphLaunch of a 256-node graph on an H200: 4.1 us (calibration/traces/host-probe-NVIDIA-H200.json)"),
+    F_AUTO("host.sync_us", host.sync_us, 0, 0, "us",
+           "round trip of a host sync once the GPU has drained (a device-to-host read and the thread's wake-up); auto = measured",
+           "8-byte cudaMemcpyAsync to pinned memory + cudaStreamSynchronize on an idle H200: 6.5 us "
+           "(calibration/traces/host-probe-NVIDIA-H200.json)"),
 
     F_POS("run.tokens", run.tokens, "tokens", "training tokens to reach",
           "the model preset's published training run (deepseek-v3 14.8T, llama3-* 15T, qwen3-* 36T, kimi-k2 15.5T, "

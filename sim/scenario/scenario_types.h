@@ -150,10 +150,13 @@ enum {
  * expert receives exactly its share T*K/E of the token-expert pairs (sim/program/routing.h). */
 typedef enum { ROUTE_UNIFORM = 0, ROUTE_ZIPF, ROUTE_HOT, ROUTE_TRACE, ROUTE_BALANCED } route_kind;
 /* The MoE token dispatcher (Megatron's moe_token_dispatcher_type): deepep, Megatron's "flex" with the
- * DeepEP or HybridEP backend, sends a token once per destination rank and once per destination node
- * over RDMA (then fans it out over NVLink); alltoall, Megatron's MoEAlltoAllTokenDispatcher, permutes
+ * DeepEP backend, and hybridep, "flex" with the HybridEP backend, send a token once per destination rank
+ * and once per destination node over RDMA (then fan it out over NVLink); alltoall, Megatron's MoEAlltoAllTokenDispatcher, permutes
  * the tokens by expert and moves every token-expert pair on its own through an NCCL all-to-all. */
-typedef enum { DISPATCH_DEEPEP = 0, DISPATCH_ALLTOALL } dispatcher_kind;
+typedef enum { DISPATCH_DEEPEP = 0, DISPATCH_ALLTOALL, DISPATCH_HYBRIDEP } dispatcher_kind;
+/* Does the dispatcher send a token once per destination rank and node (DeepEP and HybridEP move the
+ * same bytes; they differ in their kernels and host work, sim/plan/host_costs.h)? */
+static inline int dispatcher_dedups(dispatcher_kind d) { return d != DISPATCH_ALLTOALL; }
 
 /* routing.steps > 1: how the routing law drifts from step to step (sim/program/routing_drift.h) */
 typedef struct {
@@ -376,6 +379,19 @@ typedef struct {
     a2a_impl_kind a2a;
 } step_cfg;
 
+/* The host side of a step (sim/plan/host_costs.h, sim/exec/step_host.h): whose framework issues the
+ * kernels, which CUDA graphs it captures, and its costs (< 0: "auto", the framework's). */
+typedef enum { HOST_MEGATRON = 0, HOST_NONE } host_framework_kind;
+/* Megatron's --cuda-graph-scope (bit i = scn_cuda_graph_scope_names[i]): attn, mlp (a dense layer's
+ * MLP), moe_router (the router with the shared experts), moe_preprocess (the dispatcher's preprocessing
+ * before its host sync), moe (the whole MoE MLP: drop-and-pad only), layer (the whole layer) */
+enum { CG_ATTN = 1, CG_MLP = 2, CG_MOE_ROUTER = 4, CG_MOE_PREPROCESS = 8, CG_MOE = 16, CG_LAYER = 32 };
+typedef struct {
+    host_framework_kind framework;
+    int cuda_graph_scope;       /* CG_* mask; 0 = eager (no graphs) */
+    double call_us, launch_us, graph_launch_us, sync_us;
+} host_cfg;
+
 /* ---- the whole scenario --------------------------------------------------------------------------- */
 typedef struct scenario {
     /* Where it came from, for error messages and relative paths. The paths a scenario names
@@ -400,6 +416,7 @@ typedef struct scenario {
     reliability_cfg reliability;
     faults_cfg faults;
     step_cfg step;
+    host_cfg host;
     run_cfg run;
     output_cfg output;
 } scenario;

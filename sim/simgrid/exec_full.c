@@ -43,6 +43,10 @@ typedef struct {
     program_op *ops;
     op_time *t;             /* per op: the timeline (s from the step start; end -1 until done) */
     double *busy;           /* per COMPUTE op: its priced duration (step_accounting.h) */
+    double *stretch;        /* per COMPUTE op: its kernels' waits on the host inside its span */
+    double *resume;         /* with a host model: per sync op of its stage, when its host resumed */
+    unsigned char *resume_known;
+    int stage;
     int *seq;               /* per op: instance index within its group (collectives) */
     int *tag_op;            /* tag -> RECV op index */
     double slow;
@@ -66,6 +70,7 @@ typedef struct {
     int n_tags, actors_left;
     int eager;              /* 1: a member issues its flows when it arrives (DeepEP's one-sided writes) */
     long executed;
+    stage_host *hosts;      /* per stage (step_host.h), NULL without a host model */
 } full_ctx;
 
 typedef struct {
@@ -319,6 +324,31 @@ static void collective(full_ctx *x, rank_rt *r, int i, const program_op *o, doub
 }
 
 /* ---- one actor per (rank, stream) ----------------------------------------------------------------- */
+static void wait_done(full_ctx *x, rank_rt *r, int j) {
+    sg_mutex_lock(x->mu);
+    while (r->t[j].end_s < 0) sg_cond_wait(r->cond, x->mu);
+    sg_mutex_unlock(x->mu);
+}
+
+/* When rank r's host resumes after its sync op sp (step_host.h): once sp has ended (an op sync), or
+ * every op up to it (a device sync). Worked out once; the ops before the last device sync ended before
+ * it resumed, no later than sp's own host end. */
+static double host_resume(full_ctx *x, rank_rt *r, const stage_host *h, int sp) {
+    int ord = h->sync_ord[sp];
+    if (r->resume_known[ord]) return r->resume[ord];
+    int from = h->sync_kind[sp] == HOST_SYNC_DEVICE ? h->dev_prev[sp] + 1 : sp;
+    double m = 0;
+    for (int j = from; j <= sp; j++) {
+        wait_done(x, r, j);
+        if (r->t[j].end_s > m) m = r->t[j].end_s;
+    }
+    int prev = h->sync_prev[sp];
+    double e = step_host_end(h, sp, prev >= 0 ? host_resume(x, r, h, prev) : 0.0);
+    r->resume[ord] = step_host_resume(h, e, m);
+    r->resume_known[ord] = 1;
+    return r->resume[ord];
+}
+
 static void stream_actor(int argc, char **argv) {
     (void)argc;
     (void)argv;
@@ -326,21 +356,32 @@ static void stream_actor(int argc, char **argv) {
     full_ctx *x = a->x;
     rank_rt *r = &x->r[a->rank];
     const program *p = x->p;
+    const stage_host *h = x->hosts ? &x->hosts[r->stage] : NULL;
     for (int i = 0; i < r->n_ops; i++) {
         const program_op *o = &r->ops[i];
         if (o->kind == OP_RECV || o->stream != a->stream) continue;
-        for (int k = 0; k < o->n_deps; k++) {
-            int j = o->deps[k];
-            sg_mutex_lock(x->mu);
-            while (r->t[j].end_s < 0) sg_cond_wait(r->cond, x->mu);
-            sg_mutex_unlock(x->mu);
+        for (int k = 0; k < o->n_deps; k++) wait_done(x, r, o->deps[k]);
+        double host_end = 0;
+        if (h) {
+            int sp = h->sync_prev[i];
+            host_end = step_host_end(h, i, sp >= 0 ? host_resume(x, r, h, sp) : 0.0);
+            /* a collective or a send starts once issued; a compute op's span is worked out below */
+            if (o->kind != OP_COMPUTE && host_end > now(x)) sg_actor_sleep_for(host_end - now(x));
         }
-        const double t_start = now(x);
+        double t_start = now(x);
         double t_end;
         if (o->kind == OP_COMPUTE) {
             double dur = x->price(x->price_ctx, p, r->rank, o) * r->slow;
-            if (dur > 0) sg_actor_sleep_for(dur);
-            t_end = now(x);
+            if (h) {
+                double t0, t1;
+                r->stretch[i] = step_host_compute_span(t_start, host_end, h->issue_s[i], h->kernels[i], dur, &t0, &t1);
+                if (t1 > t_start) sg_actor_sleep_for(t1 - t_start);
+                t_start = t0;
+                t_end = t1;   /* the span as the host model has it (the clock's reading is within an ulp) */
+            } else {
+                if (dur > 0) sg_actor_sleep_for(dur);
+                t_end = now(x);
+            }
             r->busy[i] = dur;
         } else if (o->kind == OP_SEND) {
             int dst_gpu = program_gpu_of_rank(p, o->peer);
@@ -424,6 +465,11 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         rr->n_ops = program_materialize(p, r, &rr->ops);
         rr->t = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(op_time));
         rr->busy = moe_xcalloc((size_t)(rr->n_ops + 1), sizeof(double));
+        rr->stretch = moe_xcalloc((size_t)(rr->n_ops + 1), sizeof(double));
+        {
+            int d_, e_, t_;
+            program_coords(p, r, &d_, &rr->stage, &e_, &t_);
+        }
         rr->seq = moe_xmalloc((size_t)(rr->n_ops + 1) * sizeof(int));
         rr->tag_op = moe_xmalloc((size_t)(x.n_tags + 1) * sizeof(int));
         for (int t = 0; t < x.n_tags; t++) rr->tag_op[t] = -1;
@@ -441,6 +487,13 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     }
     free(count);
 
+    if (o->host) {
+        x.hosts = step_host_build(p, o->host, o->host_ctx, o->host_sync_s);
+        for (int r = 0; r < R; r++) {
+            x.r[r].resume = moe_xcalloc((size_t)x.hosts[x.r[r].stage].n_sync + 1, sizeof(double));
+            x.r[r].resume_known = moe_xcalloc((size_t)x.hosts[x.r[r].stage].n_sync + 1, 1);
+        }
+    }
     actor_arg *args = moe_xmalloc((size_t)R * STREAM_N * sizeof *args);
     x.t0 = simgrid_get_clock();
     for (int r = 0; r < R; r++)
@@ -484,7 +537,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         res->a2a_last_count = moe_xcalloc((size_t)R, sizeof(int));
         for (int r = 0; r < R; r++) {
             rank_rt *rr = &x.r[r];
-            step_split_rank(rr->ops, rr->n_ops, rr->t, rr->busy, step, &res->split[r]);
+            step_split_rank(rr->ops, rr->n_ops, rr->t, rr->busy, rr->stretch, step, &res->split[r]);
             res->sim_rank[r] = r;
             res->a2a_last_count[r] = x.a2a_last[r];
         }
@@ -492,6 +545,11 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         res->timelines = moe_xcalloc((size_t)R, sizeof(op_time *));
         for (int r = 0; r < R; r++) { res->timelines[r] = x.r[r].t; x.r[r].t = NULL; }
         step_exec_trace(p, res, o->n_trace_ranks, o->trace_ranks);
+        if (o->keep_timelines && x.hosts) {
+            res->hosts = x.hosts;
+            res->n_host_stages = p->pp;
+            x.hosts = NULL;
+        }
         if (!o->keep_timelines) {
             for (int r = 0; r < R; r++) free(res->timelines[r]);
             free(res->timelines);
@@ -504,6 +562,9 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         free(x.r[r].ops);
         free(x.r[r].t);
         free(x.r[r].busy);
+        free(x.r[r].stretch);
+        free(x.r[r].resume);
+        free(x.r[r].resume_known);
         free(x.r[r].seq);
         free(x.r[r].tag_op);
         sg_cond_destroy(x.r[r].cond);
@@ -518,6 +579,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
     free(x.member);
     free(x.a2a_last);
     step_pricing_free(&x.own_pricing);
+    step_host_free(x.hosts, p->pp);
     free(args);
     return rc;
 }

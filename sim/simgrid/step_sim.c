@@ -23,6 +23,7 @@
 
 #include "sim/exec/comm.h"
 #include "sim/plan/costmodel.h"
+#include "sim/scenario/scenario_fields.h"
 #include "sim/plan/model.h"
 #include "sim/program/program.h"
 #include "sim/program/routing_drift.h"
@@ -110,6 +111,42 @@ static void say(const step_options *opt, const char *text) {
     if (opt && opt->progress) opt->progress(opt->progress_ctx, text);
 }
 
+/* The host side of the step (step_host.h), priced by the scenario's host.* (host_costs.h): on unless
+ * host.framework is "none". hp must outlive the run. */
+static void host_side(step_exec_opts *eo, step_host_pricing *hp, const program *p) {
+    if (!step_host_pricing_init(hp, p)) return;
+    eo->host = step_host_costmodel;
+    eo->host_ctx = hp;
+    eo->host_sync_s = hp->tab.par.sync_s;
+}
+
+/* breakdown.host: the host side of the step (step_host.h) and what it cost: the mean time a rank's
+ * compute stream waited for the host; per rank and micro-batch the host's issue time and syncs. */
+static cJSON *host_json(const scenario *s, const program *p, const step_host_pricing *hp, const step_split *mean) {
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddStringToObject(h, "framework", scn_host_framework_names[s->host.framework]);
+    cJSON *scope = cJSON_AddArrayToObject(h, "cuda_graph_scope");
+    for (int i = 0; scn_cuda_graph_scope_names[i]; i++)
+        if (s->host.cuda_graph_scope & (1 << i)) cJSON_AddItemToArray(scope, cJSON_CreateString(scn_cuda_graph_scope_names[i]));
+    cJSON_AddNumberToObject(h, "wait_s", mean->overhead_s);
+    if (!hp) return h;
+    cJSON_AddNumberToObject(h, "call_us", hp->tab.par.call_s * 1e6);
+    cJSON_AddNumberToObject(h, "launch_us", hp->tab.par.launch_s * 1e6);
+    cJSON_AddNumberToObject(h, "graph_launch_us", hp->tab.par.graph_launch_s * 1e6);
+    cJSON_AddNumberToObject(h, "sync_us", hp->tab.par.sync_s * 1e6);
+    /* pipeline stage 0's whole list: issue time and syncs of its ops */
+    double issue = 0;
+    int syncs = 0;
+    for (int i = 0; i < p->stage_n_ops[0]; i++) {
+        host_op o = step_host_costmodel((void *)hp, p, 0, i, &p->stage_ops[0][i]);
+        issue += o.issue_s;
+        syncs += o.sync != HOST_SYNC_NONE;
+    }
+    cJSON_AddNumberToObject(h, "stage0_issue_s", issue);
+    cJSON_AddNumberToObject(h, "stage0_syncs", syncs);
+    return h;
+}
+
 /* step.fidelity picks the executor: "fast" = the op-level DES with SimGrid-memoized patterns
  * (step_exec.h), "full" = every transfer of every rank as SimGrid flows (exec_full.h, <= 256 GPUs). */
 static int run_executor(const scenario *s, const program *p, const step_exec_opts *eo, step_exec_result *xr,
@@ -149,6 +186,8 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
             step_pricing pricing;
             step_pricing_init(&pricing, p, cm);
             step_exec_opts eo = {.comm = comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
+            step_host_pricing hp;
+            host_side(&eo, &hp, p);
             step_exec_result xr;
             int rc = run_executor(s, p, &eo, &xr, err);
             timed = rc == EXIT_RUNTIME && xr.timeout.found;
@@ -223,6 +262,8 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     step_pricing pricing;
     step_pricing_init(&pricing, p, &cm);
     step_exec_opts eo = {.comm = &comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
+    step_host_pricing host;
+    host_side(&eo, &host, p);
     if (opt && opt->progress) {
         eo.progress = exec_progress;
         eo.progress_ctx = (void *)opt;
@@ -264,6 +305,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         out->max_collective_wait_s = xr.max_collective_wait_s;
         out->compute_s = mean.compute_s; out->exposed_comm_s = mean.exposed_comm_s;
         out->bubble_s = mean.bubble_s; out->optimizer_s = mean.optimizer_s;
+        out->host_s = mean.overhead_s;
         double tokens = (double)s->layout.global_batch * s->model.seq_len;
         /* Only the work actually done counts: tokens/s/GPU the processed share of the tokens (dropped
          * token-expert pairs are reported beside it), MFU the model's FLOPs (model.h's exact per-token
@@ -318,6 +360,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
         cJSON_AddItemToObject(bd, "collective_timeout", step_timeout_json(p, &xr.timeout));
         cJSON_AddItemToObject(bd, "hang", step_hang_summary_json(p, &xr.hang));
+        cJSON_AddItemToObject(bd, "host", host_json(s, p, eo.host ? &host : NULL, &mean));
         if (pfc) { cJSON_AddItemToObject(bd, "pfc", pfc); pfc = NULL; }
         out->breakdown = bd;
     }
@@ -342,6 +385,7 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
     cJSON_AddNumberToObject(obj, "exposed_comm_s", r->exposed_comm_s);
     cJSON_AddNumberToObject(obj, "bubble_s", r->bubble_s);
     cJSON_AddNumberToObject(obj, "optimizer_s", r->optimizer_s);
+    cJSON_AddNumberToObject(obj, "host_s", r->host_s);
     cJSON_AddNumberToObject(obj, "dropped_token_fraction", r->dropped_token_fraction);
     cJSON_AddNumberToObject(obj, "expert_load_cv", r->expert_load_cv);
     cJSON_AddNumberToObject(obj, "expert_load_max_min", r->expert_load_max_min);

@@ -11,6 +11,8 @@ struct cJSON;
 typedef struct {
     double step_time_s, tokens_per_s_per_gpu, mfu, tflops_per_gpu;
     double compute_s, exposed_comm_s, bubble_s, optimizer_s;
+    double host_s;                 /* mean over ranks: the compute stream idle, waiting for the host
+                                      to issue its next kernels (step_host.h; 0 without a host side) */
     double dropped_token_fraction, expert_load_cv, expert_load_max_min, expert_load_gini;
     int slowest_rank;
     /* NCCL timeout (faults.collective_timeout_s): the step failed when a rank's wait inside one
