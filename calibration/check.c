@@ -25,8 +25,8 @@
 #include "calibration/nccl_tests.h"
 #include "sim/plan/costmodel.h"
 
-static const char *const compared_sections[] = { "peak_tflops", "gemm", "attention", "memory", "kernels",
-                                                  "links", "collectives", NULL };
+static const char *const compared_sections[] = { "peak_tflops", "sustained", "gemm", "attention", "memory",
+                                                  "kernels", "links", "collectives", NULL };
 
 /* Resolve a stored path: traces_dir/basename, else as stored (cwd), else under MOESIM_SOURCE_DIR. */
 static void resolve(const char *stored, const char *dir, char *out, size_t cap) {
@@ -161,24 +161,31 @@ static int check_one(const char *model_path, const char *traces_dir, double tol,
             drift = 1;
         }
     }
-    char base_path[1200] = "";
+    /* the models it was fitted over: the base, and the tiles model (simcal fit --tiles) */
+    char base_path[1200] = "", tiles_path[1200] = "";
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(model, "base");
-    if (!rc && base) {
-        const cJSON *p = json_member(base, "path"), *h = json_member(base, "fnv1a64");
+    const cJSON *tiles = cJSON_GetObjectItemCaseSensitive(model, "tiles");
+    const cJSON *over[2] = {base, tiles};
+    char *over_path[2] = {base_path, tiles_path};
+    const char *over_key[2] = {"base", "tiles"};
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (!over[k]) continue;
+        const cJSON *p = json_member(over[k], "path"), *h = json_member(over[k], "fnv1a64");
         if (!cJSON_IsString(p) || !cJSON_IsString(h)) {
-            rc = moe_error_input(err, model_path, "base", NULL, "{\"path\": ..., \"fnv1a64\": ...}");
+            rc = moe_error_input(err, model_path, over_key[k], NULL, "{\"path\": ..., \"fnv1a64\": ...}");
         } else {
-            resolve(p->valuestring, NULL, base_path, sizeof base_path);
+            resolve(p->valuestring, NULL, over_path[k], sizeof base_path);
             char hex[17];
-            if (!(rc = calib_file_hash(base_path, hex, err)) && strcmp(hex, h->valuestring) != 0) {
-                fprintf(log, "DRIFT %s: base model %s changed since the fit\n", model_path, base_path);
+            if (!(rc = calib_file_hash(over_path[k], hex, err)) && strcmp(hex, h->valuestring) != 0) {
+                fprintf(log, "DRIFT %s: %s model %s changed since the fit\n", model_path, over_key[k], over_path[k]);
                 drift = 1;
             }
         }
     }
     cJSON *refit = NULL;
     if (!rc) {
-        fit_options o = { (const char *const *)paths, nt, base ? base_path : NULL, cm.source, cm.device };
+        fit_options o = { (const char *const *)paths, nt, base ? base_path : NULL, cm.source, cm.device,
+                          tiles ? tiles_path : NULL };
         rc = fit_build_model(&o, &refit, NULL, err);
     }
     if (!rc) {

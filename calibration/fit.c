@@ -108,7 +108,9 @@ static int nlinear_solve(const char *what, gsl_multifit_nlinear_fdf *fdf, const 
         rc = moe_error_set(err, EXIT_RUNTIME, "%s: fit failed (%s)", what, gsl_strerror(status));
     } else {
         gsl_matrix *cov = gsl_matrix_alloc(m, m);
-        gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, cov);
+        /* a singular Jacobian (a point held at its ceiling: no parameter moves it) has no covariance:
+         * standard errors 0 */
+        if (gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, cov) != GSL_SUCCESS) gsl_matrix_set_zero(cov);
         double s2 = n > m ? chisq / (double)(n - m) : 0.0;
         const gsl_vector *q = gsl_multifit_nlinear_position(w);
         for (size_t j = 0; j < m; j++) {
@@ -221,6 +223,9 @@ static int is_attention(const trace_point *p) { return !strncmp(p->kernel, "atte
 static int is_memory(const trace_point *p) {
     return !is_collective(p) && !is_gemm_like(p) && !is_attention(p) && p->bytes > 0;
 }
+/* quantize kernels (recipes.h classes "quantize", "quantize_amax", "quantize_rht_sr"): fitted per kernel
+ * only, never into the generic memory model */
+static int is_quantize(const trace_point *p) { return is_memory(p) && !strncmp(p->kernel, "quantize", 8); }
 
 /* ---- JSON helpers ----------------------------------------------------------------------------------- */
 
@@ -339,17 +344,25 @@ static double predict_gemm(const costmodel *cm, const trace_point *p) {
                                     calib_dtype_of(p->dtype));
 }
 
-/* An attention point's launch shape. */
+/* An attention point's launch shape; a sliding window of W < seq keys is a causal band of W keys per
+ * query (as compute_attention_chunk prices a windowed layer). */
 static cm_attn_shape attn_shape_of(const trace_point *p) {
-    return (cm_attn_shape){.batch = trace_point_dim(p, "batch", 1), .heads = trace_point_dim(p, "heads", 1),
-                           .seq_q = trace_point_dim(p, "seq", 0), .seq_k = trace_point_dim(p, "seq", 0),
-                           .d_qk = trace_point_dim(p, "d_qk", 0), .d_v = trace_point_dim(p, "d_v", 0),
-                           .causal = trace_point_dim(p, "causal", 0) > 0};
+    cm_attn_shape a = {.batch = trace_point_dim(p, "batch", 1), .heads = trace_point_dim(p, "heads", 1),
+                       .seq_q = trace_point_dim(p, "seq", 0), .seq_k = trace_point_dim(p, "seq", 0),
+                       .d_qk = trace_point_dim(p, "d_qk", 0), .d_v = trace_point_dim(p, "d_v", 0),
+                       .causal = trace_point_dim(p, "causal", 0) > 0};
+    double w = trace_point_dim(p, "window", 0);
+    if (w > 0 && w < a.seq_q) a.seq_k = w, a.causal = 1;
+    return a;
 }
 
 static int attention_bwd(const trace_point *p) { return !strcmp(p->kernel, "attention_bwd"); }
 
-double fit_predict_compute(const costmodel *cm, const trace_point *p) {
+double fit_predict_compute(const costmodel *model, const trace_point *p) {
+    /* published tables are burst rates: the model's sustained clock does not apply to them */
+    costmodel burst = *model;
+    burst.sustained = 1.0;
+    const costmodel *cm = &burst;
     if (is_attention(p)) {
         cm_attn_shape a = attn_shape_of(p);
         return costmodel_attention_core_s(cm, &a, attention_bwd(p));
@@ -375,19 +388,48 @@ typedef struct {
     costmodel *cm;       /* peaks and sm_count; gemm_dt[dt] is set from the parameters */
     dtype_kind dt;
     int eff_only;        /* 1: the parameter vector is log eff_max alone (the rest fixed) */
+    const double *w;     /* per point: 1 / sqrt(points of its table), every published table weighs alike */
 } tile_data;
+
+/* Weights that make every table (trace_point.table, else its trace) count alike in a fit of n points:
+ * a 48-point sweep does not drown a table's one published peak rate. */
+static double *table_weights(const trace_point *const *pts, int n) {
+    double *w = moe_xcalloc((size_t)n + 1, sizeof *w);
+    for (int i = 0; i < n; i++) {
+        int same = 0;
+        for (int j = 0; j < n; j++) same += !strcmp(pts[i]->table, pts[j]->table);
+        w[i] = 1.0 / sqrt((double)same);
+    }
+    return w;
+}
+
+/* The fitted coordinates: logarithms of the rates and times, logit(eff_max / 1.5) (eff_max stays in
+ * (0, 1.5), the model file's range: it is the tensor-core rate of the tile form, which wave
+ * quantization and tile overheads lower to what a GEMM achieves) and log(q - 1) (the smooth max of SM and HBM time stays between their maximum and their sum:
+ * q < 1 would make the two overlap less than not at all, and q -> 0 turns the form into a degenerate
+ * product, which a table without large shapes, such as XLA's sm_100 one, can otherwise fall into). */
+#define EFF_RANGE 1.5
+static double logistic(double t) { return EFF_RANGE / (1.0 + exp(-t)); }
+static double logit(double e) { return log(e / (EFF_RANGE - e)); }
 
 static void tile_params_set(const gsl_vector *q, int eff_only, cm_gemm_params *g) {
     if (eff_only) {
-        g->eff_max = exp(gsl_vector_get(q, 0));
+        g->eff_max = logistic(gsl_vector_get(q, 0));
         return;
     }
     g->launch_s = exp(gsl_vector_get(q, 0));
-    g->eff_max = exp(gsl_vector_get(q, 1));
+    g->eff_max = logistic(gsl_vector_get(q, 1));
     g->operand_Bps = exp(gsl_vector_get(q, 2));
     g->tile_load_Bps = exp(gsl_vector_get(q, 3));
     g->tile_overhead_s = exp(gsl_vector_get(q, 4));
-    g->overlap_q = exp(gsl_vector_get(q, 5));
+    g->overlap_q = 1.0 + exp(gsl_vector_get(q, 5));
+}
+
+/* d value / d coordinate of each tile parameter (the standard errors' delta method) */
+static double tile_param_slope(int j, double v) {
+    if (j == 1) return v * (1.0 - v / EFF_RANGE);   /* eff_max = logistic */
+    if (j == 5) return v - 1.0;         /* q = 1 + exp */
+    return v;                            /* exp */
 }
 
 static int tile_resid(const gsl_vector *q, void *params, gsl_vector *f) {
@@ -395,7 +437,7 @@ static int tile_resid(const gsl_vector *q, void *params, gsl_vector *f) {
     tile_params_set(q, d->eff_only, &d->cm->gemm_dt[d->dt]);
     for (int i = 0; i < d->n; i++) {
         double y = d->pts[i]->time_us * 1e-6;
-        gsl_vector_set(f, i, (predict_gemm(d->cm, d->pts[i]) - y) / y);
+        gsl_vector_set(f, i, d->w[i] * (predict_gemm(d->cm, d->pts[i]) - y) / y);
     }
     return GSL_SUCCESS;
 }
@@ -407,7 +449,7 @@ static int tile_resid(const gsl_vector *q, void *params, gsl_vector *f) {
  * tile load rate and overhead, overlap) taken from the sibling: a few published points resolve a
  * precision's tensor-core efficiency, not its tiling. */
 static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, const cm_gemm_params *sibling,
-                          cJSON *by_dtype, cm_gemm_params *fitted, int *done, moe_error *err) {
+                          int from_tiles, cJSON *by_dtype, cm_gemm_params *fitted, int *done, moe_error *err) {
     *done = 0;
     int n = 0;
     for (int t = 0; t < c->n_traces; t++)
@@ -415,8 +457,10 @@ static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, cons
             const trace_point *p = &c->traces[t].pts[i];
             n += is_gemm_like(p) && has_mnk(p) && calib_dtype_of(p->dtype) == dt;
         }
-    int eff_only = n <= 2 * TILE_PARAMS;
-    if (eff_only && (n < 3 || !sibling)) return 0;
+    /* with a tiles model (--tiles) every precision with a point takes its structure: one point
+     * resolves eff_max (a published peak rate), more points average it */
+    int eff_only = from_tiles || n <= 2 * TILE_PARAMS;
+    if (eff_only && (n < (from_tiles ? 1 : 3) || !sibling)) return 0;
     const trace_point **pts = moe_xcalloc((size_t)n, sizeof *pts);
     int k = 0;
     for (int t = 0; t < c->n_traces; t++)
@@ -429,7 +473,16 @@ static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, cons
     if (eff_only) cm.gemm_dt[dt] = *sibling;
     tile_set_of(dt, &cm.gemm_dt[dt]);
     cm.gemm_fitted[dt] = 1;
-    tile_data d = {n, pts, &cm, dt, eff_only};
+    /* the ceiling: the best fraction of peak among this precision's points (a maximum-achievable
+     * rate, MAMF's best shape, bounds every shape the form extrapolates to) */
+    double ceil = 0;
+    for (int i = 0; i < n; i++) {
+        double e = pts[i]->flops / (pts[i]->time_us * 1e-6 * costmodel_peak_flops(&cm, dt));
+        if (e > ceil) ceil = e;
+    }
+    cm.gemm_dt[dt].ceil_eff = ceil < 1.0 ? ceil : 1.0;
+    double *w = table_weights(pts, n);
+    tile_data d = {n, pts, &cm, dt, eff_only, w};
     gsl_multifit_nlinear_fdf fdf = {.f = tile_resid, .df = NULL, .fvv = NULL, .n = (size_t)n,
                                     .p = eff_only ? 1 : TILE_PARAMS, .params = &d};
     /* starts: typical Hopper figures (3 us launch, 0.5 us per tile, operand streaming at 0.9 x HBM,
@@ -439,8 +492,8 @@ static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, cons
     double best_q[TILE_PARAMS], best_se[TILE_PARAMS], best_chisq = INFINITY;
     int iters = 0, rc = 0, ok = 0;
     for (int s = 0; s < (eff_only ? 2 : 4); s++) {
-        double q0[TILE_PARAMS] = {log(3e-6), log(s & 1 ? 0.9 : 0.7), log(0.9 * hbm), log(20e12), log(0.5e-6),
-                                  log(s & 2 ? 3.0 : 1.5)};
+        double q0[TILE_PARAMS] = {log(3e-6), logit(s & 1 ? 0.9 : 0.7), log(0.9 * hbm), log(20e12), log(0.5e-6),
+                                  log((s & 2 ? 3.0 : 1.5) - 1.0)};
         if (eff_only) q0[0] = q0[1];
         double q[TILE_PARAMS], se[TILE_PARAMS], chisq;
         moe_error e1 = {0};
@@ -452,7 +505,7 @@ static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, cons
             memcpy(best_se, se, sizeof se);
         }
     }
-    if (!ok) { free(pts); return rc ? rc : moe_error_set(err, EXIT_RUNTIME, "gemm tile/wave form: no fit"); }
+    if (!ok) { free(pts); free(w); return rc ? rc : moe_error_set(err, EXIT_RUNTIME, "gemm tile/wave form: no fit"); }
     gsl_vector_view qv = gsl_vector_view_array(best_q, eff_only ? 1 : TILE_PARAMS);
     tile_params_set(&qv.vector, eff_only, &cm.gemm_dt[dt]);
     if (eff_only) {   /* the standard error is eff_max's alone */
@@ -475,12 +528,16 @@ static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, cons
     double vals[TILE_PARAMS] = {g->launch_s, g->eff_max, g->operand_Bps, g->tile_load_Bps, g->tile_overhead_s, g->overlap_q};
     cJSON *o = cJSON_AddObjectToObject(by_dtype, costmodel_dtype_name(dt));
     for (int j = 0; j < TILE_PARAMS; j++) add_num(o, TILE_NAMES[j], vals[j] * TILE_SCALE[j]);
+    add_num(o, "ceil_eff", g->ceil_eff);
     cJSON *tm = cJSON_AddArrayToObject(o, "tile_m"), *tn = cJSON_AddArrayToObject(o, "tile_n");
     for (int i = 0; i < g->n_tile_m; i++) cJSON_AddItemToArray(tm, cJSON_CreateNumber(g->tile_m[i]));
     for (int i = 0; i < g->n_tile_n; i++) cJSON_AddItemToArray(tn, cJSON_CreateNumber(g->tile_n[i]));
     cJSON *se = cJSON_AddObjectToObject(o, "stderr");
-    for (int j = 0; j < TILE_PARAMS; j++) add_num(se, TILE_NAMES[j], vals[j] * best_se[j] * TILE_SCALE[j]);
-    if (eff_only) cJSON_AddStringToObject(o, "from", "eff_max fitted; the tiling parameters from bf16's fit");
+    for (int j = 0; j < TILE_PARAMS; j++)
+        add_num(se, TILE_NAMES[j], tile_param_slope(j, vals[j]) * best_se[j] * TILE_SCALE[j]);
+    if (eff_only)
+        cJSON_AddStringToObject(o, "from", from_tiles ? "eff_max fitted; the tiling parameters from the tiles model"
+                                                      : "eff_max fitted; the tiling parameters from bf16's fit");
     cJSON *fs = cJSON_AddObjectToObject(o, "fit");
     cJSON_AddNumberToObject(fs, "points", n);
     add_num(fs, "rms_rel_err", r.rms_rel_err);
@@ -491,6 +548,7 @@ static int fit_gemm_tiled(fit_ctx *c, const costmodel *tmpl, dtype_kind dt, cons
                 g->eff_max, g->operand_Bps / 1e9, g->launch_s * 1e6, g->tile_load_Bps / 1e9, g->tile_overhead_s * 1e6,
                 g->overlap_q, n, r.rms_rel_err, r.max_rel_err);
     free(pts);
+    free(w);
     return 0;
 }
 
@@ -509,7 +567,7 @@ static int fit_attention_dir(fit_ctx *c, int bwd, double peak_bf16, cJSON *dst, 
             n += is_attention(p) && attention_bwd(p) == bwd;
         }
     if (n < 6) return moe_error_set(err, EXIT_RUNTIME, "attention %s: %d points; need 6 or more", bwd ? "bwd" : "fwd", n);
-    enum { A_MM = 0, A_PAIR, A_ROW, A_CAUSAL, A_N };
+    enum { A_MM = 0, A_PAIR, A_ROW, A_ROW_FIXED, A_CAUSAL, A_N };
     double *x = moe_xcalloc((size_t)n * A_N, sizeof *x), *y = moe_xcalloc((size_t)n, sizeof *y);
     double *y0 = moe_xcalloc((size_t)n, sizeof *y0);
     int k = 0;
@@ -523,11 +581,12 @@ static int fit_attention_dir(fit_ctx *c, int bwd, double peak_bf16, cJSON *dst, 
             x[k * A_N + A_MM] = pairs * mm / peak_bf16;
             x[k * A_N + A_PAIR] = pairs;
             x[k * A_N + A_ROW] = a.batch * a.heads * a.seq_q * 0.5 * (a.d_qk + a.d_v);
+            x[k * A_N + A_ROW_FIXED] = a.batch * a.heads * a.seq_q;
             x[k * A_N + A_CAUSAL] = a.causal ? pairs * mm / peak_bf16 : 0.0;
             y0[k] = ATTN_LAUNCH_S;
             y[k++] = p->time_us * 1e-6;
         }
-    fit_term_kind kind[A_N] = {TERM_RATE, TERM_RATE, TERM_RATE, TERM_RATE};
+    fit_term_kind kind[A_N] = {TERM_RATE, TERM_RATE, TERM_RATE, TERM_RATE, TERM_RATE};
     fit_result r;
     char what[64];
     snprintf(what, sizeof what, "attention %s (eff, pair, row, causal)", bwd ? "bwd" : "fwd");
@@ -540,34 +599,71 @@ static int fit_attention_dir(fit_ctx *c, int bwd, double peak_bf16, cJSON *dst, 
     add_num(o, "eff", r.p[A_MM]);
     add_num(o, "pair_ps", isfinite(r.p[A_PAIR]) ? 1e12 / r.p[A_PAIR] : 0.0);
     add_num(o, "row_dim_ps", isfinite(r.p[A_ROW]) ? 1e12 / r.p[A_ROW] : 0.0);
+    add_num(o, "row_ps", isfinite(r.p[A_ROW_FIXED]) ? 1e12 / r.p[A_ROW_FIXED] : 0.0);
     add_num(o, "causal_eff", r.p[A_CAUSAL]);
-    const char *names[A_N] = {"eff", "pair_ps", "row_dim_ps", "causal_eff"};
-    const double scale[A_N] = {1.0, 1.0, 1.0, 1.0};
+    const char *names[A_N] = {"eff", "pair_ps", "row_dim_ps", "row_ps", "causal_eff"};
+    const double scale[A_N] = {1.0, 1.0, 1.0, 1.0, 1.0};
     fit_result se = r;   /* standard errors of the reciprocals by the delta method: d(1/p) = dp / p^2 */
     se.se[A_PAIR] = isfinite(r.p[A_PAIR]) ? 1e12 * r.se[A_PAIR] / (r.p[A_PAIR] * r.p[A_PAIR]) : 0;
     se.se[A_ROW] = isfinite(r.p[A_ROW]) ? 1e12 * r.se[A_ROW] / (r.p[A_ROW] * r.p[A_ROW]) : 0;
+    se.se[A_ROW_FIXED] = isfinite(r.p[A_ROW_FIXED]) ? 1e12 * r.se[A_ROW_FIXED] / (r.p[A_ROW_FIXED] * r.p[A_ROW_FIXED]) : 0;
     add_fit_stats(o, &se, names, scale);
     if (c->log)
-        fprintf(c->log, "fit attention %s: eff %.4f, pair %.4f ps, row %.4f ps per dim, causal eff %.4g; %d points, "
-                "rms rel err %.3f, max %.3f\n", bwd ? "bwd" : "fwd", r.p[A_MM], 1e12 / r.p[A_PAIR], 1e12 / r.p[A_ROW],
-                r.p[A_CAUSAL], r.points, r.rms_rel_err, r.max_rel_err);
+        fprintf(c->log, "fit attention %s: eff %.4f, pair %.4f ps, row %.4f ps per dim + %.4f ps, causal eff %.4g; "
+                "%d points, rms rel err %.3f, max %.3f\n", bwd ? "bwd" : "fwd", r.p[A_MM], 1e12 / r.p[A_PAIR],
+                1e12 / r.p[A_ROW], 1e12 / r.p[A_ROW_FIXED], r.p[A_CAUSAL], r.points, r.rms_rel_err, r.max_rel_err);
     return 0;
 }
 
-/* Memory-bound fit over the points whose kernel is `only` (NULL = all memory-bound points). */
-static int fit_memory(fit_ctx *c, const char *only, cJSON *dst, const char *key, moe_error *err) {
+/* A point of the memory fit over `only` (NULL: every memory-bound point but the quantize kernels). */
+static int memory_point_of(const trace_point *p, const char *only) {
+    return is_memory(p) && (only ? strcmp(p->kernel, only) == 0 : !is_quantize(p));
+}
+
+/* t_i = alpha0 + b_i / beta with alpha0 known: beta by relative least squares (x[i * 2 + 1] = b_i);
+ * the constant is reported as not fitted (dropped). */
+static int fit_alpha_beta_fixed(const char *what, int n, const double *x, const double *y, double alpha0,
+                                fit_result *r, moe_error *err) {
+    memset(r, 0, sizeof *r);
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        double u = x[i * 2 + 1] / y[i];
+        num += u * (y[i] - alpha0) / y[i];
+        den += u * u;
+    }
+    if (!(num > 0 && den > 0)) return moe_error_set(err, EXIT_RUNTIME, "%s: no positive bandwidth", what);
+    r->n_terms = 2;
+    r->kind[0] = TERM_CONST;
+    r->kind[1] = TERM_RATE;
+    r->p[0] = alpha0;
+    r->p[1] = den / num;
+    r->dropped[0] = 1;   /* not fitted: known */
+    r->points = n;
+    double s2 = 0, mx = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs((alpha0 + x[i * 2 + 1] / r->p[1] - y[i]) / y[i]);
+        s2 += e * e;
+        if (e > mx) mx = e;
+    }
+    r->rms_rel_err = sqrt(s2 / n);
+    r->max_rel_err = mx;
+    return 0;
+}
+
+/* Memory-bound fit over the points whose kernel is `only` (NULL = all memory-bound points but the
+ * quantize kernels). launch_s >= 0: the launch is that known value and the bandwidth alone is fitted
+ * (a quantize kernel published as a rate at one or two sizes: the relative least-squares solution of
+ * launch + bytes / bw = t). */
+static int fit_memory(fit_ctx *c, const char *only, cJSON *dst, const char *key, double launch_s, moe_error *err) {
     int n = 0;
     for (int t = 0; t < c->n_traces; t++)
-        for (int i = 0; i < c->traces[t].n; i++) {
-            const trace_point *p = &c->traces[t].pts[i];
-            n += is_memory(p) && (!only || strcmp(p->kernel, only) == 0);
-        }
+        for (int i = 0; i < c->traces[t].n; i++) n += memory_point_of(&c->traces[t].pts[i], only);
     double *x = moe_xcalloc((size_t)n * 2 + 1, sizeof *x), *y = moe_xcalloc((size_t)n + 1, sizeof *y);
     int k = 0;
     for (int t = 0; t < c->n_traces; t++)
         for (int i = 0; i < c->traces[t].n; i++) {
             const trace_point *p = &c->traces[t].pts[i];
-            if (!is_memory(p) || (only && strcmp(p->kernel, only) != 0)) continue;
+            if (!memory_point_of(p, only)) continue;
             x[k * 2 + 0] = 0;
             x[k * 2 + 1] = p->bytes;
             y[k++] = p->time_us * 1e-6;
@@ -576,7 +672,8 @@ static int fit_memory(fit_ctx *c, const char *only, cJSON *dst, const char *key,
     fit_result r;
     char what[96];
     snprintf(what, sizeof what, "memory-bound %s (launch, bandwidth)", only ? only : "kernels");
-    int rc = fit_terms(what, n, 2, kind, x, y, &r, err);
+    int rc = launch_s >= 0 ? fit_alpha_beta_fixed(what, n, x, y, launch_s, &r, err)
+                           : fit_terms(what, n, 2, kind, x, y, &r, err);
     free(x);
     free(y);
     if (rc) return rc;
@@ -631,33 +728,8 @@ static int op_rank(const char *op) {
 static int fit_alpha_beta(const char *what, int n, const double *x, const double *y, double alpha0, fit_result *r,
                           moe_error *err) {
     fit_term_kind kind[2] = { TERM_CONST, TERM_RATE };
-    if (n >= 3) {
-        return fit_terms(what, n, 2, kind, x, y, r, err);
-    }
-    memset(r, 0, sizeof *r);
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        double u = x[i * 2 + 1] / y[i];
-        num += u * (y[i] - alpha0) / y[i];
-        den += u * u;
-    }
-    if (!(num > 0 && den > 0)) return moe_error_set(err, EXIT_RUNTIME, "%s: no positive bandwidth", what);
-    r->n_terms = 2;
-    r->kind[0] = TERM_CONST;
-    r->kind[1] = TERM_RATE;
-    r->p[0] = alpha0;
-    r->p[1] = den / num;
-    r->dropped[0] = 1;   /* not fitted: taken from the base */
-    r->points = n;
-    double s2 = 0, mx = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs((alpha0 + x[i * 2 + 1] / r->p[1] - y[i]) / y[i]);
-        s2 += e * e;
-        if (e > mx) mx = e;
-    }
-    r->rms_rel_err = sqrt(s2 / n);
-    r->max_rel_err = mx;
-    return 0;
+    if (n >= 3) return fit_terms(what, n, 2, kind, x, y, r, err);
+    return fit_alpha_beta_fixed(what, n, x, y, alpha0, r, err);   /* alpha from the base */
 }
 
 static int fit_collectives(fit_ctx *c, cJSON *root, cJSON *links, const costmodel *base, moe_error *err) {
@@ -810,6 +882,20 @@ static int add_residuals(const fit_ctx *c, const char *const *paths, cJSON *root
 
 /* ---- the whole model ----------------------------------------------------------------------------- */
 
+/* root.<key> = {"path", "fnv1a64"} of a model the fit was made over (simcal check verifies the hash),
+ * and its note. */
+static int add_model_ref(cJSON *root, cJSON *notes, const char *key, const char *path, const char *note,
+                         moe_error *err) {
+    char hex[17];
+    int rc = calib_file_hash(path, hex, err);
+    if (rc) return rc;
+    cJSON *b = cJSON_AddObjectToObject(root, key);
+    cJSON_AddStringToObject(b, "path", path);
+    cJSON_AddStringToObject(b, "fnv1a64", hex);
+    cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+    return 0;
+}
+
 static const char *basename_of(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
@@ -818,22 +904,31 @@ static const char *basename_of(const char *p) {
 int fit_build_model(const fit_options *opt, cJSON **model, FILE *log, moe_error *err) {
     *model = NULL;
     if (opt->n_traces < 1) return moe_error_input(err, NULL, NULL, NULL, "at least one trace to fit");
+    gsl_set_error_handler_off();   /* report through moe_error, never abort() */
     fit_ctx c = { moe_xcalloc((size_t)opt->n_traces, sizeof(trace)), opt->n_traces, log };
-    cJSON *base = NULL, *root = NULL;
+    cJSON *base = NULL, *root = NULL, *tiles = NULL;
     int rc = 0;
-    costmodel base_cm;
+    costmodel base_cm, tiles_cm;
     if (opt->base_path) {
         if ((rc = costmodel_load(opt->base_path, &base_cm, err))) goto done;
         if (!(base = json_load(opt->base_path, 0, err))) { rc = EXIT_BADINPUT; goto done; }
     }
+    if (opt->tiles_path) {
+        if ((rc = costmodel_load(opt->tiles_path, &tiles_cm, err))) goto done;
+        if (!tiles_cm.gemm_fitted[DT_BF16]) {
+            rc = moe_error_input(err, opt->tiles_path, "gemm.by_dtype.bf16", NULL,
+                                 "a tile/wave GEMM fit (the --tiles model gives the GEMM kernel structure)");
+            goto done;
+        }
+        if (!(tiles = json_load(opt->tiles_path, 0, err))) { rc = EXIT_BADINPUT; goto done; }
+    }
     for (int t = 0; t < opt->n_traces && !rc; t++) rc = trace_read(opt->trace_paths[t], &c.traces[t], err);
     if (rc) goto done;
 
-    int n_gemm = 0, n_mem = 0, n_comm = 0;
+    int n_gemm = 0, n_comm = 0;
     for (int t = 0; t < c.n_traces; t++)
         for (int i = 0; i < c.traces[t].n; i++) {
             n_gemm += is_gemm_like(&c.traces[t].pts[i]);
-            n_mem += is_memory(&c.traces[t].pts[i]);
             n_comm += is_collective(&c.traces[t].pts[i]);
         }
     const trace_provenance *pv = &c.traces[0].prov;
@@ -872,16 +967,15 @@ int fit_build_model(const fit_options *opt, cJSON **model, FILE *log, moe_error 
         cJSON_AddNumberToObject(o, "points", c.traces[t].n);
         cJSON_AddItemToArray(tr, o);
     }
-    if (base) {
-        cJSON *b = cJSON_AddObjectToObject(root, "base");
-        char hex[17];
-        if ((rc = calib_file_hash(opt->base_path, hex, err))) goto done;
-        cJSON_AddStringToObject(b, "path", opt->base_path);
-        cJSON_AddStringToObject(b, "fnv1a64", hex);
-        cJSON_AddItemToArray(notes, cJSON_CreateString(
-            "sections not fitted from the traces are copied from the base model; \"measured\" is "
-            "false because part of the model is not a measurement"));
-    }
+    if (base && (rc = add_model_ref(root, notes, "base", opt->base_path,
+                                    "sections not fitted from the traces are copied from the base model; \"measured\" is "
+                                    "false because part of the model is not a measurement", err)))
+        goto done;
+    if (tiles && (rc = add_model_ref(root, notes, "tiles", opt->tiles_path,
+                                     "gemm.by_dtype: the tile/wave structure (launch, operand and tile-load rates, tile "
+                                     "overhead, overlap) of each precision is the tiles model's (same GPU architecture); "
+                                     "eff_max is fitted on this GPU kind's points", err)))
+        goto done;
 
     /* peaks: base model > trace provenance > empirical (the best rate measured: CPU traces) */
     double peak_bf16 = 0, peaks[4];
@@ -924,25 +1018,47 @@ int fit_build_model(const fit_options *opt, cJSON **model, FILE *log, moe_error 
     for (int k = 0; k < 4; k++) tmpl.peak_flops[k] = peaks[k];
     tmpl.peak_fp4_flops = base ? base_cm.peak_fp4_flops : 0;
     if (base && base_cm.peak_fp4_flops > 0) add_num(pk, "fp4", base_cm.peak_fp4_flops / 1e12);
+    /* the sustained clock is the base model's (a measurement of its own, never fitted on the
+     * published burst tables) */
+    if (base && cJSON_GetObjectItem(base, "sustained"))
+        cJSON_AddItemToObject(root, "sustained", cJSON_Duplicate(cJSON_GetObjectItem(base, "sustained"), 1));
     /* the SM count of GPU traces (the tile/wave GEMM form); CPU traces have none */
     for (int t = 0; t < c.n_traces; t++)
         if (c.traces[t].prov.sm_count > 0 && c.traces[t].prov.kind != TRACE_KIND_CPU) tmpl.sm_count = c.traces[t].prov.sm_count;
 
     double eff = 0, launch = 0;
-    if (n_gemm > 0) {
+    /* the additive default (gemm) needs more points than its 3 parameters; a --tiles fit (a few
+     * published rates per precision) keeps the tiles model's default, a fit of 3 points or fewer the
+     * base model's */
+    const cJSON *gemm_from = tiles ? cJSON_GetObjectItem(tiles, "gemm") : base ? cJSON_GetObjectItem(base, "gemm") : NULL;
+    if (n_gemm > 0 && ((n_gemm > 3 && !tiles) || !gemm_from)) {
         if ((rc = fit_gemm(&c, &tmpl, root, &eff, &launch, err))) goto done;
+    } else if (n_gemm > 0) {
+        cJSON *g = cJSON_Duplicate(gemm_from, 1);
+        const char *drop[] = {"by_dtype", "sm_count", NULL};
+        for (const char **d = drop; *d; d++) cJSON_DeleteItemFromObject(g, *d);
+        cJSON_AddItemToObject(root, "gemm", g);
+        eff = cJSON_GetObjectItem(g, "eff_max")->valuedouble;
+        launch = cJSON_GetObjectItem(g, "launch_us")->valuedouble * 1e-6;
+    }
+    if (n_gemm > 0) {
         if (tmpl.sm_count > 0) {
             cJSON *g = cJSON_GetObjectItem(root, "gemm");
             cJSON_AddNumberToObject(g, "sm_count", tmpl.sm_count);
             cJSON *bd = cJSON_AddObjectToObject(g, "by_dtype");
-            /* BF16 first: the cuBLAS-class precisions with few points take its tiling */
+            /* BF16 first: the cuBLAS-class precisions with few points take its tiling; with a tiles
+             * model every precision takes that model's fit of it (its BF16 fit when it has none) */
             cm_gemm_params bf16, other;
             int have_bf16 = 0, done_dt;
-            if ((rc = fit_gemm_tiled(&c, &tmpl, DT_BF16, NULL, bd, &bf16, &have_bf16, err))) goto done;
-            for (int dt = 0; dt < DT_NKINDS && !rc; dt++)
-                if (dt != DT_BF16)
-                    rc = fit_gemm_tiled(&c, &tmpl, (dtype_kind)dt, have_bf16 && dt != DT_FP8 ? &bf16 : NULL, bd, &other,
-                                        &done_dt, err);
+            if ((rc = fit_gemm_tiled(&c, &tmpl, DT_BF16, tiles ? &tiles_cm.gemm_dt[DT_BF16] : NULL, tiles != NULL, bd,
+                                     &bf16, &have_bf16, err)))
+                goto done;
+            for (int dt = 0; dt < DT_NKINDS && !rc; dt++) {
+                if (dt == DT_BF16) continue;
+                const cm_gemm_params *sib = have_bf16 && dt != DT_FP8 ? &bf16 : NULL;
+                if (tiles) sib = tiles_cm.gemm_fitted[dt] ? &tiles_cm.gemm_dt[dt] : &tiles_cm.gemm_dt[DT_BF16];
+                rc = fit_gemm_tiled(&c, &tmpl, (dtype_kind)dt, sib, tiles != NULL, bd, &other, &done_dt, err);
+            }
             if (rc) goto done;
             if (!bd->child) cJSON_DeleteItemFromObject(g, "by_dtype");
         }
@@ -974,32 +1090,52 @@ int fit_build_model(const fit_options *opt, cJSON **model, FILE *log, moe_error 
             "attention: no attention kernel in the traces; its efficiency is assumed equal to the "
             "fitted GEMM eff_max"));
     }
-    if (n_mem > 0) {
-        if ((rc = fit_memory(&c, NULL, root, "memory", err))) goto done;
-        cJSON *ks = cJSON_AddObjectToObject(root, "kernels");
-        /* one fit per memory-bound kernel with enough distinct sizes */
-        for (int t = 0; t < c.n_traces; t++)
-            for (int i = 0; i < c.traces[t].n; i++) {
-                const trace_point *p = &c.traces[t].pts[i];
-                if (!is_memory(p) || cJSON_GetObjectItemCaseSensitive(ks, p->kernel)) continue;
-                int n = 0;
-                for (int u = 0; u < c.n_traces; u++)
-                    for (int j = 0; j < c.traces[u].n; j++)
-                        n += is_memory(&c.traces[u].pts[j]) && !strcmp(c.traces[u].pts[j].kernel, p->kernel);
-                if (n < 4) continue;
-                moe_error e2;
-                if (fit_memory(&c, p->kernel, ks, p->kernel, &e2) && log)
-                    fprintf(log, "note: %s\n", e2.msg);
-            }
+    int n_generic = 0;   /* memory-bound points of the generic memory model (not quantize kernels) */
+    for (int t = 0; t < c.n_traces; t++)
+        for (int i = 0; i < c.traces[t].n; i++) n_generic += memory_point_of(&c.traces[t].pts[i], NULL);
+    if (n_generic > 0) {
+        if ((rc = fit_memory(&c, NULL, root, "memory", -1, err))) goto done;
     } else if (base) {
         cJSON_AddItemToObject(root, "memory", cJSON_Duplicate(cJSON_GetObjectItem(base, "memory"), 1));
-        cJSON *bk = cJSON_GetObjectItem(base, "kernels");
-        if (bk) cJSON_AddItemToObject(root, "kernels", cJSON_Duplicate(bk, 1));
     } else {
         rc = moe_error_input(err, opt->trace_paths[0], "points", NULL,
                              "memory-bound kernel points (bytes > 0, no link), or --base MODEL");
         goto done;
     }
+    /* per-kernel models: the base model's, replaced by a fit for every memory-bound kernel with enough
+     * distinct sizes; a quantize kernel's bandwidth alone, at the memory model's launch: published
+     * quantize timings bracket one host call each (CUDA events around a Python wrapper: TransformerEngine
+     * pull request #2634 finds small shapes "launch-bound at roughly 8-10 us"), so their intercept is the
+     * host's launch latency, which the host side prices, not the GPU's per-kernel cost */
+    /* (a generic memory fit replaces the base's memory-bound kernels; its quantize kernels stay unless
+     * the traces have points of them) */
+    const cJSON *bks = base ? cJSON_GetObjectItem(base, "kernels") : NULL;
+    cJSON *ks = cJSON_AddObjectToObject(root, "kernels");
+    for (const cJSON *k = bks ? bks->child : NULL; k; k = k->next)
+        if (n_generic == 0 || !strncmp(k->string, "quantize", 8)) cJSON_AddItemToObject(ks, k->string, cJSON_Duplicate(k, 1));
+    const cJSON *mj = cJSON_GetObjectItem(root, "memory");
+    double mem_launch = cJSON_IsNumber(cJSON_GetObjectItem(mj, "launch_us")) ? cJSON_GetObjectItem(mj, "launch_us")->valuedouble * 1e-6 : 0;
+    char fitted_kernels[CM_MAX_KERNELS][CM_NAME_MAX];
+    int n_fitted = 0;
+    for (int t = 0; t < c.n_traces; t++)
+        for (int i = 0; i < c.traces[t].n; i++) {
+            const trace_point *p = &c.traces[t].pts[i];
+            if (!is_memory(p)) continue;
+            int seen = 0;
+            for (int f = 0; f < n_fitted && !seen; f++) seen = !strcmp(fitted_kernels[f], p->kernel);
+            if (seen || n_fitted >= CM_MAX_KERNELS) continue;
+            snprintf(fitted_kernels[n_fitted++], CM_NAME_MAX, "%s", p->kernel);
+            int n = 0;
+            for (int u = 0; u < c.n_traces; u++)
+                for (int j = 0; j < c.traces[u].n; j++)
+                    n += is_memory(&c.traces[u].pts[j]) && !strcmp(c.traces[u].pts[j].kernel, p->kernel);
+            if (n < 4 && !is_quantize(p)) continue;
+            cJSON_DeleteItemFromObject(ks, p->kernel);
+            moe_error e2;
+            if (fit_memory(&c, p->kernel, ks, p->kernel, is_quantize(p) ? mem_launch : -1, &e2) && log)
+                fprintf(log, "note: %s\n", e2.msg);
+        }
+    if (!ks->child) cJSON_DeleteItemFromObject(root, "kernels");
     cJSON *links = base && cJSON_GetObjectItem(base, "links")
                    ? cJSON_Duplicate(cJSON_GetObjectItem(base, "links"), 1) : cJSON_CreateObject();
     cJSON_AddItemToObject(root, "links", links);
@@ -1010,6 +1146,7 @@ done:
     for (int t = 0; t < c.n_traces; t++) trace_free(&c.traces[t]);
     free(c.traces);
     cJSON_Delete(base);
+    cJSON_Delete(tiles);
     if (rc) cJSON_Delete(root);
     else *model = root;
     return rc;

@@ -55,6 +55,8 @@ typedef struct {
     const char *base_path;           /* model whose sections fill what the traces do not cover */
     const char *source;              /* model "source" label (default: from the output file name) */
     const char *device;              /* override of the device name */
+    const char *tiles_path;          /* model of the same GPU architecture whose GEMM tile/wave fits give
+                                        the kernel structure: only eff_max is fitted per precision */
 } fit_options;
 
 /* Read the traces, fit every model they support, and build the model JSON (caller frees). */

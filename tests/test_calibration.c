@@ -121,7 +121,7 @@ static void test_fit_recovers_planted_parameters(void **state) {
     trace_free(&t);
 
     const char *paths[1] = { path };
-    fit_options o = { paths, 1, NULL, "synthetic", NULL };
+    fit_options o = { paths, 1, NULL, "synthetic", NULL, NULL };
     cJSON *m = NULL;
     int rc = fit_build_model(&o, &m, NULL, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
@@ -253,7 +253,7 @@ static void test_alpha_beta_matches_large_message_busbw(void **state) {
         trace_free(&t);
         nt_log_free(&log);
         const char *paths[1] = { tp };
-        fit_options o = { paths, 1, "calibration/models/h800-published.json", "x", NULL };
+        fit_options o = { paths, 1, "calibration/models/h800-published.json", "x", NULL, NULL };
         cJSON *m = NULL;
         int rc = fit_build_model(&o, &m, NULL, &err);
         if (rc) fprintf(stderr, "%s\n", err.msg);
@@ -552,7 +552,7 @@ static void test_host_probe_gemm_table_is_a_trace(void **state) {
     trace_free(&t);
 
     const char *paths[1] = { path };
-    fit_options o = { paths, 1, "calibration/models/h100-spec.json", "synthetic", NULL };
+    fit_options o = { paths, 1, "calibration/models/h100-spec.json", "synthetic", NULL, NULL };
     cJSON *m = NULL;
     int rc = fit_build_model(&o, &m, NULL, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
@@ -617,9 +617,89 @@ static void test_host_probe_file(void **state) {
     free(r);
 }
 
+/* A --tiles fit recovers a planted efficiency exactly, and a quantize kernel its planted rate: two BF16
+ * GEMM times made by b200-published's BF16 tile/wave structure with eff_max 0.6 (no ceiling) and two
+ * quantize kernels at 5000 GB/s with the base model's 2 us memory launch (b200-spec) fit, over that
+ * base, to eff_max 0.6 with every structural parameter the tiles model's, its default gemm section,
+ * the "tiles" path and hash recorded, a ceiling at the better point's fraction of peak, and
+ * quantize at 5000 GB/s and 2 us; the generic memory model stays the base's (quantize points are not
+ * generic memory-bound kernels). */
+static void test_fit_tiles_and_quantize_planted(void **state) {
+    (void)state;
+    costmodel tiles;
+    moe_error err = {0, ""};
+    assert_int_equal(costmodel_load("calibration/models/b200-published.json", &tiles, &err), 0);
+    costmodel planted = tiles;
+    planted.gemm_dt[DT_BF16].eff_max = 0.6;
+    planted.gemm_dt[DT_BF16].ceil_eff = 0;
+    trace t;
+    trace_init(&t);
+    trace_provenance_defaults(&t.prov, TRACE_KIND_PUBLISHED);
+    snprintf(t.prov.device, sizeof t.prov.device, "synthetic Blackwell");
+    t.prov.sm_count = tiles.sm_count;
+    t.prov.peak_bf16_tflops = 2250;
+    t.prov.hbm_GBps = 8000;
+    const double shapes[2][3] = {{4096, 4096, 4096}, {8192, 2048, 1024}};
+    double best = 0;
+    for (int i = 0; i < 2; i++) {
+        trace_point p = {0};
+        snprintf(p.kernel, sizeof p.kernel, "gemm");
+        snprintf(p.dtype, sizeof p.dtype, "bf16");
+        snprintf(p.table, sizeof p.table, "planted-gemm");
+        snprintf(p.source, sizeof p.source, "planted");
+        double m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        trace_point_set_dim(&p, "m", m);
+        trace_point_set_dim(&p, "n", n);
+        trace_point_set_dim(&p, "k", k);
+        p.flops = 2 * m * n * k;
+        p.bytes = 2 * (m * k + k * n + m * n);
+        p.ranks = 1;
+        p.time_us = 1e6 * costmodel_gemm_s(&planted, m, n, k, DT_BF16);
+        if (p.flops / (p.time_us * 1e-6 * 2250e12) > best) best = p.flops / (p.time_us * 1e-6 * 2250e12);
+        assert_non_null(trace_add(&t, &p));
+    }
+    for (int i = 0; i < 2; i++) {
+        trace_point p = {0};
+        snprintf(p.kernel, sizeof p.kernel, "quantize");
+        snprintf(p.dtype, sizeof p.dtype, "fp8");
+        snprintf(p.table, sizeof p.table, "planted-quantize");
+        snprintf(p.source, sizeof p.source, "planted");
+        p.bytes = i ? 4e8 : 3e7;
+        p.ranks = 1;
+        p.time_us = 1e6 * (2e-6 + p.bytes / 5000e9);
+        assert_non_null(trace_add(&t, &p));
+    }
+    char path[320];
+    snprintf(path, sizeof path, "%s/planted-tiles.json", tmpdir);
+    assert_int_equal(trace_write(path, &t, &err), 0);
+    trace_free(&t);
+    const char *paths[1] = {path};
+    fit_options o = {paths, 1, "calibration/models/b200-spec.json", "planted", NULL, "calibration/models/b200-published.json"};
+    cJSON *m = NULL;
+    int rc = fit_build_model(&o, &m, NULL, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    const cJSON *bf = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gemm"), "by_dtype"), "bf16");
+    assert_non_null(bf);
+    assert_float_equal(num_at(m, "gemm", "eff_max"), tiles.gemm.eff_max, 1e-6);
+    assert_true(fabs(cJSON_GetObjectItem(bf, "eff_max")->valuedouble - 0.6) < 1e-4);
+    assert_true(fabs(cJSON_GetObjectItem(bf, "ceil_eff")->valuedouble - best) < 1e-5 * best);
+    const cm_gemm_params *g = &tiles.gemm_dt[DT_BF16];
+    assert_true(fabs(cJSON_GetObjectItem(bf, "tile_overhead_us")->valuedouble - g->tile_overhead_s * 1e6) < 1e-5 * g->tile_overhead_s * 1e6);
+    assert_true(fabs(cJSON_GetObjectItem(bf, "overlap_q")->valuedouble - g->overlap_q) < 1e-5 * g->overlap_q);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "tiles"), "path")->valuestring,
+                        "calibration/models/b200-published.json");
+    const cJSON *qk = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "kernels"), "quantize");
+    assert_true(fabs(cJSON_GetObjectItem(qk, "GBps")->valuedouble - 5000) < 1e-3);
+    assert_true(cJSON_GetObjectItem(qk, "launch_us")->valuedouble == 2);
+    assert_true(num_at(m, "memory", "GBps") == 7200);
+    cJSON_Delete(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_recovers_planted_parameters),
+        cmocka_unit_test(test_fit_tiles_and_quantize_planted),
         cmocka_unit_test(test_fit_terms_exact_and_underdetermined),
         cmocka_unit_test(test_nccl_parser_reads_the_table),
         cmocka_unit_test(test_alpha_beta_matches_large_message_busbw),

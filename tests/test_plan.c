@@ -19,6 +19,7 @@
 #include "sim/plan/model.h"
 #include "sim/plan/pipeline_forms.h"
 #include "sim/plan/plan.h"
+#include "sim/plan/plan_compute.h"
 #include "sim/plan/plan_costs.h"
 #include "sim/scenario/presets.h"
 
@@ -576,9 +577,61 @@ static void tp_collectives_are_priced(void **state) {
     assert_within(eval(&s).comm_mb_s, costmodel_link_s(&cm, CM_LINK_NVLINK, 2048.0 * 12288 * 2), 1e-12);
 }
 
+/* The price table's quantization (plan_compute.h) by hand: Llama 3 8B (hidden 4096, SwiGLU 14336) on
+ * one 8-GPU H800 node, DP8, 64 sequences of 8192 tokens: 8 micro-batches per step. The H800 spec model
+ * casts at 2680 GB/s (80% of 3.35 TB/s) with 2 us launches and has no amax fit (3.03 / 3.92 of a
+ * cast). FP8 current scaling on Hopper quantizes a tensor of E elements in 4 kernels: 2 us each, an
+ * amax read of 2E bytes, a cast-transpose of 2E read + 2E written. The dense FFN's forward quantizes
+ * its two GEMM inputs (T x h, T x f) and 1/8 of its weights (h x 2f and f x h, once per step); its
+ * input-gradient kernel the two output gradients (T x 2f, T x h); its weight-gradient kernel nothing.
+ * BF16 quantizes nothing; quantization is part of, never beside, a kernel's time; full recompute
+ * re-runs the forward's quantization but not the weights' per-step share. */
+static void quantization_in_price_table(void **state) {
+    (void)state;
+    scenario s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(preset_model("llama3-8b", &s.model), 0);
+    assert_int_equal(preset_cluster("h800-8rail", &s.cluster), 0);
+    s.cluster.nodes = 1;
+    s.layout = (layout_cfg){.tp = 1, .pp = 1, .ep = 1, .dp = 8, .zero = 1, .micro_batch = 1, .global_batch = 64,
+                            .schedule = SCHED_1F1B, .vpp = 1, .recompute = RECOMPUTE_FULL, .cp = 1};
+    s.precision = (precision_cfg){.compute = DT_FP8_CS, .dispatch = DT_BF16, .combine = DT_BF16, .master = DT_FP32};
+    costmodel cm;
+    moe_error err = {0};
+    assert_int_equal(costmodel_load("calibration/models/h800-spec.json", &cm, &err), 0);
+    model_counts mc;
+    model_count(&s.model, &mc);
+    const double T = 8192, h = 4096, f = 14336, L = 2e-6, cast = 2680e9, amax = cast * 3.03 / 3.92;
+#define Q(E) (4 * L + 2 * (E) / amax + 4 * (E) / cast)
+    kernel_price_table tab;
+    compute_price_table(&s, &mc, &cm, T, &tab);
+    const double *q = tab.quant_s[LAYER_DENSE];
+    assert_within(q[K_DENSE_FFN_FWD], Q(T * h) + Q(T * f) + (Q(h * 2 * f) + Q(f * h)) / 8, 1e-12);
+    assert_within(q[K_DENSE_FFN_BWD_INPUT], Q(T * 2 * f) + Q(T * h), 1e-12);
+    assert_true(q[K_DENSE_FFN_BWD_WEIGHT] == 0.0);
+    double fwd_q = 0, weights = 0;
+    for (int k = 0; k < K_NKINDS; k++) {
+        assert_true(tab.quant_s[LAYER_DENSE][k] <= tab.s[LAYER_DENSE][k]);
+        if (compute_kernel_phase((kernel_kind)k) == PHASE_F && k != K_EMBED_FWD && k != K_HEAD_LOSS_FWD &&
+            k != K_MTP_PROJ_FWD)
+            fwd_q += q[k];
+    }
+    /* the weights: qkv (h x (32 + 8 + 8) x 128), o (32 x 128 x h), gate+up, down */
+    double qkv = h * 48 * 128, o = 32 * 128 * h;
+    weights = (Q(qkv) + Q(o) + Q(h * 2 * f) + Q(f * h)) / 8;
+    assert_within(tab.recompute_quant_s[LAYER_DENSE], fwd_q - weights, 1e-12);
+#undef Q
+    s.precision.compute = DT_BF16;
+    compute_price_table(&s, &mc, &cm, T, &tab);
+    for (int l = 0; l < LAYER_NKINDS; l++)
+        for (int k = 0; k < K_NKINDS; k++) assert_true(tab.quant_s[l][k] == 0.0);
+    assert_true(tab.recompute_quant_s[LAYER_DENSE] == 0.0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed_budget_chain_with_37e9),
+        cmocka_unit_test(quantization_in_price_table),
         cmocka_unit_test(seed_plan_chain),
         cmocka_unit_test(seed_reliability),
         cmocka_unit_test(checkpoint_auto_state),

@@ -530,6 +530,29 @@ static void test_calibration_follows_cluster_preset(void **state) {
     sweep_free(sw);
 }
 
+/* cluster.gpu.sustained: "auto" (every preset: the cost model's value) or a fraction in (0, 1];
+ * 0 and 1.5 are refused with the field's path and range (exit 2); precision.compute takes fp8-ds. */
+static void test_sustained_field(void **state) {
+    (void)state;
+    scenario s;
+    parse_ok("{\"cluster\": {\"preset\": \"h200-8rail\"}}", &s, NULL);
+    assert_true(s.cluster.gpu.sustained < 0);
+    parse_ok("{\"cluster\": {\"preset\": \"h200-8rail\", \"gpu\": {\"sustained\": 0.9}}, "
+             "\"precision\": {\"compute\": \"fp8-ds\"}}", &s, NULL);
+    assert_true(s.cluster.gpu.sustained == 0.9);
+    assert_int_equal(s.precision.compute, DT_FP8_DS);
+    parse_ok("{\"cluster\": {\"gpu\": {\"sustained\": \"auto\"}}}", &s, NULL);
+    assert_true(s.cluster.gpu.sustained < 0);
+    const char *bad[] = {"{\"cluster\": {\"gpu\": {\"sustained\": 1.5}}}", "{\"cluster\": {\"gpu\": {\"sustained\": 0}}}",
+                         "{\"cluster\": {\"gpu\": {\"sustained\": \"fast\"}}}"};
+    for (int i = 0; i < 3; i++) {
+        moe_error err = {0};
+        assert_int_equal(scenario_parse("tests/inline.json", bad[i], &s, NULL, &err), EXIT_BADINPUT);
+        assert_non_null(strstr(err.msg, "cluster.gpu.sustained"));
+        assert_non_null(strstr(err.msg, "(0, 1]"));
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_are_the_seed_system),
@@ -547,6 +570,7 @@ int main(void) {
         cmocka_unit_test(test_precision_follows_model_preset),
         cmocka_unit_test(test_resolve_path),
         cmocka_unit_test(test_calibration_follows_cluster_preset),
+        cmocka_unit_test(test_sustained_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  *   simcal bench [--out FILE] [--grid small|full] [--cpu]    time the MoE kernels -> trace
  *   simcal probe-host [--out FILE] [--gemm-out TRACE]        host overheads + dense GEMM table (GPU)
  *   simcal import-nccl-tests LOG... [--out FILE] [--link L]  nccl-tests logs -> trace
- *   simcal fit TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]
+ *   simcal fit TRACE... --out MODEL [--base MODEL] [--tiles MODEL] [--source NAME] [--device NAME]
  *   simcal check [--models DIR] [--traces DIR] [--tol REL]   CI regression of committed models
  *
  * Exit codes: 0 ok, 1 runtime failure or drift, 2 bad input/usage.
@@ -62,6 +62,8 @@ static const char IMPORT_OPTIONS[] =
 static const char FIT_OPTIONS[] =
     "  -o, --out MODEL      the model JSON to write (required)\n"
     "      --base MODEL     start from this model (parameters the traces do not cover are kept)\n"
+    "      --tiles MODEL    take the GEMM tile/wave structure from this fit of the same GPU architecture\n"
+    "                       and fit only each precision's eff_max (few published points per GPU kind)\n"
     "      --source NAME    provenance: where the traces came from\n"
     "      --device NAME    provenance: the device measured\n"
     "  -j, --jobs N         accepted; fits run in one process\n"
@@ -289,14 +291,16 @@ static int cmd_import(cli_parser *p, int argc, char **argv) {
 }
 
 static int cmd_fit(cli_parser *p, int argc, char **argv) {
-    enum { O_BASE = 256, O_SOURCE, O_DEVICE };
+    enum { O_BASE = 256, O_SOURCE, O_DEVICE, O_TILES };
     static const struct option opts[] = {{"base", required_argument, NULL, O_BASE},
+                                         {"tiles", required_argument, NULL, O_TILES},
                                          {"source", required_argument, NULL, O_SOURCE},
                                          {"device", required_argument, NULL, O_DEVICE}, CLI_COMMON_OPTIONS};
     fit_options o = { 0 };
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
         if (c == CLI_STOP) return p->rc;
         if (c == O_BASE) o.base_path = optarg;
+        if (c == O_TILES) o.tiles_path = optarg;
         if (c == O_SOURCE) o.source = optarg;
         if (c == O_DEVICE) o.device = optarg;
     }
@@ -346,7 +350,7 @@ static const cli_command COMMANDS[] = {
      PROBE_OPTIONS},
     {"import-nccl-tests", cmd_import, "LOG... [--out FILE] [--link nvlink|rdma|pcie]",
      "Turn all_reduce_perf / alltoall_perf / sendrecv_perf logs into a calibration trace.", IMPORT_OPTIONS},
-    {"fit", cmd_fit, "TRACE... --out MODEL [--base MODEL] [--source NAME] [--device NAME]",
+    {"fit", cmd_fit, "TRACE... --out MODEL [--base MODEL] [--tiles MODEL] [--source NAME] [--device NAME]",
      "Fit cost models to traces and write a model JSON for the simulator.", FIT_OPTIONS},
     {"check", cmd_check, "[--models DIR] [--traces DIR] [--tol REL]",
      "Refit every committed model from its traces; exit 1 when a parameter or a trace drifted.", CHECK_OPTIONS},

@@ -156,12 +156,55 @@ pts = []
 for m, n, k, bf, f8 in SM100:
     pts.append(gemm_point("gemm", "bf16", m, n, k, 1, bf, 2, 2, "xla-sm100-bf16",
                           XLA_SRC % ("sm_100", m, n, k, "bf16xbf16->bf16", xla_value(bf))))
-    pts.append(gemm_point("gemm", "mxfp8", m, n, k, 1, f8, 1, 2, "xla-sm100-fp8",
+    pts.append(gemm_point("gemm", "fp8-cs", m, n, k, 1, f8, 1, 2, "xla-sm100-fp8",
                           XLA_SRC % ("sm_100", m, n, k, "f8e4m3fnxf8e4m3fn->bf16", xla_value(f8))))
+# MAMF on B200 SXM (same table and commit as the H100 rows above): torch.mm BF16 and torch._scaled_mm FP8
+# (per-tensor scales)
+MAMF = ("stas00/ml-engineering compute/accelerator/README.md at 744d01e18b79512572f64a6bbd8b5f4a725203a7, "
+        "Maximum Achievable Matmul FLOPS table, row %s")
+pts.append(gemm_point("gemm", "bf16", 1792, 16128, 3072, 1, 1745.0, 2, 2, "mamf-b200",
+                      MAMF % "BF16 | NVIDIA B200 SXM | 1745.0 | 2250 | 77.6% | 1792x16128x3072 (torch 2.7.1+cu128)"))
+pts.append(gemm_point("gemm", "fp8-cs", 15360, 4096, 3072, 1, 3432.5, 1, 2, "mamf-b200",
+                      MAMF % "FP8 e4m3 | NVIDIA B200 SXM | 3432.5 | 4500 | 76.3% | 15360x4096x3072"))
+# FP4 block-scaled GEMMs on B200 through cuBLAS (what TransformerEngine's NVFP4 GEMMs call): the cuBLAS 13.3
+# column of deepseek-ai/DeepGEMM pull request #348 (opened 2026-06-01, CUDA 12.9), MXFP4 x MXFP4 -> BF16
+# (E8M0 scales per 32; NVFP4's E4M3 scales per 16 run on the same block-scaled FP4 tensor-core path), shapes M x N x K
+DG348 = ("deepseek-ai/DeepGEMM pull request #348 (2026-06-01) description, MXFP4 GEMM table on B200, row %dx%dx%d: "
+         "DeepGEMM %d / cublasTest 13.3 %d TFLOPS (the cuBLAS figure taken)")
+for (m, n, k), dg, cb in [((128, 2048, 7168), 328, 338), ((512, 7168, 2048), 1439, 1190), ((1024, 7168, 2048), 2056, 1399),
+                          ((4096, 4096, 7168), 5332, 3939), ((8192, 8192, 8192), 5702, 5239)]:
+    pts.append(gemm_point("gemm", "nvfp4", m, n, k, 1, cb, 0.5, 2, "cublas-b200-fp4", DG348 % (m, n, k, dg, cb)))
 write("published-gemm-b200.json",
-      prov("NVIDIA B200 (sm_100)", 148, "XLA's measured sm_100 matmul table (BF16 and E4M3 x E4M3 -> BF16); "
-           "imported as the Blackwell BF16 and MXFP8 GEMM rates (the table's FP8 entries are E4M3 GEMMs: "
-           "Blackwell's block-scaled MXFP8 runs at the same tensor-core rate)", peak_bf16=2250, hbm=8000), pts)
+      prov("NVIDIA B200 (sm_100)", 148, "XLA's measured sm_100 matmul table (BF16, and E4M3 x E4M3 -> BF16 with "
+           "per-tensor scales: fp8-cs), MAMF's B200 rows and cuBLAS's block-scaled FP4 GEMMs on B200",
+           peak_bf16=2250, hbm=8000), pts)
+
+# GB200: MAMF rows (same table) and Azure's cuBLASLt FP8 and FP4 sweeps on ND GB200 v6 (CUDA 12.8, random
+# init, 10,000 warm-ups; Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md at 2a370be6)
+AZ_GB = ("Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md at 2a370be6, cuBLASLt %s GEMM, %s: "
+         "%s TFLOPS")
+pts = [gemm_point("gemm", "bf16", 4096, 9728, 2048, 1, 1822.0, 2, 2, "mamf-gb200",
+                  MAMF % "BF16 | NVIDIA GB200 | 1822.0 | 2500 | 72.9% | 4096x9728x2048"),
+       gemm_point("gemm", "fp8-cs", 19456, 5120, 1536, 1, 3615.6, 1, 2, "mamf-gb200",
+                  MAMF % "FP8 e4m3 | NVIDIA GB200 | 3615.6 | 5000 | 72.3% | 19456x5120x1536")]
+for (m, n, k), tf in [((2048, 2048, 2048), 2243.6), ((4096, 4096, 4096), 2834.6), ((8192, 8192, 8192), 2876.6),
+                      ((16384, 16384, 16384), 2906.9), ((32768, 32768, 32768), 2825.6), ((6144, 12288, 12288), 2895.6)]:
+    pts.append(gemm_point("gemm", "fp8-cs", m, n, k, 1, tf, 1, 2, "azure-gb200-fp8", AZ_GB % ("FP8", "%dx%dx%d" % (m, n, k), tf)))
+for (m, n, k), tf in [((4096, 4096, 4096), 5177.3), ((8192, 8192, 8192), 7535.6), ((16384, 16384, 16384), 7627.6),
+                      ((32768, 32768, 32768), 7487.2)]:
+    pts.append(gemm_point("gemm", "nvfp4", m, n, k, 1, tf, 0.5, 2, "azure-gb200-fp4", AZ_GB % ("FP4", "%dx%dx%d" % (m, n, k), tf)))
+write("published-gemm-gb200.json",
+      prov("NVIDIA GB200 (sm_100, 1200 W)", 148, "MAMF's GB200 rows and Azure's cuBLASLt FP8 and FP4 GEMM sweeps on "
+           "ND GB200 v6", peak_bf16=2500, hbm=8000), pts)
+
+# B300 (Blackwell Ultra, sm_103): MAMF rows (same table)
+pts = [gemm_point("gemm", "bf16", 12288, 18432, 1024, 1, 1769.0, 2, 2, "mamf-b300",
+                  MAMF % "BF16 | NVIDIA B300 SXM | 1769.0 | 2250 | 78.6% | 12288x18432x1024 (torch 2.9.1+cu130)"),
+       gemm_point("gemm", "fp8-cs", 3072, 6144, 7168, 1, 3353.3, 1, 2, "mamf-b300",
+                  MAMF % "FP8 e4m3 | NVIDIA B300 SXM | 3353.3 | 4500 | 74.5% | 3072x6144x7168")]
+write("published-gemm-b300.json",
+      prov("NVIDIA B300 SXM (sm_103)", 160, "MAMF's B300 rows (BF16 torch.mm, FP8 torch._scaled_mm)",
+           peak_bf16=2250, hbm=8000), pts)
 
 # ---- FlashAttention-3 (Shah et al., arXiv:2407.08608, Figures "Attention forward/backward speed, head
 # dim D (H100 80GB SXM5)"), FP16/BF16, B x S = 16k tokens, H x D = 2048; TFLOPS as the paper counts
@@ -289,3 +332,183 @@ for op, gbps in (("dispatch", 714.66), ("combine", 657.72)):
 write("published-hybridep-gb200.json",
       prov("NVIDIA GB200 NVL72 (NVLink 5, 900 GB/s per direction per GPU)", 148, "HybridEP dispatch/combine on "
            "GB200 NVL36 with 32 CUDA blocks: achieved NVLink 5 rate"), pts)
+
+
+# ---- cuDNN fused attention (what TransformerEngine 2.14.1 runs on Hopper and Blackwell: it prefers
+# FusedAttention over FlashAttention on sm_90+, runs attention sinks and MLA's 192/128 head dims on
+# cuDNN; TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/utils.py at
+# 366798ef (v2.14.1) l.720-728 and l.1168-1174). NVIDIA's own sweeps: NVIDIA/cudnn-frontend
+# benchmark/sdpa_benchmark_training/results/<dir>/<file>.csv at 3929da2ef4c1dba1bb8acb68727b9134f26f40c0
+# (benchmark_single_sdpa.py: CUDA-event time of one launch, 10 iterations), BF16 rows, non-deterministic
+# backward except the H200 DeepSeek-V3 rows (deterministic_bwd=True, the only ones the file has).
+# time_us is the CSV's time in ms x 1000; flops as cudnn-frontend counts them: 2 B Hq pairs (d_qk + d_v)
+# forward, 2 B Hq pairs (3 d_qk + 2 d_v) backward, pairs S(S+1)/2 causal ("top_left"), S^2 "no_mask",
+# W(W+1)/2 + (S - W) W under a sliding window W; bytes Q, K, V read and O written (forward; backward
+# also dO read and dQ, dK, dV written), BF16, GQA: K and V with Hkv heads. Shape: batch, heads = Hq,
+# seq, d_qk, d_v, causal, window (0 = none).
+CUDNN = "NVIDIA/cudnn-frontend"
+CUDNN_COMMIT = "3929da2ef4c1dba1bb8acb68727b9134f26f40c0"
+# H200 (cuDNN 9.19.01): file, B, S, Hq, Hkv, d_qk, d_v, causal, window, fwd ms, bwd ms
+CUDNN_H200 = [
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 32768, 64, 8, 128, 128, 1, 0, 25.566, 75.688),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 32768, 64, 8, 128, 128, 0, 0, 50.769, 153.841),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 16384, 64, 8, 128, 128, 1, 0, 6.531, 19.002),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 16384, 64, 8, 128, 128, 0, 0, 12.524, 35.947),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 8192, 64, 8, 128, 128, 1, 0, 1.708, 5.083),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 8192, 64, 8, 128, 128, 0, 0, 3.182, 9.262),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 4096, 64, 8, 128, 128, 1, 0, 0.465, 1.45),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 4096, 64, 8, 128, 128, 0, 0, 0.819, 2.453),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 2048, 64, 8, 128, 128, 1, 0, 0.142, 0.464),
+    ("h200_919_only_cudnn/llama3.1_20260227_034703.csv", 1, 2048, 64, 8, 128, 128, 0, 0, 0.217, 0.681),
+    ("h200_919_only_cudnn/dsv3_20260227_034744.csv", 1, 8192, 128, 128, 192, 128, 1, 0, 4.278, 16.162),
+    ("h200_919_only_cudnn/dsv3_20260227_034744.csv", 1, 4096, 128, 128, 192, 128, 1, 0, 1.148, 4.424),
+    ("h200_919_only_cudnn/dsv3_20260227_034744.csv", 1, 2048, 128, 128, 192, 128, 1, 0, 0.33, 1.271),
+    ("h200_919_only_cudnn/gpt_oss_20260227_034819.csv", 2, 32768, 64, 8, 64, 64, 1, 1024, 3.021, 9.045),
+    ("h200_919_only_cudnn/gpt_oss_20260227_034819.csv", 2, 16384, 64, 8, 64, 64, 1, 1024, 1.499, 4.392),
+    ("h200_919_only_cudnn/gpt_oss_20260227_034819.csv", 2, 8192, 64, 8, 64, 64, 1, 1024, 0.738, 2.149),
+    ("h200_919_only_cudnn/gpt_oss_20260227_034819.csv", 2, 4096, 64, 8, 64, 64, 1, 1024, 0.358, 1.042),
+    ("h200_919_only_cudnn/gpt_oss_20260227_034819.csv", 2, 2048, 64, 8, 64, 64, 1, 1024, 0.166, 0.488)]
+# GB200 and GB300 (cuDNN 9.22.00): one row per pass; file, B, S, Hq, Hkv, d_qk, d_v, causal, window,
+# forward ms and backward ms of the same configuration (two CSV rows)
+CUDNN_BW = {
+    "gb200": [("llama3.1/gb200/llama3.1_20260424_100750.csv", [
+        (2, 32768, 64, 8, 128, 128, 1, 0, 21.692, 71.756), (2, 32768, 64, 8, 128, 128, 0, 0, 43.056, 139.364),
+        (2, 16384, 64, 8, 128, 128, 1, 0, 5.15, 16.554), (2, 16384, 64, 8, 128, 128, 0, 0, 10.369, 32.014),
+        (2, 8192, 64, 8, 128, 128, 1, 0, 1.397, 4.127), (2, 8192, 64, 8, 128, 128, 0, 0, 2.483, 7.831),
+        (2, 4096, 64, 8, 128, 128, 1, 0, 0.391, 1.198), (2, 4096, 64, 8, 128, 128, 0, 0, 0.687, 2.037),
+        (2, 2048, 64, 8, 128, 128, 1, 0, 0.125, 0.389), (2, 2048, 64, 8, 128, 128, 0, 0, 0.192, 0.611)]),
+              ("dsv3/gb200/dsv3_20260424_101009.csv", [
+        (2, 32768, 128, 128, 192, 128, 1, 0, 50.456, 212.546), (2, 32768, 128, 128, 192, 128, 0, 0, 111.031, 421.194),
+        (2, 16384, 128, 128, 192, 128, 1, 0, 13.103, 50.424), (2, 16384, 128, 128, 192, 128, 0, 0, 24.27, 105.115),
+        (2, 8192, 128, 128, 192, 128, 1, 0, 3.47, 11.984), (2, 8192, 128, 128, 192, 128, 0, 0, 6.249, 25.403),
+        (2, 4096, 128, 128, 192, 128, 1, 0, 0.977, 3.383), (2, 4096, 128, 128, 192, 128, 0, 0, 1.65, 6.085),
+        (2, 2048, 128, 128, 192, 128, 1, 0, 0.321, 1.056), (2, 2048, 128, 128, 192, 128, 0, 0, 0.461, 1.706)]),
+              ("gpt_oss/gb200/gpt_oss_20260424_100011.csv", [
+        (2, 32768, 128, 128, 64, 64, 1, 128, 2.634, 3.692), (2, 16384, 128, 128, 64, 64, 1, 128, 0.822, 1.818),
+        (2, 8192, 128, 128, 64, 64, 1, 128, 0.414, 0.911), (2, 4096, 128, 128, 64, 64, 1, 128, 0.21, 0.465),
+        (2, 2048, 128, 128, 64, 64, 1, 128, 0.109, 0.237)])],
+    "gb300": [("llama3.1/gb300/llama3.1_20260424_100757.csv", [
+        (2, 32768, 64, 8, 128, 128, 1, 0, 18.014, 59.024), (2, 32768, 64, 8, 128, 128, 0, 0, 38.317, 123.272),
+        (2, 16384, 64, 8, 128, 128, 1, 0, 4.593, 14.593), (2, 16384, 64, 8, 128, 128, 0, 0, 8.734, 28.638),
+        (2, 8192, 64, 8, 128, 128, 1, 0, 1.185, 3.832), (2, 8192, 64, 8, 128, 128, 0, 0, 2.181, 7.181),
+        (2, 4096, 64, 8, 128, 128, 1, 0, 0.323, 1.101), (2, 4096, 64, 8, 128, 128, 0, 0, 0.579, 1.924),
+        (2, 2048, 64, 8, 128, 128, 1, 0, 0.1, 0.356), (2, 2048, 64, 8, 128, 128, 0, 0, 0.152, 0.567)]),
+              ("dsv3/gb300/dsv3_20260424_101002.csv", [
+        (2, 32768, 128, 128, 192, 128, 1, 0, 44.189, 177.494), (2, 32768, 128, 128, 192, 128, 0, 0, 91.788, 366.969),
+        (2, 16384, 128, 128, 192, 128, 1, 0, 11.178, 43.911), (2, 16384, 128, 128, 192, 128, 0, 0, 21.64, 91.189),
+        (2, 8192, 128, 128, 192, 128, 1, 0, 3.013, 11.074), (2, 8192, 128, 128, 192, 128, 0, 0, 5.439, 21.973),
+        (2, 4096, 128, 128, 192, 128, 1, 0, 0.864, 3.127), (2, 4096, 128, 128, 192, 128, 0, 0, 1.419, 5.641),
+        (2, 2048, 128, 128, 192, 128, 1, 0, 0.268, 0.977), (2, 2048, 128, 128, 192, 128, 0, 0, 0.388, 1.6)]),
+              ("gpt_oss/gb300/gpt_oss_20260424_100022.csv", [
+        (2, 32768, 128, 128, 64, 64, 1, 128, 2.53, 3.45), (2, 16384, 128, 128, 64, 64, 1, 128, 0.79, 1.712),
+        (2, 8192, 128, 128, 64, 64, 1, 128, 0.397, 0.862), (2, 4096, 128, 128, 64, 64, 1, 128, 0.202, 0.442),
+        (2, 2048, 128, 128, 64, 64, 1, 128, 0.104, 0.227)])]}
+
+
+def cudnn_pairs(s, causal, window):
+    if window:
+        return window * (window + 1) / 2 + (s - window) * window
+    return s * (s + 1) / 2 if causal else s * s
+
+
+def cudnn_point(direction, f, b, s, hq, hkv, dqk, dv, causal, window, ms, gpu, table):
+    pairs = cudnn_pairs(s, causal, window)
+    flops = 2.0 * b * hq * pairs * ((dqk + dv) if direction == "fwd" else (3 * dqk + 2 * dv))
+    qo = b * hq * s * (dqk + dv) * 2.0
+    kv = b * hkv * s * (dqk + dv) * 2.0
+    bytes_ = qo + kv if direction == "fwd" else 2 * (qo + kv) + b * hq * s * dv * 2.0
+    mask = "top_left" if causal else "no_mask"
+    src = ("%s benchmark/sdpa_benchmark_training/results/%s at %s, row bfloat16 %s B=%d S=%d Hq=%d Hkv=%d d_qk=%d d_v=%d "
+           "window=%s (%s): %s time %s ms" % (CUDNN, f, CUDNN_COMMIT, mask, b, s, hq, hkv, dqk, dv,
+                                             window if window else "none", gpu, direction, ms))
+    return {"kernel": "attention_" + direction, "shape": {"batch": b, "heads": hq, "seq": s, "d_qk": dqk, "d_v": dv,
+            "causal": causal, "window": window}, "dtype": "bf16", "time_us": round(ms * 1000.0, 4),
+            "bytes": bytes_, "flops": flops, "ranks": 1, "table": table, "source": src}
+
+
+pts = []
+for (f, b, s, hq, hkv, dqk, dv, c, w, fwd, bwd) in CUDNN_H200:
+    model = f.split("/")[1].split("_2026")[0]
+    pts.append(cudnn_point("fwd", f, b, s, hq, hkv, dqk, dv, c, w, fwd, "H200", "cudnn-h200-" + model))
+    pts.append(cudnn_point("bwd", f, b, s, hq, hkv, dqk, dv, c, w, bwd, "H200", "cudnn-h200-" + model))
+write("published-attention-cudnn-h200.json",
+      prov("NVIDIA H200 SXM (SM90, cuDNN 9.19.01)", 132, "cudnn-frontend's SDPA training benchmark (NVIDIA): BF16 "
+           "cuDNN fused attention forward and backward, Llama 3.1 (GQA d128), DeepSeek-V3 (MLA 192/128) and "
+           "GPT-OSS (d64, sliding window 1024) shapes", peak_bf16=989, hbm=4800), pts)
+for gpu, device, peak, sm in (("gb200", "NVIDIA GB200 (cuDNN 9.22.00)", 2500, 148),
+                              ("gb300", "NVIDIA GB300 (cuDNN 9.22.00)", 2500, 160)):
+    pts = []
+    for f, rows in CUDNN_BW[gpu]:
+        model = f.split("/")[0]
+        for (b, s, hq, hkv, dqk, dv, c, w, fwd, bwd) in rows:
+            pts.append(cudnn_point("fwd", f, b, s, hq, hkv, dqk, dv, c, w, fwd, gpu.upper(), "cudnn-%s-%s" % (gpu, model)))
+            pts.append(cudnn_point("bwd", f, b, s, hq, hkv, dqk, dv, c, w, bwd, gpu.upper(), "cudnn-%s-%s" % (gpu, model)))
+    write("published-attention-cudnn-%s.json" % gpu,
+          prov(device, sm, "cudnn-frontend's SDPA training benchmark (NVIDIA): BF16 cuDNN fused attention forward and "
+               "backward, Llama 3.1 (GQA d128), DeepSeek-V3 (MLA 192/128) and GPT-OSS (d64, 128 heads, sliding window "
+               "128) shapes", peak_bf16=peak, hbm=8000), pts)
+
+
+# ---- quantize kernels: memory-bound passes over a BF16 tensor (kernel "quantize": a cast, or a cast that
+# also writes the transposed or column-wise copy; "quantize_rht_sr": NVFP4 with stochastic rounding, as
+# gradients are cast). bytes = what the publisher counts, or (derived) the BF16 input read once and every
+# output copy (elements + scales) written once.
+def quant_point(kernel, rows, cols, t_us, bytes_, table, src):
+    return {"kernel": kernel, "shape": {"rows": rows, "cols": cols}, "dtype": "fp8", "time_us": round(t_us, 4),
+            "bytes": round(bytes_), "flops": 0, "ranks": 1, "table": table, "source": src}
+
+
+# H100: torchao's blockwise FP8 (1x128 activations, 128x128 weights) Triton quantize kernels, CUDA-event
+# median of the wrapper call; bytes = its "effective_logical_io_gbps" x kernel_us (pytorch/ao
+# benchmarks/prototype/blockwise_fp8_training/README.md at 55c56d084f8b6b11e67422dfa73bf9c3b6cc17ae,
+# "Current H100 Results", captured 2026-03-20 on "NVIDIA H100 80GB HBM3", 3352.3 GB/s peak)
+TAO = ("pytorch/ao benchmarks/prototype/blockwise_fp8_training/README.md at 55c56d084f8b6b11e67422dfa73bf9c3b6cc17ae, "
+       "Current H100 Results, row %s | %s | %.2f us | %.1f GB/s")
+pts = []
+for name, shape, us, gbps in [("act_quant_transposed_lhs", "32768x4096", 154.46, 2633.9),
+                              ("weight_quant_transposed_rhs", "32768x4096", 150.53, 2675.2),
+                              ("act_quant_lhs", "32768x4096", 150.86, 2696.8), ("act_quant_rhs", "32768x4096", 148.70, 2736.0),
+                              ("weight_quant_rhs", "32768x4096", 144.99, 2777.3),
+                              ("weight_quant_transposed_rhs", "131072x4096", 581.89, 2768.1),
+                              ("act_quant_lhs", "131072x4096", 586.98, 2772.5),
+                              ("act_quant_transposed_lhs", "131072x4096", 581.47, 2798.7),
+                              ("act_quant_rhs", "131072x4096", 562.56, 2892.8), ("weight_quant_rhs", "131072x4096", 555.30, 2900.7)]:
+    r, c = (int(x) for x in shape.split("x"))
+    pts.append(quant_point("quantize", r, c, us, gbps * 1e9 * us * 1e-6, "torchao-h100-blockwise-quant",
+                           TAO % (name, shape, us, gbps)))
+write("published-quantize-h100.json",
+      prov("NVIDIA H100 80GB HBM3 (SXM)", 132, "torchao's blockwise FP8 quantize kernels on H100 (achieved HBM rate)",
+           peak_bf16=989, hbm=3350), pts)
+
+# B200: TransformerEngine's MXFP8 quantize (BF16 8192 x 8192; row-wise 1x32, column-wise 32x1 or both copies
+# with E8M0 scales), the "B200 (us)" column of ROCm/TransformerEngine pull request #598 (merged 2026-05-27)
+# description, table CAST_ONLY. bytes (derived): 2 B per element read, 1 + 1/32 B per element and copy
+# written. TE pull request #2634's 512-row shapes (8.4-9.3 us) time a Python call per quantization
+# (host-launch-bound, "launch-bound at roughly 8-10 us"): the host side's to price, not imported.
+ROCM598 = ("ROCm/TransformerEngine pull request #598 (2026-05-27) description, Single Kernel Optimization Results, "
+           "CAST_ONLY, row BF16 | %s | 8192x8192, column B200 (us): %.2f")
+pts = []
+n = 8192 * 8192
+for scaling, us, copies in (("rowwise", 34.84, 1), ("colwise", 39.61, 1), ("both", 52.34, 2)):
+    pts.append(quant_point("quantize", 8192, 8192, us, 2.0 * n + copies * n * (1 + 1 / 32), "te-b200-mxfp8-quant",
+                           ROCM598 % (scaling, us)))
+write("published-quantize-b200.json",
+      prov("NVIDIA B200 (HBM3e 8 TB/s)", 148, "TransformerEngine's MXFP8 quantize kernel on B200 (achieved HBM rate)",
+           peak_bf16=2250, hbm=8000), pts)
+
+# B300: TransformerEngine's tuned NVFP4 cast (BF16 in, row-wise and column-wise copies, E4M3 scales per 16),
+# NVIDIA/TransformerEngine pull request #2412 (2025-11-21) description: "RN: round-to-nearest mode 6.4 TB/s",
+# "SR: stochastic rounding 4.5 TB/s" (row-wise + column-wise), measured on B300 at DeepSeek-V3's
+# [8192 x 8, 7168]. Times derived at that shape with bytes = 2 B per element read, 2 x (0.5 + 1/16) B written
+# (the PR does not state its byte count).
+TE2412 = ("NVIDIA/TransformerEngine pull request #2412 (2025-11-21) description, tuned NVFP4 cast on B300, rowwise + "
+          "colwise, %s: %.1f TB/s (time derived at 65536 x 7168)")
+pts = []
+n = 65536 * 7168
+b = 2.0 * n + 2 * n * (0.5 + 1 / 16)
+pts.append(quant_point("quantize", 65536, 7168, b / 6.4e12 * 1e6, b, "te-b300-nvfp4-cast", TE2412 % ("round-to-nearest", 6.4)))
+pts.append(quant_point("quantize_rht_sr", 65536, 7168, b / 4.5e12 * 1e6, b, "te-b300-nvfp4-cast",
+                       TE2412 % ("stochastic rounding", 4.5)))
+write("published-quantize-b300.json",
+      prov("NVIDIA B300 (HBM3e 8 TB/s)", 160, "TransformerEngine's NVFP4 cast kernel on B300 (achieved HBM rate)",
+           peak_bf16=2250, hbm=8000), pts)

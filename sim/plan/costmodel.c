@@ -53,24 +53,52 @@ static double gemm_bytes(double m, double n, double k, dtype_kind dt) {
 
 static int dt_index(dtype_kind dt) { return (int)dt >= 0 && (int)dt < DT_NKINDS ? (int)dt : DT_BF16; }
 
-/* The GEMM parameters of a precision: its own fit, else the model's default. */
-static const cm_gemm_params *gemm_params(const costmodel *cm, dtype_kind dt) {
-    int i = dt_index(dt);
-    return cm->gemm_fitted[i] ? &cm->gemm_dt[i] : &cm->gemm;
-}
+gpu_arch costmodel_arch(const costmodel *cm) { return cm->peak_fp4_flops > 0 ? GPU_BLACKWELL : GPU_HOPPER; }
 
-static double peak_of(const costmodel *cm, dtype_kind dt) {
+/* The base peak of a precision: its storage type's, or a recipe's FP8 (FP4 for nvfp4) peak; a model
+ * without an FP4 peak prices nvfp4 at twice its FP8 peak (the FP8:FP4 ratio of B200). */
+static double base_peak(const costmodel *cm, dtype_kind dt) {
     int i = (int)dt;
     if (i >= 0 && i < 4) return cm->peak_flops[i];
     const quant_recipe *r = quant_recipe_of(dt);
     if (!r) return cm->peak_flops[DT_BF16];
-    /* a model without an FP4 peak prices nvfp4 at twice its FP8 peak (the FP8:FP4 ratio of B200) */
-    double base = r->fp4_base ? (cm->peak_fp4_flops > 0 ? cm->peak_fp4_flops : 2.0 * cm->peak_flops[DT_FP8])
-                              : cm->peak_flops[DT_FP8];
-    /* a recipe with its own fit has its measured efficiency at the base peak; without one it runs at
-     * the default fit's efficiency times the recipe's rate */
-    return base * (cm->gemm_fitted[dt_index(dt)] ? 1.0 : r->gemm_rate);
+    if (!r->fp4_base) return cm->peak_flops[DT_FP8];
+    return cm->peak_fp4_flops > 0 ? cm->peak_fp4_flops : 2.0 * cm->peak_flops[DT_FP8];
 }
+
+/* A recipe's GEMM rate on the model's architecture (recipes.h); a recipe of the other architecture
+ * only takes that one's. */
+static double recipe_rate(const costmodel *cm, const quant_recipe *r) {
+    double v = r->rate[costmodel_arch(cm)];
+    return v > 0 ? v : r->rate[GPU_BLACKWELL] > 0 ? r->rate[GPU_BLACKWELL] : 1.0;
+}
+
+/* The GEMM parameters of a precision and the peak they run at (costmodel.h "Precisions"): its own
+ * fit at its base peak; else a recipe's rate times its base peak on the per-tensor FP8 (fp8-cs) fit,
+ * or on the model's default parameters when there is none. */
+static const cm_gemm_params *gemm_of(const costmodel *cm, dtype_kind dt, double *peak) {
+    int i = dt_index(dt);
+    const quant_recipe *r = quant_recipe_of(dt);
+    *peak = base_peak(cm, dt);
+    if (cm->gemm_fitted[i]) return &cm->gemm_dt[i];
+    if (!r) return &cm->gemm;
+    *peak *= recipe_rate(cm, r);
+    return cm->gemm_fitted[DT_FP8_CS] ? &cm->gemm_dt[DT_FP8_CS] : &cm->gemm;
+}
+
+static const cm_gemm_params *gemm_params(const costmodel *cm, dtype_kind dt) {
+    double peak;
+    return gemm_of(cm, dt, &peak);
+}
+
+static double peak_of(const costmodel *cm, dtype_kind dt) {
+    double peak;
+    gemm_of(cm, dt, &peak);
+    return peak;
+}
+
+/* The sustained fraction of the burst tensor-core rate (<= 0 in a zeroed model: 1) */
+static double sustained_of(const costmodel *cm) { return cm->sustained > 0 ? cm->sustained : 1.0; }
 
 double costmodel_peak_flops(const costmodel *cm, dtype_kind dt) { return peak_of(cm, dt); }
 
@@ -82,13 +110,15 @@ static int tiled(const costmodel *cm, const cm_gemm_params *g) {
  * group, skipped); `bytes` is what the launch moves from HBM. Without the launch overhead. */
 static double tiled_body_s(const costmodel *cm, const cm_gemm_params *g, const double *m, int groups, double n,
                            double k, double bytes, dtype_kind dt) {
-    const double sms = cm->sm_count, P_sm = peak_of(cm, dt) * g->eff_max / sms;
+    const double sms = cm->sm_count, peak = peak_of(cm, dt), P_sm = peak * g->eff_max / sms;
     const double load_sm = g->tile_load_Bps / sms, in_B = dtype_bytes(dt);
     const double t_hbm = bytes / g->operand_Bps, q = g->overlap_q;
     /* the library's tile choice: the tiling with the least on-chip time. The combination with HBM
      * streaming below increases with t_sm, so the best tiling's t_sm gives the least total and the
      * smooth max (three pow calls, most of a plan's CPU when done per tiling) is taken once. */
-    double best_sm = INFINITY;
+    double best_sm = INFINITY, f = 0.0;
+    for (int e = 0; e < groups; e++)
+        if (m[e] > 0) f += 2.0 * m[e] * n * k;
     for (int a = 0; a < g->n_tile_m; a++) {
         double bm = g->tile_m[a], m_tiles = 0;
         for (int e = 0; e < groups; e++)
@@ -102,7 +132,11 @@ static double tiled_body_s(const costmodel *cm, const cm_gemm_params *g, const d
         }
     }
     if (!isfinite(best_sm)) return INFINITY;
-    return q > 0 ? pow(pow(best_sm, q) + pow(t_hbm, q), 1.0 / q) : best_sm + t_hbm;
+    best_sm /= sustained_of(cm);   /* SM-clocked work runs at the sustained clock, HBM streaming does not */
+    double body = q > 0 ? pow(pow(best_sm, q) + pow(t_hbm, q), 1.0 / q) : best_sm + t_hbm;
+    /* no launch runs faster than the best published rate (at the sustained clock) */
+    double floor_s = g->ceil_eff > 0 ? f / (peak * g->ceil_eff * sustained_of(cm)) - g->launch_s : 0.0;
+    return body > floor_s ? body : floor_s;
 }
 
 /* GEMM time without the launch. */
@@ -110,7 +144,7 @@ static double gemm_body_s(const costmodel *cm, double m, double n, double k, dty
     const cm_gemm_params *g = gemm_params(cm, dt);
     if (tiled(cm, g)) return tiled_body_s(cm, g, &m, 1, n, k, gemm_bytes(m, n, k, dt), dt);
     double f = 2.0 * m * n * k;
-    return f / (peak_of(cm, dt) * g->eff_max) + gemm_bytes(m, n, k, dt) / g->operand_Bps;
+    return f / (peak_of(cm, dt) * g->eff_max * sustained_of(cm)) + gemm_bytes(m, n, k, dt) / g->operand_Bps;
 }
 
 double costmodel_gemm_s(const costmodel *cm, double m, double n, double k, dtype_kind dt) {
@@ -141,22 +175,78 @@ double costmodel_grouped_gemm_s(const costmodel *cm, const double *tokens, int n
     return g->launch_s + body;
 }
 
-double costmodel_expert_ffn_fwd_s(const costmodel *cm, const double *tokens, int n_experts,
-                                  double hidden, double ffn, dtype_kind dt) {
+/* The cost model's parameters of a quantize kernel class: its own per-kernel fit, else the cast's
+ * ("quantize") at the published ratio of the class to a cast, else the memory model's. Ratios:
+ * an amax reduction 3.03 / 3.92 TB/s of a per-tensor cast (one H200, 16384 x 7168 BF16,
+ * torch.compile kernels; moesim research note kernels-scale.md §1.2 and §7); NVFP4's cast with
+ * stochastic rounding 4.5 / 6.4 TB/s of its round-to-nearest cast (TransformerEngine pull request
+ * #2412, B300, row- and column-wise). */
+#define AMAX_VS_CAST (3.03 / 3.92)
+#define RHT_SR_VS_CAST (4.5 / 6.4)
+static cm_mem_params quant_kernel_params(const costmodel *cm, quant_kernel k) {
+    const cm_kernel_params *own = NULL, *cast = NULL;
+    for (int i = 0; i < cm->n_kernels; i++) {
+        if (!strcmp(cm->kernels[i].name, quant_kernel_name(k))) own = &cm->kernels[i];
+        if (!strcmp(cm->kernels[i].name, quant_kernel_name(QK_CAST))) cast = &cm->kernels[i];
+    }
+    if (own) return own->p;
+    cm_mem_params p = cast ? cast->p : cm->memory;
+    if (k == QK_AMAX) p.bw_Bps *= AMAX_VS_CAST;
+    if (k == QK_RHT_SR) p.bw_Bps *= RHT_SR_VS_CAST;
+    return p;
+}
+
+double costmodel_quant_s(const costmodel *cm, dtype_kind dt, quant_role role, double elements, int chunks) {
+    const quant_recipe *r = quant_recipe_of(dt);
+    if (!r || elements <= 0 || role < 0 || role >= QR_NROLES) return 0.0;
+    const quant_passes *ps = &r->pass[r->needs_blackwell ? GPU_BLACKWELL : costmodel_arch(cm)][role];
+    double t = 0.0;
+    for (int i = 0; i < ps->n; i++) {
+        const quant_pass *q = &ps->p[i];
+        cm_mem_params k = quant_kernel_params(cm, q->k);
+        t += (q->per_expert && chunks > 1 ? chunks : 1) * k.launch_s + elements * (q->read_B + q->write_B) / k.bw_Bps;
+    }
+    return t;
+}
+
+double costmodel_expert_ffn_part_s(const costmodel *cm, const double *tokens, int n_experts, double hidden,
+                                   double ffn, dtype_kind dt, expert_part part, double *quant_s) {
     double total_tokens = 0.0;
-    for (int e = 0; e < n_experts; e++) total_tokens += tokens[e] > 0 ? tokens[e] : 0.0;
+    int chunks = 0;
+    for (int e = 0; e < n_experts; e++)
+        if (tokens[e] > 0) total_tokens += tokens[e], chunks++;
+    if (quant_s) *quant_s = 0.0;
     if (total_tokens <= 0) return 0.0;
     double gate_up = costmodel_grouped_gemm_s(cm, tokens, n_experts, 2.0 * ffn, hidden, dt);
     /* SwiGLU reads the 2*ffn gate/up activations and writes ffn outputs, BF16. */
     double act_bytes = total_tokens * ffn * 3.0 * 2.0;
     double swiglu = costmodel_kernel_s(cm, "swiglu", act_bytes);
     double down = costmodel_grouped_gemm_s(cm, tokens, n_experts, hidden, ffn, dt);
-    return gate_up + swiglu + down + costmodel_cast_s(cm, total_tokens * (hidden + ffn), dt);
+    /* the forward quantizes both GEMM inputs (tokens x hidden, tokens x ffn), the input-gradient
+     * kernel both output gradients (tokens x hidden of down, tokens x 2 ffn of gate+up), each GEMM
+     * call its active experts' weights' per-use pass; the weight gradients read copies made before */
+    double q = 0.0, w_use = chunks * 3.0 * hidden * ffn;
+    if (part == EXPERT_FWD)
+        q = costmodel_quant_s(cm, dt, QR_INPUT, total_tokens * hidden, chunks) +
+            costmodel_quant_s(cm, dt, QR_INPUT, total_tokens * ffn, chunks);
+    else if (part == EXPERT_BWD_INPUT)
+        q = costmodel_quant_s(cm, dt, QR_GRAD, total_tokens * hidden, chunks) +
+            costmodel_quant_s(cm, dt, QR_GRAD, total_tokens * 2.0 * ffn, chunks);
+    if (part != EXPERT_BWD_WEIGHT) q += costmodel_quant_s(cm, dt, QR_WEIGHT_USE, w_use, chunks);
+    if (quant_s) *quant_s = q;
+    return gate_up + swiglu + down + q;
 }
 
-double costmodel_cast_s(const costmodel *cm, double elements, dtype_kind dt) {
-    const quant_recipe *r = quant_recipe_of(dt);
-    return r && r->cast_extra_B > 0 ? costmodel_memory_bound_s(cm, elements * r->cast_extra_B) : 0.0;
+double costmodel_expert_ffn_fwd_s(const costmodel *cm, const double *tokens, int n_experts,
+                                  double hidden, double ffn, dtype_kind dt) {
+    return costmodel_expert_ffn_part_s(cm, tokens, n_experts, hidden, ffn, dt, EXPERT_FWD, NULL);
+}
+
+double costmodel_expert_ffn_quant_s(const costmodel *cm, const double *tokens, int n_experts, double hidden,
+                                    double ffn, dtype_kind dt, expert_part part) {
+    double q;
+    costmodel_expert_ffn_part_s(cm, tokens, n_experts, hidden, ffn, dt, part, &q);
+    return q;
 }
 
 double costmodel_memory_bound_s(const costmodel *cm, double bytes) {
@@ -192,14 +282,16 @@ double costmodel_attention_core_s(const costmodel *cm, const cm_attn_shape *a, i
         double keys = !a->causal ? a->seq_k : a->seq_k >= a->seq_q ? 0.5 * a->seq_q
                                  : a->seq_k - a->seq_k * a->seq_k / (2.0 * a->seq_q);
         double flops = 2.0 * a->batch * a->heads * a->seq_q * keys * (a->d_qk + a->d_v) * (bwd ? 2.0 : 1.0);
-        return cm->attention_launch_s + flops / (P * cm->attention_eff);
+        return cm->attention_launch_s + flops / (P * cm->attention_eff * sustained_of(cm));
     }
     const cm_attn_params *p = &cm->attn[bwd ? 1 : 0];
     double mm = bwd ? 2.0 * (3.0 * a->d_qk + 2.0 * a->d_v) : 2.0 * (a->d_qk + a->d_v);
     double pairs = costmodel_attention_pairs(a), rows = a->batch * a->heads * a->seq_q;
-    double t = cm->attention_launch_s + pairs * (mm / (P * p->eff) + p->pair_s) + rows * 0.5 * (a->d_qk + a->d_v) * p->row_s;
-    if (a->causal && isfinite(p->causal_eff)) t += pairs * mm / (P * p->causal_eff);
-    return t;
+    /* the matmuls, the softmax and the causal masking run at the SM clock; the per-row work (loading
+     * Q, writing O and the log-sum-exp) is memory traffic */
+    double sm = pairs * (mm / (P * p->eff) + p->pair_s) + rows * p->row_fixed_s;
+    if (a->causal && isfinite(p->causal_eff)) sm += pairs * mm / (P * p->causal_eff);
+    return cm->attention_launch_s + sm / sustained_of(cm) + rows * 0.5 * (a->d_qk + a->d_v) * p->row_s;
 }
 
 double costmodel_link_s(const costmodel *cm, cm_link_class link, double bytes) {
@@ -226,6 +318,13 @@ costmodel costmodel_from_gpu(const gpu_cfg *gpu) {
     /* REFERENCE.md §6: large GEMMs reach ~75-80% of peak; STREAM-like kernels ~90% of HBM. */
     cm.gemm = (cm_gemm_params){ .eff_max = 0.80, .operand_Bps = 0.9 * hbm, .launch_s = 3e-6 };
     cm.memory = (cm_mem_params){ .bw_Bps = 0.9 * hbm, .launch_s = 2e-6 };
+    /* quantize casts at 80% of HBM ("80% of peak memory bandwidth", TransformerEngine's multi-tensor
+     * cast-transpose on H100, pull request #998); the other quantize kernels at their published ratios
+     * to it (quant_kernel_params) */
+    cm.n_kernels = 1;
+    snprintf(cm.kernels[0].name, sizeof cm.kernels[0].name, "%s", quant_kernel_name(QK_CAST));
+    cm.kernels[0].p = (cm_mem_params){ .bw_Bps = 0.8 * hbm, .launch_s = 2e-6 };
+    cm.sustained = gpu->sustained > 0 ? gpu->sustained : 1.0;
     cm.attention_eff = 0.50;
     cm.attention_launch_s = 3e-6;
     cm.link[CM_LINK_NVLINK] = (cm_link_params){ 1, 3e-6, 160e9, 0 };
@@ -263,17 +362,17 @@ costmodel costmodel_from_cluster(const cluster_cfg *c) {
 
 /* Keys a model file may hold besides the ones read: documentation and the fit's own record. */
 static const char *const top_keys[] = {"format", "source", "device", "measured", "basis", "notes", "provenance", "residuals",
-                                       "traces", "base", "collectives", "peak_tflops", "gemm", "memory",
-                                       "attention", "kernels", "links", NULL};
+                                       "traces", "base", "tiles", "collectives", "peak_tflops", "sustained", "gemm",
+                                       "memory", "attention", "kernels", "links", NULL};
 static const char *const peak_keys[] = {"bf16", "fp8", "fp16", "fp32", "fp4", NULL};
 static const char *const gemm_keys[] = {"eff_max", "operand_GBps", "launch_us", "sm_count", "by_dtype", "fit",
                                         "stderr", "dropped", NULL};
 static const char *const gemm_dt_keys[] = {"eff_max", "operand_GBps", "launch_us", "tile_load_GBps",
-                                           "tile_overhead_us", "overlap_q", "tile_m", "tile_n", "fit", "stderr",
-                                           "dropped", "tables", "from", NULL};
+                                           "tile_overhead_us", "overlap_q", "ceil_eff", "tile_m", "tile_n", "fit",
+                                           "stderr", "dropped", "tables", "from", NULL};
 static const char *const attention_keys[] = {"eff", "launch_us", "fwd", "bwd", "fit", "stderr", "dropped", NULL};
-static const char *const attention_dir_keys[] = {"eff", "pair_ps", "row_dim_ps", "causal_eff", "fit", "stderr",
-                                                 "dropped", "tables", NULL};
+static const char *const attention_dir_keys[] = {"eff", "pair_ps", "row_dim_ps", "row_ps", "causal_eff", "fit",
+                                                 "stderr", "dropped", "tables", NULL};
 static const char *const basis_names[] = {"spec", "published", "measured", NULL};
 static const char *const mem_keys[] = {"GBps", "launch_us", "fit", "stderr", "dropped", NULL};
 static const char *const link_keys[] = {"alpha_us", "GBps", "line_GBps", "from", NULL};
@@ -309,6 +408,7 @@ static int parse_gemm_dt(const json_reader *r, const cJSON *o, const char *path,
         json_get_number(r, o, path, "tile_load_GBps", JSON_REQUIRED | JSON_LO_OPEN, 0, 1e8, &load) ||
         json_get_number(r, o, path, "tile_overhead_us", JSON_REQUIRED, 0, 1e6, &over_us) ||
         json_get_number(r, o, path, "overlap_q", JSON_REQUIRED | JSON_LO_OPEN, 0, 100, &g->overlap_q) ||
+        json_get_number(r, o, path, "ceil_eff", JSON_LO_OPEN, 0, 1.0, &g->ceil_eff) ||
         parse_tiles(r, o, path, "tile_m", CM_MAX_TILE_M, g->tile_m, &g->n_tile_m) ||
         parse_tiles(r, o, path, "tile_n", CM_MAX_TILE_N, g->tile_n, &g->n_tile_n))
         return EXIT_BADINPUT;
@@ -321,17 +421,19 @@ static int parse_gemm_dt(const json_reader *r, const cJSON *o, const char *path,
 
 /* attention.fwd / attention.bwd: a fitted attention kernel (costmodel.h); causal_eff null: none */
 static int parse_attn_dir(const json_reader *r, const cJSON *o, const char *path, cm_attn_params *a) {
-    double pair_ps = 0, row_ps = 0;
+    double pair_ps = 0, row_ps = 0, row_fixed_ps = 0;
     a->causal_eff = INFINITY;
     if (!cJSON_IsObject(o)) return json_bad(r, path, o, "an object (a fitted attention kernel)");
     if (json_check_keys(r, o, path, attention_dir_keys) ||
         json_get_number(r, o, path, "eff", JSON_REQUIRED | JSON_LO_OPEN, 0, 1.5, &a->eff) ||
         json_get_number(r, o, path, "pair_ps", JSON_REQUIRED, 0, 1e6, &pair_ps) ||
         json_get_number(r, o, path, "row_dim_ps", JSON_REQUIRED, 0, 1e9, &row_ps) ||
+        json_get_number(r, o, path, "row_ps", 0, 0, 1e12, &row_fixed_ps) ||
         json_get_number(r, o, path, "causal_eff", JSON_NULL_OK | JSON_LO_OPEN, 0, 1e6, &a->causal_eff))
         return EXIT_BADINPUT;
     a->pair_s = pair_ps * 1e-12;
     a->row_s = row_ps * 1e-12;
+    a->row_fixed_s = row_fixed_ps * 1e-12;
     return 0;
 }
 
@@ -375,6 +477,8 @@ static int parse_model(const json_reader *r, const cJSON *root, costmodel *cm) {
         json_get_number(r, pk, "peak_tflops", "fp4", JSON_LO_OPEN, 0, 1e6, &fp4))
         return EXIT_BADINPUT;
     cm->peak_fp4_flops = fp4 * 1e12;
+    cm->sustained = 1.0;
+    if (json_get_number(r, root, "", "sustained", JSON_LO_OPEN, 0, 1, &cm->sustained)) return EXIT_BADINPUT;
     cm->peak_flops[DT_BF16] = bf16 * 1e12;
     cm->peak_flops[DT_FP8] = (fp8 > 0 ? fp8 : 2.0 * bf16) * 1e12;
     cm->peak_flops[DT_FP16] = (fp16 > 0 ? fp16 : bf16) * 1e12;
@@ -514,6 +618,8 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
     if (costmodel_load(path, out, err)) return moe_error_context(err, s->file, "calibration");
     /* a model fitted without FP4 GEMMs takes the FP4 peak of the scenario's GPU */
     if (out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
+    /* cluster.gpu.sustained given (not "auto"): it replaces the model's */
+    if (s->cluster.gpu.sustained > 0) out->sustained = s->cluster.gpu.sustained;
     /* links: a measured efficiency applies to the scenario's own line rate (a sweep of nic_gbps is
      * priced at the rate the NIC reaches); a class the model lacks (a single-node fit) comes from the
      * cluster as the built-in roofline takes it */

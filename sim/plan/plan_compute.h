@@ -28,8 +28,17 @@
  *                      ops a block)
  *   routed experts     costmodel_expert_ffn_fwd_s over the rank's local experts at uniform routing
  *                      (R x top_k x ep / experts tokens each, R = T x etp / tp the tokens the rank
- *                      routes, inner dim expert_hidden/etp); backward =
- *                      2 x that (input and weight gradients: the same matrices, as the step prices)
+ *                      routes, inner dim expert_hidden/etp); backward = 2 x that (input and weight
+ *                      gradients: the same matrices, as the step prices them; each carries the
+ *                      forward's quantization until both levels price each kernel with its own
+ *                      part, costmodel_expert_ffn_part_s)
+ *   quantization       a quantized recipe's passes (recipes.h, costmodel_quant_s) around each GEMM in
+ *                      precision.compute: its input in the forward (a column-parallel GEMM under
+ *                      sequence parallelism quantizes the rank's T / tp rows, before the all-gather),
+ *                      its output gradient before the input gradient (a row-parallel GEMM's T / tp
+ *                      rows), its weight once per step (1 / n_mb per micro-batch, with the forward;
+ *                      the routed experts' on K_ROUTER_FWD, see routed experts) and per use (forward
+ *                      and input gradient). BF16 pays none.
  *   memory-bound       costmodel_memory_bound_s per kernel: per block (attention, FFN) one RMSNorm +
  *                      residual add pass (read x and the residual, write both: 5 h x 2 B per token;
  *                      backward reads/writes twice that); SwiGLU/GeLU pointwise (fwd read 2f write f,
@@ -76,11 +85,21 @@
  * in the dense rows). Embedding and head kernels stand in every row. Without MoE layers the MoE rows
  * are the dense rows, without windowed layers the windowed rows the full ones. Kernels the table
  * does not price (K_NONE, K_OPTIMIZER) are 0. GEMMs in a quantized recipe (recipes.h) carry its
- * cast of their activation input (forward) and output gradient (backward). */
+ * quantization passes (see "quantization" above).
+ *
+ * quant_s is the quantization part of s (quant_s[l][k] <= s[l][k], 0 for BF16), recompute_quant_s
+ * that of recompute_s. Contract for the step executor's breakdown: an op priced from the table at
+ * table.s[l][k] (scaled by op.tokens / T, plus recompute_s on compute_recompute_kernel) carries
+ * quant_s[l][k] (scaled alike, plus recompute_quant_s) of quantization: the `quantize_s` entry of the
+ * step's breakdown is their sum over the executed ops, plus costmodel_expert_ffn_quant_s of each
+ * routed-expert op with its part (costmodel.h), so that quantize_s is inside, never beside, the
+ * compute time. */
 typedef struct {
     double T;                                   /* tokens of the micro-batch priced */
     double s[LAYER_NKINDS][K_NKINDS];
+    double quant_s[LAYER_NKINDS][K_NKINDS];     /* of which quantization */
     double recompute_s[LAYER_NKINDS];           /* recompute per layer (layout.recompute) */
+    double recompute_quant_s[LAYER_NKINDS];     /* of which quantization */
 } kernel_price_table;
 
 /* One attention-core launch of a rank holding T tokens (its 1/cp share of mb sequences) with tp-way

@@ -114,11 +114,11 @@ static const cluster_cfg CLUSTERS[] = {
      * is 143,771 MiB = 140.40 GiB as the driver reports it (Modal's table of NVML capacities,
      * thundergolfer.com/blog/nvidia-gpu-memory-capacity: "H200 141 GB 143,771 MiB 140.40 GiB"). */
     {.preset = "h800-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 200,
-     .gpu = {.name = "H800", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
+     .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
-     .gpu = {.name = "H100", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
+     .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
     {.preset = "h200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
-     .gpu = {.name = "H200", .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
+     .gpu = {.name = "H200", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
              .mem_GiB = 143771 / 1024.0}},
     /* HGX / DGX B200 (1000 W): dense BF16 2.25 PF, FP8 4.5 PF, FP4 9 PF per GPU (NVIDIA Blackwell
      * technical brief, as tabulated at glennklockwood.com/garden/processors/B200; the DGX B200
@@ -130,7 +130,7 @@ static const cluster_cfg CLUSTERS[] = {
      * B200 user guide: "8 x NVIDIA ConnectX-7 Single Port Cards, InfiniBand up to 400Gbps"); 2 TB system
      * memory, PCIe 5.0 x16. */
     {.preset = "b200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 900,
-     .gpu = {.name = "B200", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
+     .gpu = {.name = "B200", .sustained = -1, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
              .mem_GiB = 183359 / 1024.0, .fp4_tflops = 9000}},
     /* HGX / DGX B300 (Blackwell Ultra B300 SXM6, 1100 W), 8 GPUs per node (aiwiki.ai/wiki/nvidia_dgx_b300:
      * "eight B300 SXM GPUs", 2 x Xeon 6776P; Megatron-Bridge v0.4.2 scripts/performance/argument_parser.py
@@ -147,7 +147,7 @@ static const cluster_cfg CLUSTERS[] = {
      * intra-node 900 GB/s, "1:1 CX8 XDR 800Gb/s"). GPU to host at PCIe 5.0 x16 (the GPU has Gen6; the Xeon
      * 6 host has PCIe 5.0: inferred); host memory and storage as the other 8-GPU presets. */
     {.preset = "b300-8rail", EIGHT_RAIL_FABRIC(800), .nvlink_GBps = 900,
-     .gpu = {.name = "B300", .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
+     .gpu = {.name = "B300", .sustained = -1, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
              .mem_GiB = 275040 / 1024.0, .fp4_tflops = 14000}},
     /* GB200 NVL72: 72 B200 (1200 W: dense BF16 2.5 PF, FP8 5 PF, FP4 10 PF; the NVL72 page's 720 PF FP8
      * and 1.44 EF FP4 per rack are sparse: / 72 / 2) in one NVLink domain of 130 TB/s (1.8 TB/s per
@@ -163,7 +163,7 @@ static const cluster_cfg CLUSTERS[] = {
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
-     .gpu = {.name = "GB200", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
+     .gpu = {.name = "GB200", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000}},
     /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
      * dense FP4 and 360 PF dense FP8 per rack, NVIDIA GTC 2025, as tabulated at
@@ -177,7 +177,7 @@ static const cluster_cfg CLUSTERS[] = {
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
-     .gpu = {.name = "GB300", .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
+     .gpu = {.name = "GB300", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000}},
 };
 
@@ -300,15 +300,17 @@ const char *preset_cluster_calibration(const char *name) {
         {"h800-8rail", "calibration/models/h800-published.json"},
         {"h100-8rail", "calibration/models/h100-published.json"},
         {"h200-8rail", "calibration/models/h200-published.json"},
-        /* Blackwell: the preset's own datasheet figures (b200-spec.json, b300-spec.json,
-         * gb200-spec.json: the built-in roofline's numbers) with NVLink 5 at HybridEP's published
-         * achieved rate (the published models; calibration/README.md), never an Hopper model's
-         * efficiencies and link rates. No published Blackwell GEMM or attention fit yet; GB300 keeps the
-         * built-in roofline. */
+        /* Blackwell: fitted on each kind's published measurements (calibration/README.md): GEMMs
+         * (XLA's sm_100 table, MAMF, cuBLAS FP4 on B200; MAMF and Azure's cuBLASLt on GB200; MAMF's B300
+         * rows for B300 and GB300, on B200's tile/wave structure), cuDNN attention (GB200's for B200,
+         * GB300's for B300 and GB300), quantize kernels (TE on B200, on B300 for B300 and GB300), NVLink 5
+         * at HybridEP's achieved rate, over the preset's datasheet figures (b200-spec.json,
+         * b300-spec.json, gb200-spec.json, gb300-spec.json). Never an Hopper model's efficiencies and
+         * link rates. */
         {"b200-8rail", "calibration/models/b200-published.json"},
         {"b300-8rail", "calibration/models/b300-published.json"},
         {"gb200-nvl72", "calibration/models/gb200-published.json"},
-        {"gb300-nvl72", ""},
+        {"gb300-nvl72", "calibration/models/gb300-published.json"},
     };
     for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
         if (strcmp(MODELS[i][0], name) == 0) return MODELS[i][1];

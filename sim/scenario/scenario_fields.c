@@ -33,7 +33,7 @@ const char *const scn_host_framework_names[] = {"megatron-core", "none", NULL};
 const char *const scn_cuda_graph_scope_names[] = {"attn", "mlp", "moe_router", "moe_preprocess", "moe", "layer", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
-const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", NULL};
+const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", "fp8-ds", NULL};
 const char *const scn_failure_dist_names[] = {"exponential", "weibull", NULL};
 const char *const scn_ckpt_policy_names[] = {"fixed", "young", "daly", "none", NULL};
 const char *const scn_ckpt_mode_names[] = {"sync", "async", NULL};
@@ -195,6 +195,13 @@ const scn_field scn_fields[] = {
           "NVIDIA data sheets"),
     F_NONNEG("cluster.gpu.fp4_tflops", cluster.gpu.fp4_tflops, "TFLOP/s",
              "dense FP4 peak per GPU (Blackwell block-scaled tensor cores); 0 = no FP4"),
+    {.path = "cluster.gpu.sustained", .type = SF_AUTO, .offset = OFF(cluster.gpu.sustained), .min = 0, .max = 1,
+     .flags = SCN_MIN_OPEN, DOC("fraction",
+          "tensor-core rate the GPU sustains on back-to-back GEMMs over the burst rate of published GEMM and attention "
+          "tables (power and clock limits); scales tensor-core-bound time, not HBM-bound time; auto = the cost "
+          "model's \"sustained\" (a fitted per-GPU-kind parameter; 1 where no measurement exists)",
+          "H200 (700 W): 668 / 795 TFLOP/s = 0.84, 60 s of back-to-back 8192^3 BF16 GEMMs vs cool-GPU bursts "
+          "(moesim research note kernels-scale.md §4.2); 1 elsewhere")},
     F_POS("cluster.nvlink_GBps", cluster.nvlink_GBps, "GB/s",
           "NVLink line rate per GPU per direction; links run at the cost model's achieved fraction of it",
           "H800: 400 GB/s bidirectional = 200 per direction; H100/H200: 900 bidirectional = 450 per direction"),
@@ -336,11 +343,12 @@ const scn_field scn_fields[] = {
 
     F_ENUM("precision.compute", precision.compute, scn_compute_names, "",
            "GEMM precision and recipe: fp8 is DeepSeek's blockwise 1x128 / 128x128 scaling, fp8-cs per-tensor current "
-           "scaling, mxfp8 and nvfp4 the block-scaled microscaling formats",
+           "scaling, fp8-ds per-tensor delayed scaling (amax history), mxfp8 and nvfp4 the block-scaled microscaling "
+           "formats; each recipe's GEMM kernel and quantization passes: sim/plan/recipes.h",
            "the model preset's published training: FP8 for deepseek-v3 (" DSV3_REPORT ", section 3.3), BF16 for the others and a model without a preset"),
     F_ENUM("precision.dispatch", precision.dispatch, scn_dtype_names, "", "precision of the MoE dispatch all-to-all",
            "follows precision.compute: fp8 (DeepSeek's blockwise recipe, " DSV3_REPORT ", section 3.3) dispatches FP8; "
-           "fp8-cs, mxfp8, nvfp4 and the 16/32-bit types dispatch BF16 (Megatron-Core quantizes inside the expert GEMMs)"),
+           "fp8-cs, fp8-ds, mxfp8, nvfp4 and the 16/32-bit types dispatch BF16 (Megatron-Core quantizes inside the expert GEMMs)"),
     F_ENUM("precision.combine", precision.combine, scn_dtype_names, "", "precision of the MoE combine all-to-all", "the model preset: BF16 (" DSV3_REPORT ", section 3.3, keeps the combine in BF16)"),
     F_ENUM("precision.master", precision.master, scn_dtype_names, "", "precision of the master weights and optimizer moments", "FP32 in every model preset"),
 

@@ -75,6 +75,8 @@ typedef struct {
     double hbm_GBps;
     double mem_GiB;
     double fp4_tflops;   /* dense FP4 peak (Blackwell); 0 = no FP4 / block-scaled tensor cores */
+    double sustained;    /* tensor-core rate sustained on back-to-back GEMMs / the burst rate the
+                            published tables give; <= 0: "auto" = the cost model's (costmodel.h) */
 } gpu_cfg;
 
 typedef struct {
@@ -184,13 +186,14 @@ typedef struct {
 } routing_cfg;
 
 /* ---- precision -------------------------------------------------------------------------------- */
-/* Element types. The first four are storage types (any precision field); the last three are
- * compute recipes only (precision.compute): DT_FP8 is DeepSeek-V3's blockwise FP8 (1x128 activation
- * tiles, 128x128 weight blocks), DT_FP8_CS FP8 with one current scale per tensor, DT_MXFP8 OCP
- * MX FP8 (E4M3 with one E8M0 scale per 32 elements, Blackwell), DT_NVFP4 NVIDIA's FP4 (E2M1 with an
- * E4M3 scale per 16 elements and an FP32 tensor scale, Blackwell). Their GEMM rates and cast costs
- * are the cost model's (sim/plan/costmodel.h). */
-typedef enum { DT_FP8 = 0, DT_BF16, DT_FP16, DT_FP32, DT_FP8_CS, DT_MXFP8, DT_NVFP4, DT_NKINDS } dtype_kind;
+/* Element types. The first four are storage types (any precision field); the others are compute
+ * recipes only (precision.compute): DT_FP8 is DeepSeek-V3's blockwise FP8 (1x128 activation tiles,
+ * 128x128 weight blocks), DT_FP8_CS FP8 with one current scale per tensor, DT_MXFP8 OCP MX FP8 (E4M3
+ * with one E8M0 scale per 32 elements, Blackwell), DT_NVFP4 NVIDIA's FP4 (E2M1 with an E4M3 scale per
+ * 16 elements and an FP32 tensor scale, Blackwell), DT_FP8_DS FP8 with one scale per tensor from an
+ * amax history (delayed scaling). Their GEMM rates and quantization passes are sim/plan/recipes.h's,
+ * priced by the cost model (sim/plan/costmodel.h). */
+typedef enum { DT_FP8 = 0, DT_BF16, DT_FP16, DT_FP32, DT_FP8_CS, DT_MXFP8, DT_NVFP4, DT_FP8_DS, DT_NKINDS } dtype_kind;
 typedef struct {
     dtype_kind compute, dispatch, combine, master;
 } precision_cfg;
@@ -455,7 +458,7 @@ static inline int scn_micro_batches(const scenario *s) {
     return s->layout.global_batch / (s->layout.micro_batch * scn_attn_dp(s));
 }
 /* FP8 of any recipe */
-static inline int dtype_is_fp8(dtype_kind d) { return d == DT_FP8 || d == DT_FP8_CS || d == DT_MXFP8; }
+static inline int dtype_is_fp8(dtype_kind d) { return d == DT_FP8 || d == DT_FP8_CS || d == DT_MXFP8 || d == DT_FP8_DS; }
 /* A quantized GEMM recipe (FP8 or FP4): inputs are cast before every GEMM */
 static inline int dtype_is_quantized(dtype_kind d) { return dtype_is_fp8(d) || d == DT_NVFP4; }
 /* Bytes of one element (scales not included) */
