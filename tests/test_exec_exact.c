@@ -14,7 +14,9 @@
  * a 16th of the ranks and mirrors them. tests/data/exact/small-tp.json holds TP 2-8 layouts (1F1B,
  * DualPipe, interleaved, ZeRO-3 over two replicas, hot expert); the list also holds layouts where the
  * twins must not apply (TP across nodes, a slow GPU, degraded links: the count of simulated ranks
- * shows what ran). */
+ * shows what ran). The exact comparison runs with identical GPUs (cluster.gpu.speed_cv = 0); with the
+ * scenario's speed spread the shortcuts fold the mirrored ranks' factors, and the step is checked
+ * against the run of every rank with its own factor within the fold's bound (speed_spread_bound). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -113,6 +115,32 @@ static int run(const program *p, const comm_model *comm, const costmodel *cm, in
     return rc && !r->timeout.found;
 }
 
+/* With the GPUs' speed spread, a simulated rank runs at the slowest factor of the ranks mirrored onto
+ * it (step_exec.h "Speed spread"): the step is at least the run of every rank with its own factor and,
+ * the step being monotone and positively homogeneous in the compute durations, at most that times the
+ * slowest over the fastest factor. */
+static int speed_spread_bound(const scenario *s, const comm_model *comm, const costmodel *cm) {
+    moe_error err = {0};
+    program *p = NULL;
+    if (program_build(s, &p, &err)) { printf("  %s point %d: %s\n", g_file, g_point, err.msg); return 1; }
+    step_exec_result a, b;
+    int bad = run(p, comm, cm, 1, &a) + run(p, comm, cm, 0, &b);
+    double bound = p->faults.speed_max / p->faults.speed_min;
+    if (!bad && !(a.step_time_s >= b.step_time_s && a.step_time_s <= b.step_time_s * bound)) {
+        printf("  %s point %d: speed spread folded %.9f s, every rank its own %.9f s, outside [1, %.6f]\n", g_file,
+               g_point, a.step_time_s, b.step_time_s, bound);
+        bad = 1;
+    }
+    if (!bad)
+        printf("  %-40s point %d: speed cv %.4f folded onto %d ranks: step %+.4f%% of every rank's own (bound %+.2f%%)\n",
+               g_file, g_point, s->cluster.gpu.speed_cv, a.n_simulated_ranks, 100 * (a.step_time_s / b.step_time_s - 1),
+               100 * (bound - 1));
+    step_exec_result_free(&a);
+    step_exec_result_free(&b);
+    program_free(p);
+    return bad;
+}
+
 static int child_point(void) {
     moe_error err = {0};
     scenario base, s;
@@ -122,6 +150,10 @@ static int child_point(void) {
     sweep_free(sw);
     if (rc) { printf("  %s point %d: %s\n", g_file, g_point, err.msg); return 1; }
     program *p = NULL;
+    /* the GPUs' speed spread is folded by the shortcuts, a bound (speed_spread_bound below): the exact
+     * comparison runs with identical GPUs */
+    double cv = s.cluster.gpu.speed_cv;
+    s.cluster.gpu.speed_cv = 0;
     if (program_check(&s, &err) || program_build(&s, &p, &err)) {
         printf("  %s point %d: not at step level (%s)\n", g_file, g_point, err.msg);
         return 0;
@@ -158,9 +190,14 @@ static int child_point(void) {
            "%ld of %ld patterns from the helper: %s\n",
            g_file, g_point, p->n_ranks, a.n_simulated_ranks, p->tp, p->dp, twins ? ", TP twins" : "", a.step_time_s,
            hs.from_helper, hs.simulated + hs.closed_form, bad ? "DIFFERENT" : "identical");
+    int folds = a.n_simulated_ranks < p->n_ranks;   /* some rank stands for others */
     step_exec_result_free(&h);
     step_exec_result_free(&a);
     step_exec_result_free(&b);
+    if (!bad && cv > 0 && folds) {
+        s.cluster.gpu.speed_cv = cv;
+        bad = speed_spread_bound(&s, &comm, &cm);
+    }
     comm.destroy(comm.ctx);
     program_free(p);
     return bad ? 1 : twins ? 2 : 0;

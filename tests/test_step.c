@@ -44,19 +44,23 @@ static int run(const scenario *s, int shortcut, int materialize, step_exec_resul
     return rc;
 }
 
-/* 2 nodes x 8 GPUs, pp 2, ep 4, dp 2, MoE, DualPipe and 1F1B; with and without a slow GPU in replica 1. */
+/* 2 nodes x 8 GPUs, pp 2, ep 4, dp 2, MoE, DualPipe and 1F1B; with and without a slow GPU in replica 1;
+ * the replicas routed alike (shared samples: the healthy one is mirrored) and each with its own
+ * samples (both simulated). */
 static void test_shortcut_equals_materialized(void **st) {
     (void)st;
     schedule_kind kinds[] = {SCHED_1F1B, SCHED_DUALPIPE};
     for (int ki = 0; ki < 2; ki++)
-        for (int fault = 0; fault < 2; fault++) {
+        for (int fault = 0; fault < 2; fault++)
+        for (int shared = 0; shared < 2; shared++) {
             scenario s;
             fx_scenario(&s, 4, 16, 2, 4, 2, 8, kinds[ki], 1, 8);
+            s.routing.group_samples = shared ? GROUP_SAMPLES_SHARED : GROUP_SAMPLES_INDEPENDENT;
             if (fault) { s.faults.n_slow_gpus = 1; s.faults.slow_gpus[0] = (slow_gpu_fault){.gpu = 13, .factor = 1.3}; }
             step_exec_result a, b;
             assert_int_equal(run(&s, 1, 0, &a, NULL), 0);
             assert_int_equal(run(&s, 0, 1, &b, NULL), 0);
-            assert_int_equal(a.n_simulated_replicas, fault ? 2 : 1);
+            assert_int_equal(a.n_simulated_replicas, fault || !shared ? 2 : 1);
             assert_int_equal(b.n_simulated_replicas, 2);
             assert_true(a.step_time_s == b.step_time_s);
             for (int r = 0; r < a.n_ranks; r++) {

@@ -67,9 +67,11 @@ static void test_span_closed_form(void **st) {
 }
 
 /* ---- a one-GPU step ---------------------------------------------------------------------------------- */
+/* identical GPUs (cluster.gpu.speed_cv 0): the step is solved by hand */
 static const char *ONE_GPU =
     "{\"model\": {\"preset\": \"llama3-8b\", \"layers\": 2, \"dense_layers\": 2, \"seq_len\": 1024},"
-    " \"cluster\": {\"preset\": \"h100-8rail\", \"nodes\": 1, \"gpus_per_node\": 1, \"rails\": 1},"
+    " \"cluster\": {\"preset\": \"h100-8rail\", \"nodes\": 1, \"gpus_per_node\": 1, \"rails\": 1,"
+    "             \"gpu\": {\"speed_cv\": 0}},"
     " \"layout\": {\"tp\": 1, \"pp\": 1, \"ep\": 1, \"dp\": 1, \"micro_batch\": 1, \"global_batch\": 2,"
     "            \"schedule\": \"1f1b\"},"
     " \"precision\": {\"compute\": \"bf16\"}, \"output\": {\"trace\": false}}";

@@ -175,6 +175,9 @@ typedef struct {
     int *a2a_last;
     long executed;
     int n_tags;
+    double *slow;                  /* per rank: the compute factor a simulated rank runs with (its
+                                      faults, times the slowest speed factor among the ranks it
+                                      stands for: step_exec.h "Speed spread") */
     int *recv_slot;                /* per stage x tag: the slot of that tag among the stage list's RECVs,
                                       -1 when none receives it (a rank keeps only its own RECVs' times:
                                       all the step's tags per rank were 0.5 GB at 4096 ranks) */
@@ -400,9 +403,12 @@ static void announce_queries(const exec_ctx *x) {
             if (op->group < 0 || op->group >= GROUP_NKINDS) continue;   /* the list holds the group's kind */
             int at = s * GROUP_NKINDS + op->group;
             for (int m = 0; m < n_stage_groups[at]; m++) {
-                int g = stage_groups[at][m];
+                int g = stage_groups[at][m], pattern = -1;
                 if (is_a2a) {
-                    unsigned char *seen = &a2a_seen[a2a_memo_at(x, op->pattern, g)];
+                    int d, st_, e, t;   /* the group's replica routes with its own samples */
+                    program_coords(p, p->groups[g].ranks[0], &d, &st_, &e, &t);
+                    pattern = program_replica_pattern(p, d, op);
+                    unsigned char *seen = &a2a_seen[a2a_memo_at(x, pattern, g)];
                     if (*seen) continue;
                     *seen = 1;
                 } else {
@@ -414,7 +420,7 @@ static void announce_queries(const exec_ctx *x) {
                     cap = cap ? 2 * cap : 256;
                     a.v = moe_xrealloc(a.v, cap, sizeof *a.v);
                 }
-                a.v[a.n++] = (announced){is_a2a, is_a2a ? op->pattern : (int)coll_kind_of(op->kind), g, op->bytes};
+                a.v[a.n++] = (announced){is_a2a, is_a2a ? pattern : (int)coll_kind_of(op->kind), g, op->bytes};
                 n_a2a += (size_t)is_a2a;
             }
         }
@@ -889,7 +895,7 @@ static void make_gangs(exec_ctx *x, const step_exec_opts *o, op_time *block) {
         rank_state *r = &x->rs[si];
         gang *g = &x->gangs[r->gang];
         g->lane[g->n] = si;
-        g->slow[g->n] = p->faults.compute_factor[r->rank];
+        g->slow[g->n] = x->slow[r->rank];
         step_split_begin(&g->split[g->n]);
         g->n++;
     }
@@ -928,14 +934,18 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     for (int i = 0; i < 4; i++) x.p2p_src[i] = -1;
     res->worst_a2a.group = -1; res->worst_a2a.spread_s = -1;
 
-    /* which replicas to simulate */
+    /* which replicas to simulate: the faulty ones, and one healthy replica per routing sample stream
+     * (program.h "Routing": replicas of one stream are routed alike) */
     int per_rep = rank_replica_ranks(&p->ranks);   /* replica d: ranks [d * per_rep, (d + 1) * per_rep) */
     int *rep_sim = moe_xmalloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
-    int healthy_rep = -1;
+    int *healthy_rep = moe_xmalloc((size_t)p->n_sample_groups * sizeof(int));
+    for (int g = 0; g < p->n_sample_groups; g++) healthy_rep[g] = -1;
     for (int d = 0; d < p->dp; d++) {
+        int *h = &healthy_rep[program_sample_group(p, d)];
         if (!o->shortcut || p->faults.replica_faulty[d]) rep_sim[d] = d;
-        else { if (healthy_rep < 0) healthy_rep = d; rep_sim[d] = healthy_rep; }
+        else { if (*h < 0) *h = d; rep_sim[d] = *h; }
     }
+    free(healthy_rep);
     /* rank -> the simulated rank whose results it has: its replica's representative, its t = 0 twin */
     int twins = tp_twins_apply(p, o);
     int *rep_of = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
@@ -944,6 +954,11 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         if (twins) program_coords(p, r, &d_, &s_, &e_, &t);
         rep_of[r] = rep_sim[r / per_rep] * per_rep + r % per_rep - t;
     }
+    /* a simulated rank stands for the ranks mirrored onto it: its speed is the slowest of theirs */
+    x.slow = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+    for (int r = 0; r < p->n_ranks; r++)
+        if (p->faults.speed_factor[r] > x.slow[rep_of[r]]) x.slow[rep_of[r]] = p->faults.speed_factor[r];
+    for (int r = 0; r < p->n_ranks; r++) x.slow[r] *= p->faults.compute_factor[r];
     x.sim_index = moe_xmalloc((size_t)p->n_ranks * sizeof(int));
     x.n_sim = 0;
     for (int r = 0; r < p->n_ranks; r++) x.sim_index[r] = rep_of[r] == r ? x.n_sim++ : -1;
@@ -1136,6 +1151,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
         res->n_ops_executed = x.executed;
     }
     free(rep_of);
+    free(x.slow);
 
     for (int si = 0; si < x.n_sim; si++) {
         free(x.rs[si].recv_at); free(x.rs[si].recv_from);

@@ -10,8 +10,8 @@
  *
  * Durations: compute from the cost model (costmodel.h) — through the plan level's per-kernel price
  * table (plan_compute.h), so both levels price a kernel alike — times the rank's compute factor
- * (program.faults: faults.slow_gpus, sim/program/faults.h); communication from a comm_model (comm.h),
- * memoized per (pattern, group) for all-to-alls and per (group, kind) for ring collectives, so that an
+ * (program.faults: faults.slow_gpus and the GPUs' speed factors, sim/program/faults.h);
+ * communication from a comm_model (comm.h), memoized per (pattern, group) for all-to-alls and per (group, kind) for ring collectives, so that an
  * expensive SimGrid pattern run happens once per distinct pattern. When the comm model takes
  * announcements (comm.h announce), the executor first announces every all-to-all and ring
  * collective its simulated ranks will ask for, so that the model can work them out beside the run
@@ -21,25 +21,36 @@
  * per-node RDMA payloads (a2a_pattern.node_bytes); combine-direction patterns go as their mirror
  * image (program.h "Routing").
  *
- * The replica shortcut (opts.shortcut): DP replicas run identical programs (routing draws do not
- * depend on the replica, program.h) and meet only in the gradient collectives of the step tail, where
- * a healthy replica arrives exactly when its twin does. So the executor simulates every replica that
- * holds a fault (program.faults.replica_faulty) plus one representative healthy replica, and mirrors
- * the representative's per-rank results onto the other healthy replicas; collectives count only the
- * simulated members. This is exact, not an approximation: tests/test_step.c compares it with the run
- * over the materialised program of every rank.
+ * The replica shortcut (opts.shortcut): DP replicas run identical programs but for their routing
+ * samples (program.h "Routing": replicas of one sample stream route alike) and meet only in the
+ * data-parallel collectives, where a healthy replica arrives exactly when its twin of the same stream
+ * does. So the executor simulates every replica that holds a fault (program.faults.replica_faulty) plus
+ * one representative healthy replica per sample stream (program_sample_group), and mirrors each
+ * representative's per-rank results onto the other healthy replicas of its stream; collectives count
+ * only the simulated members. This is exact, not an approximation: tests/test_step.c compares it with
+ * the run over the materialised program of every rank.
+ *
+ * Speed spread (cluster.gpu.speed_cv, program.faults.speed_factor): the GPUs of mirrored ranks have
+ * speed factors of their own. A simulated rank runs with the slowest factor among the ranks it stands
+ * for (itself, its mirrored replica twins and TP twins): the fold. It is a bound, not exact: the step is
+ * monotone and positively homogeneous in the compute durations, so the folded step is at least the
+ * step of every rank with its own factor (opts.shortcut = 0) and at most that times the slowest over
+ * the fastest factor; the seed scenario's is 0.03% above it (tests/test_exec_exact.c checks the bound
+ * on every shipped point, tests/test_gpu_speed.c by hand). Everything else the shortcuts do stays
+ * exact; with cv = 0 the fold changes nothing.
  *
  * TP twins (opts.shortcut too): the ranks (d, s, e, t) of one tensor-parallel group differ only in t.
- * With every TP index's EP group routed by the same sample (program.h "Routing"), the twins run the
+ * With every TP index's EP group routed by its replica's sample (program.h "Routing"), the twins run the
  * same op list with the same compute durations, and their EP groups, gradient rings and pipeline
  * sends are the same patterns moved by t rails, which a rail-symmetric comm model (comm.h) times
  * identically; their TP collectives are shared. By induction over the ops their timelines are equal,
  * so only t = 0 is simulated and mirrored onto t > 0. It applies when the comm model is rail-
  * symmetric, attention and expert TP are the same (layout.tp = etp, no context parallelism), each
  * twin sits t GPUs after its t = 0 rank in the same node, and the twins have the same faults (no
- * degraded link, equal slow-GPU factors and stalls). Ties that the order of simulation could decide
- * (who arrived last, the worst all-to-all, the first timeout) are broken by rank and group, so the
- * mirrored results are exactly the per-rank executor's (tests/test_exec_exact.c).
+ * degraded link, equal slow-GPU factors and stalls; their speed spread is folded, above). Ties that
+ * the order of simulation could decide (who arrived last, the worst all-to-all, the first timeout)
+ * are broken by rank and group, so the mirrored results are exactly the per-rank executor's
+ * (tests/test_exec_exact.c).
  *
  * Gangs: the simulated ranks of one replica and stage run one op list, and the executor advances
  * them in lockstep, op by op, each rank's times in its own lane: an op is issued on every lane once

@@ -28,6 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "sim/base/rng_seed.h"
 #include "sim/program/expert_load.h"
 #include "sim/plan/memory.h"
 #include "sim/plan/model.h"
@@ -81,10 +85,15 @@ int program_gpu_of_rank(const program *p, int rank) { return rank_gpu(&p->ranks,
 int program_group_of(const program *p, int rank, group_kind kind) {
     return p->rank_group[rank * GROUP_NKINDS + kind];
 }
-int program_draw_of(const program *p, int layer, int mb) {
-    int l = layer - p->moe_first_layer;
-    if (l < 0 || l >= p->n_moe_layers || mb < 0 || mb >= p->micro_batches) return 0;
-    return p->draw_of[l * p->micro_batches + mb];
+int program_replica_draw_of(const program *p, int replica, int layer, int mb) {
+    int l = layer - p->moe_first_layer, g = program_sample_group(p, replica);
+    if (l < 0 || l >= p->n_moe_layers || mb < 0 || mb >= p->micro_batches || g < 0 || g >= p->n_sample_groups) return 0;
+    return p->draw_of[((size_t)g * p->n_moe_layers + l) * p->micro_batches + mb];
+}
+int program_draw_of(const program *p, int layer, int mb) { return program_replica_draw_of(p, 0, layer, mb); }
+int program_replica_pattern(const program *p, int replica, const program_op *o) {
+    if (o->pattern < 0 || program_sample_group(p, replica) == 0) return o->pattern;
+    return program_replica_draw_of(p, replica, o->layer, o->mb) * A2A_NKINDS + o->pattern % A2A_NKINDS;
 }
 
 /* ---- groups ------------------------------------------------------------------------------------------ */
@@ -209,7 +218,13 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
     p->n_moe_layers = model_moe_layers(&s->model);
     /* MoE MTP blocks (layer model.layers + j) route like the blocks before them */
     if (p->n_moe_layers > 0) p->n_moe_layers += s->model.mtp_layers;
-    p->draw_of = moe_xcalloc((size_t)(p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
+    /* independent samples per replica, up to PROGRAM_SAMPLE_STREAMS streams (program.h "Routing"): not
+     * for balanced routing, whose loads the law fixes, nor for one replica */
+    int streams = p->dp < PROGRAM_SAMPLE_STREAMS ? p->dp : PROGRAM_SAMPLE_STREAMS;
+    p->n_sample_groups = s->routing.group_samples == GROUP_SAMPLES_INDEPENDENT && s->routing.distribution != ROUTE_BALANCED &&
+                         p->n_moe_layers > 0 && s->model.experts > 0 ? streams : 1;
+    int G = p->n_sample_groups;
+    p->draw_of = moe_xcalloc((size_t)G * (p->n_moe_layers > 0 ? p->n_moe_layers : 1) * m, sizeof(int));
     p->step_expert_tokens = moe_xcalloc((size_t)(E > 0 ? E : 1), sizeof(double));
     p->step_expert_routed = moe_xcalloc((size_t)(E > 0 ? E : 1), sizeof(double));
     if (E <= 0 || p->n_moe_layers <= 0) {
@@ -247,10 +262,12 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
     const routing_sample **distinct = moe_xmalloc((size_t)cap * sizeof *distinct);
     long *uses = moe_xcalloc((size_t)cap, sizeof(long));
     /* the pool's draws at once (in threads when the process has them: routing_set_threads) */
-    int rc = routing_pool_fill(pool, p->n_moe_layers, m, 0, err);
+    int rc = 0;
+    for (int g = 0; g < G && rc == 0; g++) rc = routing_pool_fill(pool, p->n_moe_layers, m, g, err);
+    for (int g = 0; g < G && rc == 0; g++)
     for (int l = 0; l < p->n_moe_layers && rc == 0; l++)
         for (int mb = 0; mb < m; mb++) {
-            const routing_sample *rs = routing_pool_get(pool, l, mb, 0);
+            const routing_sample *rs = routing_pool_get(pool, l, mb, g);
             if (!rs) { rc = moe_error_set(err, EXIT_RUNTIME, "routing: out of memory"); break; }
             int d = 0;
             while (d < n_distinct && distinct[d] != rs) d++;
@@ -262,8 +279,8 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
                 }
                 distinct[n_distinct] = rs; uses[n_distinct++] = 0;
             }
-            uses[d]++;
-            p->draw_of[l * m + mb] = d;
+            uses[d] += g == 0;   /* the statistics are replica 0's samples (program.h) */
+            p->draw_of[((size_t)g * p->n_moe_layers + l) * m + mb] = d;
         }
     if (rc == 0) {
         p->n_draws = n_distinct;
@@ -897,6 +914,7 @@ static float expert_flops(const program *p, double pairs) {
 
 static void resolve(const program *p, int rank, int d, int e, int t, program_op *o) {
     if (!program_op_rank_relative(o)) return;
+    o->pattern = program_replica_pattern(p, d, o);   /* the stage list names replica 0's samples */
     if ((o->kind == OP_SEND || o->kind == OP_RECV) && o->group == GROUP_CP) {
         /* ring attention: the neighbour `peer` places along the rank's CP ring */
         const program_group *G = &p->groups[program_group_of(p, rank, GROUP_CP)];
@@ -939,34 +957,36 @@ int program_materialize(const program *p, int rank, program_op **ops) {
 }
 
 /* model FLOPs of the step: every rank's compute ops, the routed experts' as resolution sizes them.
- * Each stage's compute ops are first listed as (routing draw, or -1 and the op's FLOPs): the ranks'
- * sums then read 8 bytes per op instead of whole ops, in the same order (the same double). */
-typedef struct { int draw; float flops; } flops_term;
-
+ * A stage's ops but the routed experts' cost every rank of the stage alike (one sum per stage); the
+ * experts' are listed as (MoE layer, micro-batch), the sample each replica routes them with giving
+ * the pairs of each EP index. Replicas of one sample stream run the same FLOPs: one is counted. */
 static void count_model_flops(program *p) {
-    flops_term **terms = moe_xcalloc((size_t)p->pp, sizeof *terms);
-    int *n_terms = moe_xcalloc((size_t)p->pp, sizeof *n_terms);
+    int G = p->n_sample_groups, m = p->micro_batches;
+    double fl = 0;
+    int *keys = NULL;
     for (int st = 0; st < p->pp; st++) {
-        terms[st] = moe_xmalloc((size_t)(p->stage_n_ops[st] + 1) * sizeof **terms);
+        double same = 0;
+        int n_keys = 0;
+        keys = moe_xrealloc(keys, (size_t)p->stage_n_ops[st] + 1, sizeof *keys);
         for (int i = 0; i < p->stage_n_ops[st]; i++) {
             const program_op *o = &p->stage_ops[st][i];
             if (o->kind != OP_COMPUTE || o->kernel == K_OPTIMIZER) continue;
-            terms[st][n_terms[st]++] = (flops_term){o->pattern >= 0 ? p->patterns[o->pattern].draw : -1, o->flops};
+            if (o->pattern >= 0) keys[n_keys++] = (o->layer - p->moe_first_layer) * m + o->mb;
+            else same += o->flops;
+        }
+        int per_stage = rank_ranks_per_stage(&p->ranks);
+        for (int g = 0; g < G; g++) {
+            const int *draw = p->draw_of + (size_t)g * p->n_moe_layers * m;
+            double experts = 0;
+            for (int e = 0; e < p->ep; e++)
+                for (int k = 0; k < n_keys; k++) experts += expert_flops(p, expert_pairs(p, draw[keys[k]], e));
+            /* the stage's ranks of one replica: ep x tp (each TP index computes its slice) */
+            int reps = p->dp / G + (g < p->dp % G);   /* the replicas d = g mod G */
+            fl += (double)reps * (same * (per_stage / p->dp) + experts * p->tp);
         }
     }
-    double fl = 0;
-    for (int r = 0; r < p->n_ranks; r++) {
-        int d, st, e, t;
-        program_coords(p, r, &d, &st, &e, &t);
-        if (d > 0) { continue; }   /* replicas run identical FLOPs: count one, scale below */
-        const flops_term *c = terms[st];
-        for (int k = 0; k < n_terms[st]; k++)
-            fl += c[k].draw >= 0 ? expert_flops(p, expert_pairs(p, c[k].draw, e)) : c[k].flops;
-    }
-    for (int st = 0; st < p->pp; st++) free(terms[st]);
-    free(terms);
-    free(n_terms);
-    p->model_flops_per_step = fl * p->dp;
+    free(keys);
+    p->model_flops_per_step = fl;
 }
 
 /* ---- the scenario's in-step faults resolved into the program (faults.h) ---------------------------- */
@@ -1014,8 +1034,24 @@ static int stall_point(const program *p, int k, int rank, int *at, moe_error *er
                            "runs: %s", sf->gpu, rank, st, runs);
 }
 
+/* The tag of the GPU speed stream among the scenario seed's streams (rng_seed.h). */
+#define SPEED_SEED_TAG 0x53504545445F4356ull   /* "SPEED_CV" */
+
+void gpu_speed_factors(uint64_t seed, double cv, int n, double *speed) {
+    if (!(cv > 0)) {
+        for (int g = 0; g < n; g++) speed[g] = 1.0;
+        return;
+    }
+    double sigma = sqrt(log1p(cv * cv));
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, moe_seed_fold32(moe_seed_mix(seed ^ SPEED_SEED_TAG)));
+    for (int g = 0; g < n; g++) speed[g] = exp(gsl_ran_gaussian(rng, sigma));
+    gsl_rng_free(rng);
+}
+
 static void step_faults_free(step_faults *f) {
     free(f->compute_factor);
+    free(f->speed_factor);
     free(f->nic_factor);
     free(f->nvlink_factor);
     free(f->stop_at);
@@ -1030,6 +1066,10 @@ static int step_faults_resolve(const program *p, step_faults *f, moe_error *err)
     f->n_ranks = R;
     f->n_replicas = p->dp;
     f->compute_factor = moe_xmalloc((size_t)R * sizeof(double));
+    f->speed_factor = moe_xmalloc((size_t)R * sizeof(double));
+    double *speed = moe_xmalloc((size_t)R * sizeof(double));
+    gpu_speed_factors(p->scn->seed, p->scn->cluster.gpu.speed_cv, R, speed);
+    f->speed_min = INFINITY; f->speed_max = 0;
     f->nic_factor = moe_xmalloc((size_t)R * sizeof(double));
     f->nvlink_factor = moe_xmalloc((size_t)R * sizeof(double));
     f->stop_at = moe_xmalloc((size_t)R * sizeof(int));
@@ -1042,6 +1082,9 @@ static int step_faults_resolve(const program *p, step_faults *f, moe_error *err)
         for (int i = 0; i < fc->n_slow_gpus; i++)
             if (fc->slow_gpus[i].gpu == gpu) slow *= fc->slow_gpus[i].factor;
         f->compute_factor[r] = slow;
+        f->speed_factor[r] = speed[gpu];
+        if (speed[gpu] < f->speed_min) f->speed_min = speed[gpu];
+        if (speed[gpu] > f->speed_max) f->speed_max = speed[gpu];
         f->nic_factor[r] = faults_link_factor(fc, gpu, LINK_NIC);
         f->nvlink_factor[r] = faults_link_factor(fc, gpu, LINK_NVLINK);
         f->stop_at[r] = STEP_NO_STALL;
@@ -1058,6 +1101,7 @@ static int step_faults_resolve(const program *p, step_faults *f, moe_error *err)
             f->stop_at[rank_of_gpu[gpu]] = at;
     }
     free(rank_of_gpu);
+    free(speed);
     if (rc) {
         step_faults_free(f);
         return rc;
@@ -1208,7 +1252,7 @@ static void free_routing(program *p) {
 }
 
 int program_redraw(program *p, const routing_law *law, moe_error *err) {
-    int n_old = p->n_moe_layers * p->micro_batches, old_draws = p->n_draws;
+    int n_old = p->n_sample_groups * p->n_moe_layers * p->micro_batches, old_draws = p->n_draws;
     int *old_of = moe_xmalloc((size_t)(n_old > 0 ? n_old : 1) * sizeof(int));
     if (n_old > 0) memcpy(old_of, p->draw_of, (size_t)n_old * sizeof(int));
     free_routing(p);

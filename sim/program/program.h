@@ -11,7 +11,8 @@
  *     starts when (a) the previous op of the same rank on the same stream has finished and (b) every
  *     op listed in its deps (earlier ops of the same rank, by index) has finished.
  *   - COMPUTE: duration from the cost model (kernel, flops, mem_bytes, tokens), times the slow-GPU
- *     factor of the rank's GPU (program.faults, sim/program/faults.h: the step-level faults).
+ *     factor of the rank's GPU (program.faults, sim/program/faults.h: the step-level faults) and its
+ *     GPU's persistent speed factor (program.faults.speed_factor; simulators only, faults.h).
  *   - SEND is eager (buffered, like NCCL p2p of a small activation into a pre-posted buffer): it
  *     occupies the sender's P2P stream for the transfer time and finishes then; it never waits for
  *     the receiver. RECV occupies no resource: it finishes at max(its own ready time, the matching
@@ -66,17 +67,40 @@
  *
  * Routing (sim/program/routing.h). Token routing is sampled per (MoE layer, micro-batch) from a routing pool
  * (routing_pool_create over the routing context of EP group 0: uniform / zipf / hot / trace laws,
- * group- and node-limited top-k, capacity factor with drop or dropless). Every EP group of every
- * replica asks the pool with group index 0, so the sample of (layer, micro-batch) is the same for all
- * of them. Why that is exact rather than a shortcut: every EP group routes its own tokens, drawn from
- * the same law with the same capacity, and every EP group spans the same node pattern (ep-inner:
- * ep*tp/gpus_per_node consecutive nodes; dp-inner: the same dp-strided pattern), so the groups'
- * routings are identically distributed; sampling one realisation per (layer, micro-batch) and
- * giving it to all of them is a draw from the same distribution, and it makes healthy replicas
- * bit-identical, which the replica shortcut of step_exec.h relies on. What it does not model is
- * independent noise between groups (two groups' different hot ranks in the same layer); the imbalance
- * of each all-to-all is a real sample's. The pool holds a few distinct samples (n_draws); draw_of
- * maps each (MoE layer, micro-batch) to the sample the pool gives it.
+ * group- and node-limited top-k, capacity factor with drop or dropless). Every EP group routes its
+ * own tokens, drawn from the same law with the same capacity, and every EP group spans the same node
+ * pattern (ep-inner: ep*tp/gpus_per_node consecutive nodes; dp-inner: the same dp-strided pattern),
+ * so the groups' routings are identically distributed: one pool, drawn over EP group 0's GPUs, serves
+ * them all. routing.group_samples says which sample a group takes:
+ *   independent  (the default) the replicas route with PROGRAM_SAMPLE_STREAMS sample streams (fewer
+ *                when dp is smaller): replica d's EP groups ask the pool with group index d mod
+ *                streams (program_sample_group), so replicas of different streams route a (layer,
+ *                micro-batch) with samples the pool maps independently from the seed, as the routers
+ *                of a real run see different tokens, and the step waits for the slowest stream.
+ *                Replicas of one stream are routed alike, and the replica shortcut of step_exec.h
+ *                still mirrors them. Why a few streams and not one per replica: replicas meet only in
+ *                the data-parallel collectives, so the routing noise a replica's step sums over its
+ *                thousands of all-to-alls is what differs between them, and it averages out (the
+ *                seed: the replicas' arrivals at the step tail spread by 0.3 ms in 8.4 s, the step
+ *                0.02% slower than with shared samples); each stream is a whole replica for the fast
+ *                executor to simulate (the seed: 0.09 s CPU per replica, so every replica of DP 4 would
+ *                take 0.35 s and of DP 128 the memory of 128 replicas' timelines). The slowest of
+ *                N such replicas exceeds the slowest of 2 by sigma (E[max of N] - E[max of 2]) for a
+ *                replica spread sigma: 0.6 ms at DP 128 with the seed's.
+ *                The pool holds a few draws per law (ROUTING_POOL_DRAWS) mapped to (layer,
+ *                micro-batch, group) by a hash (routing_pool_get): each all-to-all's sample is one of
+ *                those draws, for every stream alike.
+ *   shared       every replica asks with group index 0: the sample of (layer, micro-batch) is the
+ *                same for all, and healthy replicas are bit-identical. Stream 0 (replica 0) routes
+ *                the same in both modes, so independent samples can only slow the step down.
+ * The TP indices of one replica share its sample in both modes: with etp = tp every TP index's EP
+ * group routes the tokens its TP group gathered before routing (program.c moe_tp_coll), the same
+ * tokens, so the same choices. Balanced routing is shared in both modes: its law fixes every expert's
+ * load; what a draw randomises is only the order in which tokens visit units and experts.
+ * n_sample_groups is how many sample streams the program holds (1 when shared).
+ * The stage lists name stream 0's patterns; resolution (program_rank_op) gives replica d its own.
+ * The pool holds a few distinct samples (n_draws); draw_of maps each (sample stream, MoE layer,
+ * micro-batch) to the sample the pool gives it.
  * All-to-all byte matrices live in program.patterns, A2A_NKINDS per distinct sample:
  *   A2A_DISPATCH_F  dispatch_bytes (dispatch dtype), node_bytes = DeepEP RDMA payload rank i -> node k
  *   A2A_COMBINE_F   combine_bytes (combine dtype; rank j -> token owner i), node_bytes[i][k] = the
@@ -132,6 +156,8 @@ typedef enum { GROUP_EP = 0, GROUP_TP, GROUP_DP_DENSE, GROUP_DP_EXPERT, GROUP_CP
 typedef enum { A2A_DISPATCH_F = 0, A2A_COMBINE_F, A2A_DISPATCH_B, A2A_COMBINE_B, A2A_NKINDS } a2a_kind;
 
 #define OP_NO_LAYER (-1)
+/* Routing sample streams of routing.group_samples "independent" (see "Routing" above) */
+#define PROGRAM_SAMPLE_STREAMS 2
 #define OP_MAX_DEPS 3
 
 /* One op (56 bytes); the seed layout has a few thousand ops per stage, held once per stage. In a
@@ -224,10 +250,14 @@ typedef struct program {
     /* where MoE layers start and which routing sample each (MoE layer, micro-batch) uses */
     int moe_first_layer;      /* first MoE transformer block (model.dense_layers) */
     int n_moe_layers;
-    int *draw_of;             /* n_moe_layers * micro_batches: sample index of (MoE layer, mb) */
+    int n_sample_groups;      /* routing sample streams: 1 (shared) or up to PROGRAM_SAMPLE_STREAMS
+                                 (independent); see "Routing" */
+    int *draw_of;             /* n_sample_groups * n_moe_layers * micro_batches: sample index of
+                                 (sample group, MoE layer, mb) */
     int a2a_n_nodes;          /* nodes spanned by EP group 0 (node_bytes' second dimension) */
     double *step_expert_tokens; /* experts: pairs each expert id receives, summed over every MoE layer
-                                   and micro-batch of one replica (EP groups of tp index 0) */
+                                   and micro-batch of replica 0 (EP groups of tp index 0); the routing
+                                   statistics above and below are replica 0's samples too */
     double *step_expert_routed; /* experts: pairs the router assigned to each expert id before the
                                    capacity limit, summed the same way (== step_expert_tokens unless
                                    routing drops) */
@@ -260,8 +290,17 @@ void program_coords(const program *p, int rank, int *replica, int *stage, int *e
 int program_gpu_of_rank(const program *p, int rank);
 int program_group_of(const program *p, int rank, group_kind kind);
 
-/* routing draw (index into the pool) used by MoE layer `layer` for micro-batch `mb` */
+/* routing draw (index into the pool) used by MoE layer `layer` for micro-batch `mb` in replica 0
+ * (program_draw_of) and in replica d */
 int program_draw_of(const program *p, int layer, int mb);
+int program_replica_draw_of(const program *p, int replica, int layer, int mb);
+/* The sample stream replica d routes with (0 .. n_sample_groups - 1): replicas of one stream are
+ * routed alike. */
+static inline int program_sample_group(const program *p, int replica) {
+    return replica % p->n_sample_groups;
+}
+/* The routing pattern (program.patterns) stage-list op `o` has in replica d: its own sample's. */
+int program_replica_pattern(const program *p, int replica, const program_op *o);
 
 /* Resolve op `i` of `rank`'s list into a concrete op (peer rank, group id, tokens, flops). */
 void program_rank_op(const program *p, int rank, int i, program_op *out);

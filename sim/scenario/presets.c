@@ -108,18 +108,29 @@ static const model_cfg MODELS[] = {
  * 0.4-0.6% less than 80, 141, 180 or 186 GiB and 3.6% less than GB300's 288. H800/H100 keep the 80 GiB
  * of their five 16 GiB HBM3 stacks (the driver shows 81,559 MiB = 79.65 GiB, Modal's table cited at
  * h200-8rail). */
+/* The GPUs' persistent compute-speed spread (cluster.gpu.speed_cv, sim/program/faults.h): the
+ * coefficient of variation of each worker's mean forward and backward compute time among the healthy
+ * workers of one pipeline stage doing identical work in ByteDance's production LLM training traces
+ * (ByteDance-Seed/StragglerAnalysis at 8efcd7f, the artifact of Lin et al., OSDI'25, arXiv 2505.05713:
+ * data/trace-AR.parquet forward 0.30%, backward 0.37%; trace-ST.parquet 0.33%, 0.28%; their mean,
+ * 0.32%, derived with pandas in the research note kernels-scale.md section 4.1). It is the one
+ * published figure that measures this quantity on LLM training; the larger spreads elsewhere are other
+ * quantities (Sinha et al., SC'22: 8% max-to-min on V100 and MI60 clusters; ml-engineering: "5% and
+ * higher" matmul-benchmark spread in one node; Llama 3: a 1-2% diurnal swing of the whole job). */
+#define FLEET_SPEED_CV .speed_cv = 0.0032
+
 static const cluster_cfg CLUSTERS[] = {
     /* NVLink line rates per direction: H800 400 GB/s bidirectional (DeepSeek-V3 report section 3.1),
      * H100/H200 900 GB/s (18 NVLink 4 links); the cost models give the achieved fraction. H200's 141 GB
      * is 143,771 MiB = 140.40 GiB as the driver reports it (Modal's table of NVML capacities,
      * thundergolfer.com/blog/nvidia-gpu-memory-capacity: "H200 141 GB 143,771 MiB 140.40 GiB"). */
     {.preset = "h800-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 200,
-     .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
+     .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
-     .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80}},
+     .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
      .gpu = {.name = "H200", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
-             .mem_GiB = 143771 / 1024.0}},
+             .mem_GiB = 143771 / 1024.0, FLEET_SPEED_CV}},
     /* HGX / DGX B200 (1000 W): dense BF16 2.25 PF, FP8 4.5 PF, FP4 9 PF per GPU (NVIDIA Blackwell
      * technical brief, as tabulated at glennklockwood.com/garden/processors/B200; the DGX B200
      * datasheet's 72 PF FP8 and 144 PF FP4 are sparse figures for 8 GPUs); HBM3e 8 TB/s and 180 GB per
@@ -131,7 +142,7 @@ static const cluster_cfg CLUSTERS[] = {
      * memory, PCIe 5.0 x16. */
     {.preset = "b200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 900,
      .gpu = {.name = "B200", .sustained = -1, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
-             .mem_GiB = 183359 / 1024.0, .fp4_tflops = 9000}},
+             .mem_GiB = 183359 / 1024.0, .fp4_tflops = 9000, FLEET_SPEED_CV}},
     /* HGX / DGX B300 (Blackwell Ultra B300 SXM6, 1100 W), 8 GPUs per node (aiwiki.ai/wiki/nvidia_dgx_b300:
      * "eight B300 SXM GPUs", 2 x Xeon 6776P; Megatron-Bridge v0.4.2 scripts/performance/argument_parser.py
      * NUM_GPUS_PER_NODE_MAP["b300"] = 8). Per GPU, from NVIDIA's ai-dynamo/aiconfigurator
@@ -148,7 +159,7 @@ static const cluster_cfg CLUSTERS[] = {
      * 6 host has PCIe 5.0: inferred); host memory and storage as the other 8-GPU presets. */
     {.preset = "b300-8rail", EIGHT_RAIL_FABRIC(800), .nvlink_GBps = 900,
      .gpu = {.name = "B300", .sustained = -1, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
-             .mem_GiB = 275040 / 1024.0, .fp4_tflops = 14000}},
+             .mem_GiB = 275040 / 1024.0, .fp4_tflops = 14000, FLEET_SPEED_CV}},
     /* GB200 NVL72: 72 B200 (1200 W: dense BF16 2.5 PF, FP8 5 PF, FP4 10 PF; the NVL72 page's 720 PF FP8
      * and 1.44 EF FP4 per rack are sparse: / 72 / 2) in one NVLink domain of 130 TB/s (1.8 TB/s per
      * GPU), 186 GB HBM3e per GPU (13.4 TB per rack) = 189,471 MiB = 185.03 GiB as the driver exposes it
@@ -164,7 +175,7 @@ static const cluster_cfg CLUSTERS[] = {
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
      .gpu = {.name = "GB200", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
-             .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000}},
+             .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000, FLEET_SPEED_CV}},
     /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
      * dense FP4 and 360 PF dense FP8 per rack, NVIDIA GTC 2025, as tabulated at
      * glennklockwood.com/garden/processors/B300), 288 GB HBM3e per GPU (12-high stacks)
@@ -178,7 +189,7 @@ static const cluster_cfg CLUSTERS[] = {
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
      .gpu = {.name = "GB300", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
-             .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000}},
+             .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000, FLEET_SPEED_CV}},
 };
 
 int preset_model(const char *name, model_cfg *out) {

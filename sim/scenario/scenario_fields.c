@@ -31,6 +31,7 @@ const char *const scn_route_names[] = {"uniform", "zipf", "hot", "trace", "balan
 const char *const scn_dispatcher_names[] = {"deepep", "alltoall", "hybridep", NULL};
 const char *const scn_host_framework_names[] = {"megatron-core", "none", NULL};
 const char *const scn_cuda_graph_scope_names[] = {"attn", "mlp", "moe_router", "moe_preprocess", "moe", "layer", NULL};
+const char *const scn_group_samples_names[] = {"independent", "shared", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", "fp8-ds", NULL};
@@ -202,6 +203,14 @@ const scn_field scn_fields[] = {
           "model's \"sustained\" (a fitted per-GPU-kind parameter; 1 where no measurement exists)",
           "H200 (700 W): 668 / 795 TFLOP/s = 0.84, 60 s of back-to-back 8192^3 BF16 GEMMs vs cool-GPU bursts "
           "(moesim research note kernels-scale.md §4.2); 1 elsewhere")},
+    F_DBL("cluster.gpu.speed_cv", cluster.gpu.speed_cv, 0, 0.5, 0, "fraction",
+          "coefficient of variation of the GPUs' persistent compute speed: each GPU's compute takes a factor drawn once "
+          "from the scenario seed, lognormal with median 1 (the cost model prices the median GPU), slower and faster; "
+          "the slowest GPU of a synchronous group then sets its pace, and that maximum grows with the GPUs "
+          "(E[max of N normals] x cv: x1.012 at 4096 GPUs with the default). Step level; 0 = identical GPUs",
+          "0.0032: the spread of per-worker compute time among healthy workers doing identical work in ByteDance's "
+          "LLM training traces (ByteDance-Seed/StragglerAnalysis at 8efcd7f, Lin et al. OSDI'25, arXiv 2505.05713: "
+          "0.28-0.37%, mean 0.32%), the one published measurement of this quantity in LLM training"),
     F_POS("cluster.nvlink_GBps", cluster.nvlink_GBps, "GB/s",
           "NVLink line rate per GPU per direction; links run at the cost model's achieved fraction of it",
           "H800: 400 GB/s bidirectional = 200 per direction; H100/H200: 900 bidirectional = 450 per direction"),
@@ -317,6 +326,16 @@ const scn_field scn_fields[] = {
           "the most expected load per copy (EPLB's replicate rule), packed onto the least loaded ranks; a replicated "
           "expert's tokens are split evenly over its copies. Replica weights (memory, gradient sync) are not counted",
           "github deepseek-ai/EPLB (eplb.py: replicate_experts, balanced_packing); " DSV3_REPORT ", section 3.4 (redundant experts)"),
+    F_ENUM("routing.group_samples", routing.group_samples, scn_group_samples_names, "",
+           "which routing sample the EP groups of each (MoE layer, micro-batch) take: independent = the data-parallel "
+           "replicas route with 2 sample streams (replica d takes stream d mod 2; stream 0 is the shared mode's), each its "
+           "own samples of the law, and the step waits for the slower (each stream is a replica the step level simulates; "
+           "the replicas' routing noise averages over their thousands of all-to-alls: see the \"replica_routing\" and "
+           "\"replica_wait\" entries of the step's breakdown); shared = every replica takes replica 0's samples "
+           "(bit-identical replicas, simulated once). The TP indices of a replica share its samples either way (they route "
+           "the tokens their TP group gathered), and balanced routing, whose loads the law fixes, is shared either way. The "
+           "samples come from the step's pool of 4 draws per law, mapped to (layer, micro-batch, stream) by the seed",
+           "independent: each replica's routers see their own tokens in a real run"),
     F_INT("routing.steps", routing.steps, 1, 100000, "steps",
           "consecutive training steps the step level simulates, the routing law drifting between them (routing.drift.*: "
           "popularity walk, a hot expert that appears and decays, bias balancing); results add step.steps (p50/p95/max and "

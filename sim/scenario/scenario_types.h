@@ -77,6 +77,8 @@ typedef struct {
     double fp4_tflops;   /* dense FP4 peak (Blackwell); 0 = no FP4 / block-scaled tensor cores */
     double sustained;    /* tensor-core rate sustained on back-to-back GEMMs / the burst rate the
                             published tables give; <= 0: "auto" = the cost model's (costmodel.h) */
+    double speed_cv;     /* coefficient of variation of the GPUs' persistent compute speed (each GPU's
+                            factor drawn from the seed: sim/program/faults.h); 0 = identical GPUs */
 } gpu_cfg;
 
 typedef struct {
@@ -159,6 +161,9 @@ typedef enum { DISPATCH_DEEPEP = 0, DISPATCH_ALLTOALL, DISPATCH_HYBRIDEP } dispa
 /* Does the dispatcher send a token once per destination rank and node (DeepEP and HybridEP move the
  * same bytes; they differ in their kernels and host work, sim/plan/host_costs.h)? */
 static inline int dispatcher_dedups(dispatcher_kind d) { return d != DISPATCH_ALLTOALL; }
+/* Which routing sample an EP group's (MoE layer, micro-batch) takes (sim/program/program.h "Routing"):
+ * every replica's EP groups their own (independent), or all of them replica 0's (shared). */
+typedef enum { GROUP_SAMPLES_INDEPENDENT = 0, GROUP_SAMPLES_SHARED } group_samples_kind;
 
 /* routing.steps > 1: how the routing law drifts from step to step (sim/program/routing_drift.h) */
 typedef struct {
@@ -181,6 +186,7 @@ typedef struct {
     char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
     dispatcher_kind dispatcher;
     int redundant_experts;   /* extra expert slots per EP group holding replicas of hot experts (EPLB) */
+    group_samples_kind group_samples;
     int steps;               /* consecutive steps simulated at the step level (1: one step) */
     routing_drift_cfg drift;
 } routing_cfg;

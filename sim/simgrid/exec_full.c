@@ -482,7 +482,7 @@ int sg_exec_full_run_mode(const program *p, const step_exec_opts *o, sg_full_mod
         }
         for (int i = 0; i < rr->n_ops; i++)
             if (rr->seq[i] >= 0) count[rr->ops[i].group] = 0;
-        rr->slow = p->faults.compute_factor[r];
+        rr->slow = p->faults.compute_factor[r] * p->faults.speed_factor[r];
         rr->cond = sg_cond_init();
     }
     free(count);

@@ -33,6 +33,7 @@
 #include "sim/exec/step_accounting.h"
 #include "sim/exec/step_exec.h"
 #include "sim/exec/step_pfc.h"
+#include "sim/exec/step_scale.h"
 #include "sim/exec/trace.h"
 
 static double wall_now(void) {
@@ -270,11 +271,11 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         say(opt, "executing the step program");
     }
     step_exec_result xr;
-    /* One run; when a trace is asked for it keeps every simulated rank's timeline, so that the trace
-     * ranks can be picked from what it found (the slowest ranks, the hang) and copied from it. A hang
+    /* One run; it keeps every simulated rank's timeline, so that the trace ranks can be picked from
+     * what it found (the slowest ranks, the hang) and copied from it. A hang
      * (a stalled rank) returns EXIT_RUNTIME naming the culprit, and its trace is still written so
      * that simdiag can read it. */
-    eo.keep_timelines = opt && opt->trace_path;
+    eo.keep_timelines = 1;   /* the trace ranks, and the scale entries of the breakdown (step_scale.h) */
     int rc = run_executor(s, p, &eo, &xr, err);
     /* a lossless fabric: where the worst incast's pause spreads (and, on a hang, the storm's reach) */
     cJSON *pfc = s->cluster.pfc && (rc == 0 || xr.hang.found || xr.timeout.found) ? step_pfc_report(p, &xr) : NULL;
@@ -358,6 +359,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
         cJSON_AddNumberToObject(ct, "closed_form", (double)cs.closed_form);
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
+        step_scale_report(p, &xr, bd);
         cJSON_AddItemToObject(bd, "collective_timeout", step_timeout_json(p, &xr.timeout));
         cJSON_AddItemToObject(bd, "hang", step_hang_summary_json(p, &xr.hang));
         cJSON_AddItemToObject(bd, "host", host_json(s, p, eo.host ? &host : NULL, &mean));
