@@ -131,23 +131,29 @@ static int child_a2a_shapes(void) {
     near("p2p cross rail 0->9 (PXN), 64 MB [simgrid]", m.sg.p2p_s(m.sg.ctx, 0, 9, 64 * MB),
          64 * MB / NIC + LAT_LEAF + LAT_NVL, 0.01);
 
-    /* Ring reduce-scatter on rail 0 over 4 nodes: 3 steps of B/4 -> (3/4) B / NIC + 3 x latency;
-     * all-reduce twice that (REFERENCE.md §5). */
+    /* Ring reduce-scatter on rail 0 over 4 nodes: 3 steps of B/4 -> (3/4) B / NIC, plus NCCL's latency
+     * (sim/plan/ring_split.h: 8.4 us + 3 steps across nodes x 14 us) instead of the wire's; all-reduce:
+     * twice the steps, 6 x 14 us, x 1.4 (NCCL's ring plateau across nodes); NCCL's tree would be
+     * slower here (its bandwidth time 4 / (0.92 x 0.9 x 3) = 1.61 x the ring's for 256 MB). */
     int ring[4] = {0, 8, 16, 24};
     double B = 256 * MB;
     near("reduce-scatter 4 GPUs on rail 0, 256 MB [simgrid]", m.sg.collective_s(m.sg.ctx, COLL_REDUCE_SCATTER, ring, 4, B),
-         0.75 * B / NIC + 3 * LAT_LEAF, 0.01);
+         0.75 * B / NIC + (8.4 + 3 * 14) * 1e-6, 0.01);
     near("all-reduce 4 GPUs on rail 0, 256 MB [simgrid]", m.sg.collective_s(m.sg.ctx, COLL_ALL_REDUCE, ring, 4, B),
-         1.5 * B / NIC + 6 * LAT_LEAF, 0.01);
+         1.5 * B / NIC + (8.4 + 6 * 14) * 1.4e-6, 0.01);
     near("all-reduce 4 GPUs on rail 0, 256 MB [analytic]", m.an.collective_s(m.an.ctx, COLL_ALL_REDUCE, ring, 4, B),
-         1.5 * B / NIC + 6 * LAT_LEAF, 0.01);
-    /* Hierarchical: 2 nodes x 8 GPUs: NVLink ring of 8 over B (7 steps of B/8), then 8 rail rings of
-     * 2 nodes over B/8 (1 step of B/16 each). */
+         1.5 * B / NIC + (8.4 + 6 * 14) * 1.4e-6, 0.01);
+    /* 2 nodes x 8 GPUs: 8 rings side by side, NVLink and NICs at once: each of the 15 steps moves 7/8
+     * of a B/16 chunk over NVLink (70 us) and 1/8 over the NIC (40 us); NCCL's latency 8.4 us + 14
+     * steps inside a node x 3.4 us + 1 across x 14 us. */
     int two_nodes[16];
     for (int i = 0; i < 16; i++) two_nodes[i] = i;
-    near("reduce-scatter 2 nodes x 8 (hierarchical) [simgrid]",
+    near("reduce-scatter 2 nodes x 8 (8 rings) [simgrid]",
          m.sg.collective_s(m.sg.ctx, COLL_REDUCE_SCATTER, two_nodes, 16, B),
-         7 * (B / 8 / NVL + LAT_NVL) + (B / 16 / NIC + LAT_LEAF), 0.01);
+         15 * (7.0 / 8 * B / 16 / NVL) + (8.4 + 14 * 3.4 + 14) * 1e-6, 0.01);
+    near("reduce-scatter 2 nodes x 8 (8 rings) [analytic]",
+         m.an.collective_s(m.an.ctx, COLL_REDUCE_SCATTER, two_nodes, 16, B),
+         15 * (7.0 / 8 * B / 16 / NVL) + (8.4 + 14 * 3.4 + 14) * 1e-6, 0.01);
 
     sg_comm_stats st = sg_comm_get_stats(&m.sg);
     printf("  simgrid: %ld queries, %ld simulated, %ld flows, %.3f s in SimGrid\n", st.queries, st.simulated, st.flows,

@@ -46,7 +46,7 @@ static outcome run(group_samples_kind mode, int shortcut) {
     step_exec_result r;
     if (step_exec_run(p, &o, &r, &err)) fail_msg("step: %s", err.msg);
     cJSON *bd = cJSON_CreateObject();
-    step_scale_report(p, &r, bd);
+    step_scale_report(p, &r, NULL, NULL, bd);
     const cJSON *g = cJSON_GetObjectItem(cJSON_GetObjectItem(bd, "replica_routing"), "slowest_ep_group");
     outcome out = {.step_s = r.step_time_s, .simulated_replicas = r.n_simulated_replicas, .streams = p->n_sample_groups,
                    .slowest_a2a_s = cJSON_GetObjectItem(g, "a2a_s")->valuedouble,

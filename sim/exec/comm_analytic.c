@@ -26,8 +26,8 @@ typedef struct {
     size_t n_touched, cap_touched;
 } analytic_ctx;
 
-/* Sum the flows per link; returns T = max link drain time + max route latency. */
-static double drain_time_s(analytic_ctx *x, const gpu_flow *v, size_t n) {
+/* Sum the flows per link; returns the max link drain time, *max_lat the max route latency. */
+static double drain_s(analytic_ctx *x, const gpu_flow *v, size_t n, double *max_lat_s) {
     double max_lat = 0, max_t = 0;
     for (size_t i = 0; i < n; i++) {
         fabric_hop h[FABRIC_MAX_HOPS];
@@ -55,7 +55,14 @@ static double drain_time_s(analytic_ctx *x, const gpu_flow *v, size_t n) {
         x->load[h.cls][h.index] = 0;
     }
     x->n_touched = 0;
-    return n ? max_t + max_lat : 0.0;
+    *max_lat_s = max_lat;
+    return max_t;
+}
+
+/* T = max link drain time + max route latency. */
+static double drain_time_s(analytic_ctx *x, const gpu_flow *v, size_t n) {
+    double lat, t = drain_s(x, v, n, &lat);
+    return n ? t + lat : 0.0;
 }
 
 static double analytic_a2a_s(void *ctx, const a2a_pattern *p) {
@@ -76,12 +83,16 @@ static double analytic_p2p_s(void *ctx, int src, int dst, double bytes) {
     return src == dst || bytes <= 0 ? 0.0 : drain_time_s(x, &f, 1);
 }
 
-static double drain_list_s(void *ctx, const gpu_flow_list *fl) { return drain_time_s(ctx, fl->v, fl->n); }
+/* A ring step's transfers without their latency (ring_flows.h). */
+static double drain_list_bw_s(void *ctx, const gpu_flow_list *fl) {
+    double lat;
+    return drain_s(ctx, fl->v, fl->n, &lat);
+}
 
 static double analytic_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
     analytic_ctx *x = ctx;
     if (n < 2 || bytes <= 0) return 0.0;
-    return ring_collective_s(&x->c, kind, gpus, n, bytes, drain_list_s, x);
+    return ring_collective_s(&x->c, kind, gpus, n, bytes, drain_list_bw_s, x);
 }
 
 static void analytic_destroy(void *ctx) {

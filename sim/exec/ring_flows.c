@@ -7,47 +7,9 @@
 
 #include "platforms/fabric_geometry.h"
 
-
-int ring_steps(coll_kind kind, int n) {
-    if (n < 2) return 0;
-    return kind == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
-}
-
-ring_plan ring_plan_make(const cluster_cfg *c, const int *gpus, int n, double bytes) {
-    /* count GPUs per NVLink domain (a node unless cluster.nvlink_domain_gpus spans several);
-     * hierarchical when >1 domain and all domains hold the same g > 1 */
-    int n_nodes = 0, g = -1, uniform = 1;
-    for (int i = 0; i < n; i++) {
-        int nd = fabric_domain_of(c, gpus[i]), first = 1, count = 0;
-        for (int j = 0; j < n; j++) {
-            if (fabric_domain_of(c, gpus[j]) != nd) continue;
-            if (j < i) first = 0;
-            count++;
-        }
-        if (!first) continue;
-        n_nodes++;
-        if (g < 0) g = count;
-        else if (g != count) uniform = 0;
-    }
-    return ring_split_of(n, n_nodes, uniform ? g : 0, bytes);
-}
-
-int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_plan *rp, int phase,
-                    gpu_flow_list *out) {
-    if (!rp->hierarchical) {
-        if (phase != 1 || n < 2) return 0;
-        double chunk = rp->inter_bytes / n;
-        for (int i = 0; i < n; i++)
-            if (gpu_flow_push(out, gpus[i], gpus[(i + 1) % n], chunk, 0, FLOW_RDMA)) return -1;
-        return 0;
-    }
-    /* Position of each GPU within its node (order of appearance) and its node's ordinal. */
-    int *pos = moe_xmalloc((size_t)n * sizeof *pos), *ord = moe_xmalloc((size_t)n * sizeof *ord);
-    if (!pos || !ord) {
-        free(pos);
-        free(ord);
-        return -1;
-    }
+/* Each member's place: its NVLink domain's ordinal in the group (order of appearance) and its position
+ * inside that domain. Returns the domains; *per_node: members per domain when all hold as many, else 0. */
+static int ring_places(const cluster_cfg *c, const int *gpus, int n, int *ord, int *pos, int *per_node) {
     int n_ord = 0;
     for (int i = 0; i < n; i++) {
         int nd = fabric_domain_of(c, gpus[i]);
@@ -60,40 +22,69 @@ int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_pla
             }
         if (ord[i] < 0) ord[i] = n_ord++;
     }
-    int rc = 0;
-    const int g = rp->n_intra, m = rp->n_inter;
-    for (int i = 0; i < n && rc == 0; i++) {
-        /* successor: next position in the same node (phase 0), same position in the next node (1) */
-        int want_pos = phase == 0 ? (pos[i] + 1) % g : pos[i];
-        int want_ord = phase == 0 ? ord[i] : (ord[i] + 1) % m;
-        double chunk = phase == 0 ? rp->intra_bytes / g : rp->inter_bytes / m;
-        for (int j = 0; j < n; j++)
-            if (pos[j] == want_pos && ord[j] == want_ord) {
-                rc = gpu_flow_push(out, gpus[i], gpus[j], chunk, 0, phase == 0 ? FLOW_NVLINK : FLOW_RDMA);
-                break;
-            }
-    }
-    free(pos);
+    int *count = moe_xcalloc((size_t)n_ord + 1, sizeof(int));
+    for (int i = 0; i < n; i++) count[ord[i]]++;
+    *per_node = count[0];
+    for (int k = 1; k < n_ord; k++)
+        if (count[k] != count[0]) *per_node = 0;
+    free(count);
+    return n_ord;
+}
+
+ring_plan ring_plan_make(const cluster_cfg *c, coll_kind kind, const int *gpus, int n, double bytes) {
+    int *ord = moe_xmalloc((size_t)(n + 1) * sizeof *ord), *pos = moe_xmalloc((size_t)(n + 1) * sizeof *pos), g = 0;
+    int nodes = n > 0 ? ring_places(c, gpus, n, ord, pos, &g) : 0;
     free(ord);
-    return rc;
+    free(pos);
+    return ring_split_of(n, nodes, g, bytes, kind == COLL_ALL_REDUCE, fabric_nvlink_Bps(c), fabric_nic_Bps(c),
+                         c->nccl_model);
+}
+
+static int push(const cluster_cfg *c, gpu_flow_list *out, int src, int dst, double bytes, double *wire_s) {
+    if (bytes <= 0 || src == dst) return 0;
+    double lat = fabric_route_latency_s(c, src, dst);
+    if (lat > *wire_s) *wire_s = lat;
+    return gpu_flow_push(out, src, dst, bytes, 0, fabric_domain_of(c, src) == fabric_domain_of(c, dst) ? FLOW_NVLINK : FLOW_RDMA);
+}
+
+int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_plan *rp, gpu_flow_list *out,
+                    double *wire_s) {
+    *wire_s = 0;
+    if (n < 2 || rp->steps == 0) return 0;
+    if (!rp->even) {   /* one ring in member order */
+        double chunk = rp->nvl_bytes + rp->nic_bytes;
+        for (int i = 0; i < n; i++)
+            if (push(c, out, gpus[i], gpus[(i + 1) % n], chunk, wire_s)) return -1;
+        return 0;
+    }
+    int *ord = moe_xmalloc((size_t)n * sizeof *ord), *pos = moe_xmalloc((size_t)n * sizeof *pos), g = 0;
+    int nodes = ring_places(c, gpus, n, ord, pos, &g), rc = 0;
+    /* member at (ordinal, position): the group lists each domain's members in order of appearance */
+    int *at = moe_xmalloc((size_t)n * sizeof *at);
+    for (int i = 0; i < n; i++) at[ord[i] * g + pos[i]] = i;
+    for (int i = 0; i < n && rc == 0; i++) {
+        int next_in = at[ord[i] * g + (pos[i] + 1) % g], next_node = at[((ord[i] + 1) % nodes) * g + pos[i]];
+        rc = push(c, out, gpus[i], gpus[next_in], rp->nvl_bytes, wire_s) ||
+             push(c, out, gpus[i], gpus[next_node], rp->nic_bytes, wire_s);
+    }
+    free(at);
+    free(ord);
+    free(pos);
+    return rc ? -1 : 0;
 }
 
 double ring_collective_s(const cluster_cfg *c, coll_kind kind, const int *gpus, int n, double bytes,
-                         double (*step_s)(void *ctx, const gpu_flow_list *fl), void *ctx) {
-    ring_plan rp = ring_plan_make(c, gpus, n, bytes);
-    double total = 0;
-    for (int phase = 0; phase < 2; phase++) {
-        int steps = ring_steps(kind, phase == 0 ? rp.n_intra : rp.n_inter);
-        if (steps == 0) continue;
-        gpu_flow_list fl = {0};
-        if (ring_step_flows(c, gpus, n, &rp, phase, &fl)) {
-            gpu_flow_list_free(&fl);
-            return -1;
-        }
-        double t = step_s(ctx, &fl);
+                         double (*step_bw_s)(void *ctx, const gpu_flow_list *fl), void *ctx) {
+    ring_plan rp = ring_plan_make(c, kind, gpus, n, bytes);
+    if (rp.steps == 0 || bytes <= 0) return 0.0;
+    gpu_flow_list fl = {0};
+    double wire = 0;
+    if (ring_step_flows(c, gpus, n, &rp, &fl, &wire)) {
         gpu_flow_list_free(&fl);
-        if (t < 0) return -1;
-        total += steps * t;
+        return -1;
     }
-    return total;
+    double t = step_bw_s(ctx, &fl);
+    gpu_flow_list_free(&fl);
+    if (t < 0) return -1;
+    return ring_split_time_s(&rp, rp.steps * t, wire);
 }

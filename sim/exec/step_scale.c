@@ -1,6 +1,7 @@
 /* step_scale.c — the breakdown entries of the step's scale mechanisms (step_scale.h). */
 #include "sim/exec/step_scale.h"
 #include "sim/base/alloc.h"
+#include "sim/exec/ring_flows.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -113,8 +114,49 @@ static void waits(const program *p, const step_exec_result *r, cJSON *bd) {
     free(tails);
 }
 
-void step_scale_report(const program *p, const step_exec_result *r, cJSON *bd) {
+static void dp_collectives(const program *p, const comm_model *comm, const cluster_cfg *fabric, cJSON *bd) {
+    cJSON *arr = cJSON_AddArrayToObject(bd, "dp_collectives");
+    const group_kind kinds[2] = {GROUP_DP_DENSE, GROUP_DP_EXPERT};
+    for (int k = 0; k < 2; k++) {
+        const program_op *big = NULL;
+        int stage = 0;
+        for (int s = 0; s < p->pp; s++)
+            for (int i = 0; i < p->stage_n_ops[s]; i++) {
+                const program_op *o = &p->stage_ops[s][i];
+                if ((o->kind == OP_REDUCE_SCATTER || o->kind == OP_ALL_GATHER || o->kind == OP_ALL_REDUCE) &&
+                    o->group == (int)kinds[k] && (!big || o->bytes > big->bytes)) { big = o; stage = s; }
+            }
+        if (!big) continue;
+        int g = program_group_of(p, program_rank(p, 0, stage, 0, 0), kinds[k]), n = p->groups[g].n;
+        if (n < 2) continue;
+        int *gpus = moe_xmalloc((size_t)n * sizeof(int));
+        for (int m = 0; m < n; m++) gpus[m] = program_gpu_of_rank(p, p->groups[g].ranks[m]);
+        coll_kind ck = big->kind == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER
+                     : big->kind == OP_ALL_GATHER     ? COLL_ALL_GATHER
+                                                      : COLL_ALL_REDUCE;
+        ring_plan rp = ring_plan_make(fabric, ck, gpus, n, big->bytes);
+        double t = comm->collective_s(comm->ctx, ck, gpus, n, big->bytes);
+        free(gpus);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "group", group_kind_name(kinds[k]));
+        cJSON_AddStringToObject(o, "op", op_kind_name((op_kind)big->kind));
+        cJSON_AddNumberToObject(o, "ranks", n);
+        cJSON_AddNumberToObject(o, "nodes", rp.nodes);
+        cJSON_AddNumberToObject(o, "bytes", big->bytes);
+        cJSON_AddStringToObject(o, "algorithm", rp.tree ? "tree" : "ring");
+        cJSON_AddNumberToObject(o, "time_s", t);
+        cJSON_AddNumberToObject(o, "nccl_latency_s", rp.tree ? rp.tree_lat_s : rp.ring_lat_s);
+        /* nccl-tests' bus bandwidth: the bytes x (n-1)/n a member moves, x 2 for an all-reduce, per second */
+        double moved = (ck == COLL_ALL_REDUCE ? 2.0 : 1.0) * big->bytes * (n - 1.0) / n;
+        cJSON_AddNumberToObject(o, "busbw_GBps", t > 0 ? moved / t / 1e9 : 0);
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+void step_scale_report(const program *p, const step_exec_result *r, const comm_model *comm, const cluster_cfg *fabric,
+                       cJSON *bd) {
     replica_routing(p, r, bd);
     gpu_speed(p, r, bd);
     waits(p, r, bd);
+    if (comm && fabric) dp_collectives(p, comm, fabric, bd);
 }

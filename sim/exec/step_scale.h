@@ -16,6 +16,10 @@
  *        exp(sigma E[max of N standard normals]) for the step's N GPUs, "folded_ranks": ranks whose
  *        factor the simulated rank they are mirrored onto took as its own when slower (step_exec.h
  *        "Speed spread": 0 = every GPU ran with its own factor)}
+ *   "dp_collectives"  NCCL at scale (sim/plan/ring_split.h): per data-parallel group kind, the step's
+ *       largest gradient or parameter collective: [{"group": "DP_DENSE" | "DP_EXPERT", "op", "ranks",
+ *        "nodes", "bytes", "algorithm": "ring" | "tree", "time_s", "nccl_latency_s": the latency NCCL's
+ *        tuning model charges it, "busbw_GBps"}]
  * Timelines: the executor's, kept (step_exec_opts.keep_timelines); without them the entries that need
  * them are left out. */
 #ifndef MOESIM_STEP_SCALE_H
@@ -25,8 +29,10 @@
 
 struct cJSON;
 
-/* Adds the entries above to `breakdown`. */
-void step_scale_report(const program *p, const step_exec_result *r, struct cJSON *breakdown);
+/* Adds the entries above to `breakdown`; `comm` (may be NULL: no "dp_collectives") times the
+ * collectives, on `fabric` (the cluster as the comm model runs it: its links' achieved rates). */
+void step_scale_report(const program *p, const step_exec_result *r, const comm_model *comm, const cluster_cfg *fabric,
+                       struct cJSON *breakdown);
 
 /* E[max of n independent standard normals] (n >= 1): the integral of x n phi(x) Phi(x)^(n-1) over the
  * real line, by GSL's adaptive quadrature (gsl_integration_qagi); 0 for n = 1. */

@@ -295,17 +295,18 @@ static void stage_timing(const plan_ctx *x, int stage, stage_time *st) {
                   (nd + nm) * x->cp_layer_s + nd * x->tp_layer_s;
 }
 
-/* One ring collective of `bytes` per GPU (ar: 1 reduce-scatter or all-gather, 2 all-reduce) over a
- * group of g ranks that lands as `sp`, split into its NVLink and NIC phases as the step runs it
- * (ring_split.h): hierarchical across nodes holding the same number of members, flat otherwise. */
+/* One collective of `bytes` per GPU (ar: 1 reduce-scatter or all-gather, 2 all-reduce) over a group
+ * of g ranks that lands as `sp`, as NCCL runs it and its tuning model charges it (ring_split.h, the
+ * step's rule too): the ring's steps at the links' rates, NVLink and NICs at once, plus NCCL's latency. */
 static double ring_s(const plan_ctx *x, rank_group_span sp, double g, double bytes, double ar) {
     if (g < 2 || bytes <= 0) return 0.0;
     int uniform = sp.members == (double)sp.nodes * sp.max_per_node && sp.members == g;
-    ring_split r = ring_split_of((int)g, sp.nodes, uniform ? sp.max_per_node : 0, bytes);
-    if (!r.hierarchical)
-        return link_s(x, sp.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK, ar * (g - 1) / g * bytes);
-    return link_s(x, CM_LINK_NVLINK, ar * (r.n_intra - 1.0) / r.n_intra * r.intra_bytes) +
-           link_s(x, CM_LINK_RDMA, ar * (r.n_inter - 1.0) / r.n_inter * r.inter_bytes);
+    double nvl = x->cm->link[CM_LINK_NVLINK].beta_Bps, nic = x->cm->link[CM_LINK_RDMA].beta_Bps;
+    ring_split r = ring_split_of((int)g, sp.nodes, uniform ? sp.max_per_node : 0, bytes, ar > 1, nvl, nic,
+                                 x->s->cluster.nccl_model);
+    double t_nvl = nvl > 0 ? r.nvl_bytes / nvl : 0, t_nic = nic > 0 ? r.nic_bytes / nic : 0;
+    double wire = x->cm->link[sp.nodes > 1 ? CM_LINK_RDMA : CM_LINK_NVLINK].alpha_s;
+    return ring_split_time_s(&r, r.steps * (t_nvl > t_nic ? t_nvl : t_nic), wire);
 }
 
 /* DP synchronization of one GPU holding `ne` non-expert and `ex` expert parameters, replicated over

@@ -32,6 +32,7 @@ const char *const scn_dispatcher_names[] = {"deepep", "alltoall", "hybridep", NU
 const char *const scn_host_framework_names[] = {"megatron-core", "none", NULL};
 const char *const scn_cuda_graph_scope_names[] = {"attn", "mlp", "moe_router", "moe_preprocess", "moe", "layer", NULL};
 const char *const scn_group_samples_names[] = {"independent", "shared", NULL};
+const char *const scn_nccl_model_names[] = {"tuned", "wire", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", "fp8-ds", NULL};
@@ -216,6 +217,16 @@ const scn_field scn_fields[] = {
           "H800: 400 GB/s bidirectional = 200 per direction; H100/H200: 900 bidirectional = 450 per direction"),
     F_POS("cluster.nic_gbps", cluster.nic_gbps, "Gbit/s", "line rate of each GPU's NIC (one NIC per GPU, on its rail); "
           "NICs run at the cost model's achieved fraction of it", "ConnectX-7 400 Gb/s"),
+    F_ENUM("cluster.nccl_model", cluster.nccl_model, scn_nccl_model_names, "",
+           "what NCCL's ring collectives (gradient and parameter syncs, TP all-reduces) pay beyond their bytes: tuned = "
+           "NCCL's own tuning model, Simple protocol: 8.4 us + 3.4 us per ring step inside a node + 14 us per step "
+           "across nodes (x 1.4 for an all-reduce across nodes), and an all-reduce across nodes as NCCL's tree "
+           "(8.4 + 2 ((GPUs per node - 1) x 4 + log2(nodes) x 14) us, 0.92 x the ring's bus bandwidth at half its "
+           "algorithm ratio) when that model gives it the lower time; wire = rings only, each step paying its "
+           "route's latency (cluster.latency_us). Either way the ring runs one ring per GPU of a node side by side, "
+           "NVLink and NICs at once",
+           "tuned: NVIDIA/nccl src/graph/tuning.cc at 5067397c (ncclTunerConstantsDefaults, ncclTopoTuneModel, "
+           "ncclTopoGetAlgoTime)"),
     F_INT("cluster.rails", cluster.rails, 1, MAX_GPUS_PER_NODE, "", "rails of the rail-optimized fabric (GPU k of every node on rail k): one per GPU of a node",
           "follows cluster.gpus_per_node"),
     F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX, "", "nodes (NICs) under one leaf switch per rail"),

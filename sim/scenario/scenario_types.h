@@ -87,6 +87,10 @@ typedef struct {
     double cross_leaf;   /* through a spine */
 } latency_us_cfg;
 
+/* NCCL's collectives (sim/plan/ring_split.h): its tuning model's latency and ring/tree choice, or
+ * rings paying only their wires' latency per step */
+typedef enum { NCCL_MODEL_TUNED = 0, NCCL_MODEL_WIRE } nccl_model_kind;
+
 typedef struct {
     char preset[SCN_NAME_MAX];
     int nodes;
@@ -106,6 +110,7 @@ typedef struct {
     int nvlink_domain_gpus;
     int pfc;                 /* bool: the RoCE fabric is lossless (PFC): an incast pauses the ports
                                 upstream of it and stalls every flow behind them (sim/exec/pfc_spread.h) */
+    nccl_model_kind nccl_model; /* what NCCL's collectives pay beyond their bytes (sim/plan/ring_split.h) */
 } cluster_cfg;
 
 /* ---- layout ----------------------------------------------------------------------------------- */

@@ -216,7 +216,18 @@ static double run_flows(sg_ctx *x, const gpu_flow_list *fl) {
     return t;
 }
 
-static double run_flow_list(void *ctx, const gpu_flow_list *fl) { return run_flows(ctx, fl); }
+/* A ring step's transfers without their latency (ring_flows.h): every flow's finish less its route's
+ * latency, the latest of them. */
+static double run_flow_list_bw(void *ctx, const gpu_flow_list *fl) {
+    sg_ctx *x = ctx;
+    if (run_flows(x, fl) < 0) return -1;
+    double t = 0;
+    for (size_t i = 0; i < fl->n; i++) {
+        double b = x->finish[i] - fabric_route_latency_s(&x->c, fl->v[i].src_gpu, fl->v[i].dst_gpu);
+        if (fl->v[i].copy == 0 && b > t) t = b;
+    }
+    return t;
+}
 
 /* A query's signature in the process memo. Counts it for this model: a hit when this model asked
  * for it before, a simulated (or closed-form) pattern the first time, whoever simulated it. */
@@ -339,6 +350,7 @@ static double sg_p2p_s(void *ctx, int src, int dst, double bytes) {
 static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int *base) {
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0xC011);
+    if (x->c.nccl_model != NCCL_MODEL_TUNED) sig_word(&s, 0x11CC + (uint64_t)x->c.nccl_model);   /* its latency */
     sig_word(&s, (uint64_t)kind);
     sig_word(&s, (uint64_t)n);
     *base = sig_base_gpu(x, gpus, n) + sig_rail_shift(x, gpus, n);
@@ -353,7 +365,7 @@ static double coll_compute(sg_ctx *x, coll_kind kind, const int *gpus, int n, do
     int *at = moe_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) at[i] = gpus[i] - base;
     x->pending_flows = 0;
-    double t = ring_collective_s(&x->c, kind, at, n, bytes, run_flow_list, x);
+    double t = ring_collective_s(&x->c, kind, at, n, bytes, run_flow_list_bw, x);
     free(at);
     *flows = x->pending_flows;
     return t;

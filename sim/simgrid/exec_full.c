@@ -26,10 +26,13 @@ typedef struct {
     double min_arr, max_arr;
     int last_rank;
     int *left;              /* a2a: flows carrying data to member j still in flight (incl. unissued) */
-    int *got[2];            /* ring: chunks member j has received, per phase */
-    int *succ[2];           /* ring: successor member per phase (-1: none) */
-    int steps[2];
-    double chunk[2];
+    /* ring (ring_split.h): per member its successors in a step (-1: none) and the bytes to each, how
+     * many predecessors it receives from per step, and the chunks it has received */
+    int *succ[2];
+    double *bytes[2];
+    int *n_pred, *got;
+    int steps;
+    double extra_s;         /* NCCL's latency of the algorithm beyond the wire latency of the steps */
     sg_cond_t cond;
 } instance;
 
@@ -147,26 +150,36 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
         coll_kind ck = o->kind == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER
                      : o->kind == OP_ALL_GATHER     ? COLL_ALL_GATHER
                                                     : COLL_ALL_REDUCE;
-        ring_plan rp = ring_plan_make(x->c, gpus, n, o->bytes);
-        for (int ph = 0; ph < 2; ph++) {
-            in->got[ph] = moe_xcalloc((size_t)n, sizeof(int));
-            in->succ[ph] = moe_xmalloc((size_t)n * sizeof(int));
-            for (int m = 0; m < n; m++) in->succ[ph][m] = -1;
-            int size = ph == 0 ? rp.n_intra : rp.n_inter;
-            in->steps[ph] = ring_steps(ck, size);
-            in->chunk[ph] = size > 0 ? (ph == 0 ? rp.intra_bytes : rp.inter_bytes) / size : 0;
-            gpu_flow_list fl = {0};
-            if (in->steps[ph] > 0 && ring_step_flows(x->c, gpus, n, &rp, ph, &fl) == 0)
-                for (size_t f = 0; f < fl.n; f++) {
-                    int a = -1, b = -1;
-                    for (int m = 0; m < n; m++) {
-                        if (gpus[m] == fl.v[f].src_gpu) a = m;
-                        if (gpus[m] == fl.v[f].dst_gpu) b = m;
-                    }
-                    if (a >= 0) in->succ[ph][a] = b;
-                }
-            gpu_flow_list_free(&fl);
+        ring_plan rp = ring_plan_make(x->c, ck, gpus, n, o->bytes);
+        /* NCCL's tree pipelines its chunks up and down: its bytes at its rate in one go (steps x a
+         * ring step's over tree_bw), then its latency (ring_split.h) */
+        in->steps = rp.tree && rp.steps > 0 ? 1 : rp.steps;
+        in->n_pred = moe_xcalloc((size_t)n, sizeof(int));
+        in->got = moe_xcalloc((size_t)n, sizeof(int));
+        for (int k = 0; k < 2; k++) {
+            in->succ[k] = moe_xmalloc((size_t)n * sizeof(int));
+            in->bytes[k] = moe_xcalloc((size_t)n, sizeof(double));
+            for (int m = 0; m < n; m++) in->succ[k][m] = -1;
         }
+        gpu_flow_list fl = {0};
+        double wire = 0;
+        if (in->steps > 0 && ring_step_flows(x->c, gpus, n, &rp, &fl, &wire) == 0)
+            for (size_t f = 0; f < fl.n; f++) {
+                int a = -1, b = -1;
+                for (int m = 0; m < n; m++) {
+                    if (gpus[m] == fl.v[f].src_gpu) a = m;
+                    if (gpus[m] == fl.v[f].dst_gpu) b = m;
+                }
+                if (a < 0 || b < 0) continue;
+                int k = in->succ[0][a] < 0 ? 0 : 1;
+                in->succ[k][a] = b;
+                in->bytes[k][a] = fl.v[f].bytes * (rp.tree ? rp.steps * rp.tree_bw : 1.0);
+                in->n_pred[b]++;
+            }
+        gpu_flow_list_free(&fl);
+        /* the flows took the wire's latency once per step already */
+        double lat = ring_split_latency_s(&rp, wire);
+        in->extra_s = lat > in->steps * wire ? lat - in->steps * wire : 0.0;
         free(gpus);
     }
     G->v[seq] = in;
@@ -176,10 +189,12 @@ static instance *instance_get(full_ctx *x, const program_op *o, int seq) {
 static void instance_free(instance *in) {
     if (!in) return;
     free(in->left);
-    for (int ph = 0; ph < 2; ph++) {
-        free(in->got[ph]);
-        free(in->succ[ph]);
+    for (int k = 0; k < 2; k++) {
+        free(in->succ[k]);
+        free(in->bytes[k]);
     }
+    free(in->n_pred);
+    free(in->got);
     sg_cond_destroy(in->cond);
     free(in);
 }
@@ -261,24 +276,27 @@ static void a2a_issue(full_ctx *x, const program_op *o, instance *in, int me) {
 
 static void ring_run(full_ctx *x, const program_op *o, instance *in, int me) {
     const int g = o->group;
-    for (int ph = 0; ph < 2; ph++) {
-        int succ = in->succ[ph][me];
-        for (int s = 0; s < in->steps[ph]; s++) {
-            sg_mutex_lock(x->mu);
-            while (in->got[ph][me] < s) sg_cond_wait(in->cond, x->mu);
-            sg_mutex_unlock(x->mu);
-            if (succ >= 0) {
-                rail_xfer_wait(rail_xfer_start(rail_fabric_gpu_host(gpu_of_member(x, g, me)),
-                                               rail_fabric_gpu_host(gpu_of_member(x, g, succ)), in->chunk[ph]));
-                in->got[ph][succ]++;
-                sg_cond_notify_all(in->cond);
-            }
-        }
-        /* the last chunk of the phase must have reached me too */
+    sg_host_t self = rail_fabric_gpu_host(gpu_of_member(x, g, me));
+    for (int s = 0; s < in->steps; s++) {
+        /* step s forwards what arrived in step s - 1 from every predecessor */
         sg_mutex_lock(x->mu);
-        while (in->steps[ph] > 0 && in->got[ph][me] < in->steps[ph] && succ >= 0) sg_cond_wait(in->cond, x->mu);
+        while (in->got[me] < s * in->n_pred[me]) sg_cond_wait(in->cond, x->mu);
         sg_mutex_unlock(x->mu);
+        rail_xfer xs[2];
+        int nx = 0;
+        for (int k = 0; k < 2; k++)
+            if (in->succ[k][me] >= 0)
+                xs[nx++] = rail_xfer_start(self, rail_fabric_gpu_host(gpu_of_member(x, g, in->succ[k][me])), in->bytes[k][me]);
+        rail_xfer_wait_all(xs, (size_t)nx);
+        for (int k = 0; k < 2; k++)
+            if (in->succ[k][me] >= 0) in->got[in->succ[k][me]]++;
+        sg_cond_notify_all(in->cond);
     }
+    /* the last chunks must have reached me too; then NCCL's latency beyond the steps' wire latency */
+    sg_mutex_lock(x->mu);
+    while (in->got[me] < in->steps * in->n_pred[me]) sg_cond_wait(in->cond, x->mu);
+    sg_mutex_unlock(x->mu);
+    if (in->extra_s > 0) sg_actor_sleep_for(in->extra_s);
     if (!x->eager) { /* the collective ends for everyone together */
         in->ring_done++;
         sg_cond_notify_all(in->cond);

@@ -12,7 +12,7 @@
  *   - A2A: every member issues its own flows, DeepEP-style (one RDMA flow per destination node on its
  *     rail to that node's GPU of the rail, the NVLink fan-out from there, NVLink flows inside its
  *     node), all flows of all groups in flight sharing links for real (leaf uplinks included);
- *   - ring collectives: the NCCL ring (hierarchical like ring_flows.h's ring_plan), chunk by chunk, a
+ *   - ring collectives: the NCCL ring of ring_flows.h (sim/plan/ring_split.h), chunk by chunk, a
  *     member forwarding step s once it has received step s-1.
  * Collective timing, two modes:
  *   SG_FULL_BARRIER (program.h's semantics, what sg_exec_full_run does): a collective starts when its

@@ -359,7 +359,9 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddNumberToObject(ct, "simulated", (double)cs.simulated);
         cJSON_AddNumberToObject(ct, "closed_form", (double)cs.closed_form);
         cJSON_AddNumberToObject(ct, "flows", (double)cs.flows);
-        step_scale_report(p, &xr, bd);
+        scenario fab;   /* the fabric the comm model runs: its links' achieved rates */
+        moe_error ferr = {0};
+        step_scale_report(p, &xr, &comm, sg_fabric_scenario(s, &fab, &ferr) == 0 ? &fab.cluster : NULL, bd);
         cJSON_AddItemToObject(bd, "collective_timeout", step_timeout_json(p, &xr.timeout));
         cJSON_AddItemToObject(bd, "hang", step_hang_summary_json(p, &xr.hang));
         cJSON_AddItemToObject(bd, "host", host_json(s, p, eo.host ? &host : NULL, &mean));
