@@ -15,34 +15,37 @@
  * O; every other kernel takes 0. (Include cmocka before this header.) Op lists (index: op; deps in brackets):
  *   stage 0: 0 embed  1 F[0]  2 ffn[1]  3 SEND mb0[2]  4 embed  5 F[4]  6 ffn[5]  7 SEND mb1[6]
  *            8 RECV g0  9 ffn_bi[8]  10 B[9]  11 ffn_bw  12 W  13 embed_bwd[10]  14 RECV g1
- *            15 ffn_bi[14]  16 B[15]  17 ffn_bw  18 W  19 embed_bwd[16]  20 RS  21 O[20]  22 AG[21]
+ *            15 ffn_bi[14]  16 B[15]  17 ffn_bw  18 W  19 embed_bwd[16]  20 RS[19]  21 O[20]  22 AG[21]
  *   stage 1: 0 RECV a0  1 F[0]  2 ffn  3 head  4 head_bwd  5 ffn_bi  6 B[5]  7 ffn_bw  8 W
- *            9 SEND g0[6]  10 RECV a1  11 F[10]  ...  16 B  17  18 W  19 SEND g1[16]  20 RS  21 O[20]
+ *            9 SEND g0[6]  10 RECV a1  11 F[10]  ...  16 B  17  18 W  19 SEND g1[16]  20 RS[18]  21 O[20]
  *            22 AG[21]
- * The timeline (with S < F and Cs shorter than the backward; the reduce-scatter has no dependency:
- * it starts at 0 on the comm stream and is long over when the optimizer needs it):
+ * (layout.overlap_grad_reduce off: one gradient collective per stage after its last kernel.)
+ * The timeline (with S < F):
  *   stage 0: F0 [0,F], SEND0 [F,F+S], F1 [F,2F], SEND1 [2F,2F+S]; waits for g0 until 2F+2S+B
  *            (stage 1: F0 [F+S,2F+S], B0 [2F+S,2F+S+B] then SEND g0 for S); B0, W0 to 2F+2S+2B+W;
- *            waits for g1 until 3F+2S+2B+W (stage 1: W0 to 2F+S+B+W, F1, B1 then SEND g1); B1, W1,
- *            O to 3F+2S+3B+2W+O; AG for C0: the step ends at T = 3F+2S+3B+2W+O+C0.
- *   stage 1: waits for a0 until F+S; F0, B0, W0, F1 (a1 arrived at 2F+S, long before), B1, W1, O end
- *            at 3F+S+2B+2W+O; AG for C1; then idle until T.
+ *            waits for g1 until 3F+2S+2B+W (stage 1: W0 to 2F+S+B+W, F1, B1 then SEND g1); B1, W1
+ *            to 3F+2S+3B+2W; RS for C0, O, AG for C0: the step ends at T = 3F+2S+3B+2W+O+2C0.
+ *   stage 1: waits for a0 until F+S; F0, B0, W0, F1 (a1 arrived at 2F+S, long before), B1, W1 end
+ *            at 3F+S+2B+2W; RS for C1, O, AG for C1; then idle until T.
  * Split per rank (both replicas alike):
- *   stage 0: compute 2F+2B+2W, optimizer O, exposed C0 (the AG tail), bubble (2S+B) + F
- *   stage 1: compute 2F+2B+2W, optimizer O, exposed C1, bubble (F+S) + (S+B+C0-C1) (idle after its end)
+ *   stage 0: compute 2F+2B+2W, optimizer O, exposed 2C0 (the RS before the optimizer, the AG tail),
+ *            bubble (2S+B) + F
+ *   stage 1: compute 2F+2B+2W, optimizer O, exposed 2C1, bubble (F+S) + (S+B+2C0-2C1) (idle after its
+ *            end)
  * and no overhead.
  *
  * With faults (sim/program/faults.h): GPU 1 (rank 1) slow by k and GPU 0's NIC at bandwidth factor n.
  * The NIC carries stage 0's RS and AG: C0 = latency + (bytes/2) / (n x NIC bandwidth). Rank 1 runs
- * every kernel k times longer, so rank 0 waits longer for its gradients and both AGs start when the
- * faulty replica arrives:
- *   rank 0: compute 2F+2B+2W, optimizer O, exposed C0, bubble (2S+kF+kB-F) + (kF+kB+kW-B-W);
- *           end E0 = F+2S+2kF+2kB+kW+B+W+O+C0
- *   rank 1: compute k(2F+2B+2W), optimizer kO, exposed C1, bubble (F+S) + (T-E1);
- *           end E1 = F+S+2kF+2kB+2kW+kO+C1
- *   rank 2: as rank 0 with k = 1 until its optimizer ends at H0 = 3F+2S+3B+2W+O, then the AG with
- *           rank 0: exposed E0-H0, bubble (2S+B+F) + (T-E0)
- *   rank 3: healthy until H1 = 3F+S+2B+2W+O: exposed E1-H1, bubble (F+S) + (T-E1)
+ * every kernel k times longer, so rank 0 waits longer for its gradients and both stages' RS start when
+ * the faulty replica's last kernel ends (A0 = F+2S+2kF+2kB+kW+B+W on rank 0, A1 = F+S+2k(F+B+W) on
+ * rank 1), the AG of stage 1 when rank 1's optimizer ends:
+ *   rank 0: compute 2F+2B+2W, optimizer O, exposed 2C0, bubble (2S+kF+kB-F) + (kF+kB+kW-B-W);
+ *           end E0 = A0+C0+O+C0
+ *   rank 1: compute k(2F+2B+2W), optimizer kO, exposed 2C1, bubble (F+S) + (T-E1);
+ *           end E1 = A1+C1+kO+C1
+ *   rank 2: as rank 0 with k = 1 until its last kernel ends at H0-O, H0 = 3F+2S+3B+2W+O; then waits
+ *           for the RS, its optimizer and the AG with rank 0: exposed E0-H0, bubble (2S+B+F) + (T-E0)
+ *   rank 3: healthy until H1-O, H1 = 3F+S+2B+2W+O: exposed E1-H1, bubble (F+S) + (T-E1)
  *   T = max(E0, E1). With k = 1 and n = 1 this is the split above.
  */
 #ifndef MOESIM_TESTS_STEP_SPLIT_CASE_H
@@ -116,14 +119,14 @@ static inline double split_case_expected_faulty(const program *p, double k, doub
                 C[st] = SPLIT_LAT_US * 1e-6 + o->bytes / 2 / ((st == 0 ? n : 1) * SPLIT_NIC_GBPS * 1e9 / 8);
         }
     const double F = SPLIT_F, B = SPLIT_B, W = SPLIT_W, O = SPLIT_O, work = 2 * F + 2 * B + 2 * W;
-    double E0 = F + 2 * S + 2 * k * F + 2 * k * B + k * W + B + W + O + C[0];
-    double E1 = F + S + 2 * k * (F + B + W) + k * O + C[1];
+    double E0 = F + 2 * S + 2 * k * F + 2 * k * B + k * W + B + W + O + 2 * C[0];
+    double E1 = F + S + 2 * k * (F + B + W) + k * O + 2 * C[1];
     double H0 = 3 * F + 2 * S + 3 * B + 2 * W + O, H1 = 3 * F + S + 2 * B + 2 * W + O;
     double T = E0 > E1 ? E0 : E1;
-    out[0] = (step_split){.compute_s = work, .optimizer_s = O, .exposed_comm_s = C[0],
+    out[0] = (step_split){.compute_s = work, .optimizer_s = O, .exposed_comm_s = 2 * C[0],
                           .bubble_s = (2 * S + k * F + k * B - F) + (k * F + k * B + k * W - B - W) + (T - E0),
                           .end_s = E0};
-    out[1] = (step_split){.compute_s = k * work, .optimizer_s = k * O, .exposed_comm_s = C[1],
+    out[1] = (step_split){.compute_s = k * work, .optimizer_s = k * O, .exposed_comm_s = 2 * C[1],
                           .bubble_s = (F + S) + (T - E1), .end_s = E1};
     out[2] = (step_split){.compute_s = work, .optimizer_s = O, .exposed_comm_s = E0 - H0,
                           .bubble_s = (2 * S + B + F) + (T - E0), .end_s = E0};

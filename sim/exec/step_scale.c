@@ -45,6 +45,18 @@ static stage_tail tail_of(const program *p, int s) {
     return t;
 }
 
+/* The gradient collectives of stage s under the backward: reduce-scatters and all-reduces of a data-
+ * parallel group issued in a micro-batch (the tail's have mb -1). */
+static int bucket_collectives(const program *p, int s) {
+    int n = 0;
+    for (int i = 0; i < p->stage_n_ops[s]; i++) {
+        const program_op *o = &p->stage_ops[s][i];
+        n += (o->kind == OP_REDUCE_SCATTER || o->kind == OP_ALL_REDUCE) && o->stream == STREAM_DP && o->mb >= 0 &&
+             (o->group == GROUP_DP_DENSE || o->group == GROUP_DP_EXPERT);
+    }
+    return n;
+}
+
 static void replica_routing(const program *p, const step_exec_result *r, cJSON *bd) {
     cJSON *o = cJSON_AddObjectToObject(bd, "replica_routing");
     cJSON_AddStringToObject(o, "group_samples",
@@ -87,10 +99,21 @@ static void gpu_speed(const program *p, const step_exec_result *r, cJSON *bd) {
 }
 
 static void waits(const program *p, const step_exec_result *r, cJSON *bd) {
-    if (!r->timelines) return;
     stage_tail *tails = moe_xmalloc((size_t)p->pp * sizeof *tails);
-    for (int s = 0; s < p->pp; s++) tails[s] = tail_of(p, s);
+    int buckets = 0;
+    for (int s = 0; s < p->pp; s++) {
+        tails[s] = tail_of(p, s);
+        buckets += bucket_collectives(p, s);
+    }
+    cJSON *g = cJSON_AddObjectToObject(bd, "grad_reduce");
+    const layout_cfg *L = &p->scn->layout;
+    cJSON_AddBoolToObject(g, "overlap", L->overlap_grad_reduce && L->zero <= 1);
+    cJSON_AddNumberToObject(g, "bucket_collectives", buckets);
+    cJSON_AddNumberToObject(g, "first_stage_buckets", bucket_collectives(p, 0));
+    if (!r->timelines) { free(tails); return; }
     double *ready = moe_xcalloc((size_t)p->dp, sizeof(double));
+    double exposed_max = 0, exposed_sum = 0;
+    int n_exposed = 0;
     for (int k = 0; k < p->n_ranks; k++) {
         int d, s, e, t;
         program_coords(p, k, &d, &s, &e, &t);
@@ -98,7 +121,16 @@ static void waits(const program *p, const step_exec_result *r, cJSON *bd) {
         if (!r->timelines[sr] || tails[s].before < 0) continue;
         double end = step_exec_time(r, sr, tails[s].before)->end_s;
         if (end > ready[d]) ready[d] = end;
+        if (tails[s].opt < 0) continue;
+        double start = step_exec_time(r, sr, tails[s].opt)->start_s;
+        if (start < 0 || end < 0) continue;
+        double w = start - end;
+        exposed_sum += w;
+        n_exposed++;
+        if (w > exposed_max) exposed_max = w;
     }
+    cJSON_AddNumberToObject(g, "exposed_s_max", exposed_max);
+    cJSON_AddNumberToObject(g, "exposed_s_mean", n_exposed ? exposed_sum / n_exposed : 0);
     cJSON *w = cJSON_AddObjectToObject(bd, "replica_wait");
     double top = 0, sum = 0;
     int slowest = 0;

@@ -16,6 +16,11 @@
  *        exp(sigma E[max of N standard normals]) for the step's N GPUs, "folded_ranks": ranks whose
  *        factor the simulated rank they are mirrored onto took as its own when slower (step_exec.h
  *        "Speed spread": 0 = every GPU ran with its own factor)}
+ *   "grad_reduce"  layout.overlap_grad_reduce (sim/program/program.c, "data-parallel gradient buckets"):
+ *       {"overlap", "bucket_collectives": the gradient collectives of the step's stage lists under the
+ *        backward (per stage, summed), "first_stage_buckets": stage 0's, "exposed_s_max",
+ *        "exposed_s_mean": over the ranks, the time from the end of the last compute op before the
+ *        optimizer to the optimizer's start (the gradient collectives not hidden under the backward)}
  *   "dp_collectives"  NCCL at scale (sim/plan/ring_split.h): per data-parallel group kind, the step's
  *       largest gradient or parameter collective: [{"group": "DP_DENSE" | "DP_EXPERT", "op", "ranks",
  *        "nodes", "bytes", "algorithm": "ring" | "tree", "time_s", "nccl_latency_s": the latency NCCL's

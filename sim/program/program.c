@@ -397,6 +397,8 @@ typedef struct {
     const layer_info *li;
     const schedule_spec *sp;
     int stage;
+    struct grad_buckets *gb;   /* layout.overlap_grad_reduce: the chunks' gradient buckets, or NULL */
+    int item;                  /* index of the schedule item being generated */
 } gen_ctx;
 
 static int pattern_of(const gen_ctx *g, int layer, int mb, a2a_kind k) {
@@ -509,9 +511,192 @@ static int zero_pass_next(zero_pass *z, op_buf *b, const gen_ctx *g, int last) {
     return gate;
 }
 
-/* ZeRO-2/3: reduce-scatter the gradients of unit k (forward order) after op d0. */
+static void bucket_ready(op_buf *b, const gen_ctx *g, op_phase ph, int k, int c, int mb, int d0);
+
+/* Unit k (forward order)'s weight gradients are done after op d0: ZeRO-2/3 reduce-scatter them; with
+ * layout.overlap_grad_reduce the unit counts towards its gradient buckets. */
 static void zero_reduce(op_buf *b, const gen_ctx *g, op_phase ph, int ms, int k, int c, int mb, int d0) {
     if (g->p->scn->layout.zero >= 2) zero_coll(b, g, OP_REDUCE_SCATTER, ph, ms, k, c, mb, d0);
+    bucket_ready(b, g, ph, k, c, mb, d0);
+}
+
+/* ---- data-parallel gradient buckets (layout.overlap_grad_reduce; ZeRO 0 and 1) ----
+ * Megatron-Core's DistributedDataParallel with overlap_grad_reduce (NVIDIA/Megatron-LM at d98e8a64):
+ *   - Gradients live in one buffer per kind of parameter: the non-expert ones, reduced over the dense
+ *     data-parallel group, and the routed experts', over the expert data-parallel group
+ *     (param_and_grad_buffer.py group_params_for_buffers). Each buffer is cut into buckets of
+ *     bucket_size parameters, filled walking the parameters in reverse (backprop) order, a bucket
+ *     closing once it holds at least bucket_size (_compute_default_per_buffer_param_layout);
+ *     bucket_size = max(40M, 1M x the dense data-parallel x context-parallel size)
+ *     (training.py resolve_ddp_bucket_size, distributed_data_parallel.py __init__).
+ *   - Only the first model chunk of pipeline rank 0 is bucketed: every other chunk, and every chunk
+ *     of the other pipeline ranks, is one bucket per buffer (training.py per_chunk_bucket_sizes,
+ *     "disable bucketing for non-first chunks ... or for non-zero pipeline-parallel ranks").
+ *   - Each parameter's gradient hook registers it as ready in the last micro-batch only; a bucket
+ *     whose parameters are all ready starts its collective at once, asynchronously: a
+ *     reduce-scatter with the distributed optimizer (ZeRO 1), an all-reduce without (ZeRO 0)
+ *     (param_and_grad_buffer.py register_grad_ready, start_grad_sync).
+ *   - The optimizer waits for every bucket (finish_grad_sync). With overlap_param_gather (set with
+ *     it by every Megatron-Bridge recipe: recipes/common.py at 067f987d), the updated parameters'
+ *     all-gathers run under the next step's forward: the first bucket's is launched at the step's
+ *     start, each next one when the forward reaches the bucket before it, and a module's forward
+ *     waits for its bucket's (distributed_data_parallel.py _BucketParamReadyCallback,
+ *     finish_param_sync; distrib_optimizer.py step_with_ready_grads).
+ * Here: a unit (zero_unit: a block, an MTP module, the stage's embedding and head) is the grain, so
+ * a bucket closes after the unit that fills it (Megatron's closes after that parameter: its buckets
+ * hold up to a unit more or less). The buckets of a chunk are filled walking its units in reverse
+ * forward order. In the chunk's last micro-batch (the schedule's last B or W item of the chunk, and
+ * the other items of that micro-batch), a bucket's collective is emitted on the data-parallel stream
+ * after the weight-gradient op of the last of its units to report; the optimizer waits for the last
+ * bucket of each group. The parameter gather is modelled within the step as the steady state does
+ * it: the gathers of the step's own parameters (the previous update's, the same sizes) are emitted
+ * on the data-parallel stream at the chunk's first forward, bucket after bucket in forward order,
+ * and each unit's first kernel of that forward waits for its bucket's gather (the data-parallel
+ * stream is a FIFO: the later of its dense and expert gathers). ZeRO 2/3 reduce unit by unit
+ * already (zero_reduce). Not modelled: the distributed optimizer's bucket padding
+ * (param_layout.py), the FP8-parameter bucket merging (partition_buckets) and the Megatron-Bridge
+ * performance scripts' overlap_param_gather_with_optimizer_step (one bucket per chunk, the gather
+ * beside the optimizer step; scripts/performance/utils/overrides.py). */
+#define DDP_BUCKET_MIN_PARAMS 40e6       /* max(40M, 1M x dp_cp): distributed_data_parallel.py */
+#define DDP_BUCKET_PARAMS_PER_RANK 1e6
+
+/* Parameters per gradient bucket for a dense data-parallel x context-parallel group of n ranks. */
+static double ddp_bucket_params(int n) {
+    double per_rank = DDP_BUCKET_PARAMS_PER_RANK * n;
+    return per_rank > DDP_BUCKET_MIN_PARAMS ? per_rank : DDP_BUCKET_MIN_PARAMS;
+}
+
+enum { GB_DENSE = 0, GB_EXPERT, GB_N };
+
+/* One chunk's buckets, per buffer (GB_DENSE, GB_EXPERT): the bucket of each unit, each bucket's
+ * parameters and units not reported yet in the last micro-batch, and its gather (first forward). */
+typedef struct {
+    int n_units, n_buckets[GB_N];
+    int *bucket_of[GB_N];        /* per unit: its bucket, -1 when it has no such parameters */
+    double *params[GB_N];        /* per bucket */
+    int *left[GB_N];             /* per bucket: units to report before its collective */
+    int *gather[GB_N];           /* per bucket: its gather's op in the first-forward item, -1 */
+    int last_mb;                 /* the micro-batch whose backward completes the gradients */
+    int first_f;                 /* schedule item of the chunk's first forward */
+} chunk_buckets;
+
+typedef struct grad_buckets {
+    int n_chunks;
+    chunk_buckets *ch;
+} grad_buckets;
+
+static double unit_params(const gen_ctx *g, int ms, int k, int buffer) {
+    stage_params u;
+    zero_unit(g, ms, k, &u);
+    return buffer == GB_DENSE ? u.nonexpert : u.expert;
+}
+
+/* The data-parallel group of a buffer has more than one rank (else no collective). */
+static int buffer_synced(const layer_info *li, int buffer) {
+    return buffer == GB_DENSE ? li->dense_dp > 1 : li->expert_dp > 1;
+}
+
+/* Lay out the buckets of every chunk of the stage from its schedule; NULL when they do not apply. */
+static grad_buckets *grad_buckets_make(const gen_ctx *g, const sched_item *items, int n_items) {
+    const program *p = g->p;
+    if (!p->scn->layout.overlap_grad_reduce || p->scn->layout.zero >= 2) return NULL;
+    grad_buckets *gb = moe_xcalloc(1, sizeof *gb);
+    gb->n_chunks = g->sp->n_chunks;
+    gb->ch = moe_xcalloc((size_t)gb->n_chunks, sizeof *gb->ch);
+    double bucket = ddp_bucket_params(g->li->dense_dp);
+    for (int c = 0; c < gb->n_chunks; c++) {
+        chunk_buckets *cb = &gb->ch[c];
+        int last_item = -1;
+        cb->first_f = -1;
+        for (int i = 0; i < n_items; i++) {
+            if (items[i].chunk != c) continue;
+            if (items[i].phase == SI_F && cb->first_f < 0) cb->first_f = i;
+            if (items[i].phase != SI_F) last_item = i;
+        }
+        cb->last_mb = last_item >= 0 ? items[last_item].mb : -1;
+        int ms = schedule_model_stage(g->sp, g->stage, c, c == 0 ? 0 : p->micro_batches - 1);
+        int bucketed = g->stage == 0 && c == 0;
+        cb->n_units = zero_n_units(p, ms);
+        for (int f = 0; f < GB_N; f++) {
+            cb->bucket_of[f] = moe_xmalloc((size_t)cb->n_units * sizeof(int));
+            cb->params[f] = moe_xcalloc((size_t)cb->n_units + 1, sizeof(double));
+            cb->left[f] = moe_xcalloc((size_t)cb->n_units + 1, sizeof(int));
+            cb->gather[f] = moe_xmalloc(((size_t)cb->n_units + 1) * sizeof(int));
+            int nb = 0;
+            double filled = 0;
+            for (int k = cb->n_units - 1; k >= 0; k--) {   /* backprop order */
+                double n = buffer_synced(g->li, f) ? unit_params(g, ms, k, f) : 0;
+                cb->bucket_of[f][k] = -1;
+                if (n <= 0) continue;
+                if (filled == 0) nb++;
+                cb->bucket_of[f][k] = nb - 1;
+                cb->params[f][nb - 1] += n;
+                cb->left[f][nb - 1]++;
+                filled += n;
+                if (bucketed && filled >= bucket) filled = 0;   /* the bucket closes */
+            }
+            cb->n_buckets[f] = nb;
+            for (int j = 0; j <= cb->n_units; j++) cb->gather[f][j] = -1;
+        }
+    }
+    return gb;
+}
+
+static void grad_buckets_free(grad_buckets *gb) {
+    if (!gb) return;
+    for (int c = 0; c < gb->n_chunks; c++)
+        for (int f = 0; f < GB_N; f++) {
+            free(gb->ch[c].bucket_of[f]); free(gb->ch[c].params[f]); free(gb->ch[c].left[f]); free(gb->ch[c].gather[f]);
+        }
+    free(gb->ch);
+    free(gb);
+}
+
+/* Unit k of chunk c reported its weight gradients after op d0 in micro-batch mb: in the chunk's last
+ * micro-batch, a bucket whose units have all reported starts its collective. */
+static void bucket_ready(op_buf *b, const gen_ctx *g, op_phase ph, int k, int c, int mb, int d0) {
+    if (!g->gb || c >= g->gb->n_chunks) return;
+    chunk_buckets *cb = &g->gb->ch[c];
+    if (mb != cb->last_mb || k >= cb->n_units) return;
+    const layer_info *li = g->li;
+    int zero = g->p->scn->layout.zero, ms = schedule_model_stage(g->sp, g->stage, c, mb);
+    stage_params u;
+    int layer = zero_unit(g, ms, k, &u);
+    for (int f = 0; f < GB_N; f++) {
+        int j = cb->bucket_of[f][k];
+        if (j < 0 || --cb->left[f][j] > 0) continue;
+        coll_on(b, STREAM_DP, zero == 1 ? OP_REDUCE_SCATTER : OP_ALL_REDUCE, f == GB_DENSE ? GROUP_DP_DENSE : GROUP_DP_EXPERT,
+                ph, layer, c, mb, cb->params[f][j] * li->sb.grad, -1, d0);
+    }
+}
+
+/* The chunk's first forward (ZeRO 1): the gathers of its buckets, in forward order, before its first
+ * unit; gather_gate() then gives each unit the gather its first kernel waits for. */
+static void bucket_gathers(op_buf *b, const gen_ctx *g, int c, int mb) {
+    if (!g->gb || c >= g->gb->n_chunks || g->p->scn->layout.zero != 1 || g->item != g->gb->ch[c].first_f) return;
+    chunk_buckets *cb = &g->gb->ch[c];
+    int emitted[GB_N] = {-1, -1};
+    for (int k = 0; k < cb->n_units; k++)
+        for (int f = 0; f < GB_N; f++) {
+            int j = cb->bucket_of[f][k];
+            if (j < 0 || j == emitted[f]) continue;
+            emitted[f] = j;   /* forward order visits a bucket's units together */
+            cb->gather[f][j] = coll_on(b, STREAM_DP, OP_ALL_GATHER, f == GB_DENSE ? GROUP_DP_DENSE : GROUP_DP_EXPERT,
+                                       PHASE_F, OP_NO_LAYER, c, mb, cb->params[f][j] * g->li->sb.weight, -1, -1);
+        }
+}
+
+/* The gather unit k's first kernel waits for in the chunk's first forward (-1: none). */
+static int gather_gate(const gen_ctx *g, int k, int c) {
+    if (!g->gb || c >= g->gb->n_chunks || g->item != g->gb->ch[c].first_f) return -1;
+    const chunk_buckets *cb = &g->gb->ch[c];
+    if (k >= cb->n_units) return -1;
+    int gate = -1;
+    for (int f = 0; f < GB_N; f++) {
+        int j = cb->bucket_of[f][k];
+        if (j >= 0 && cb->gather[f][j] > gate) gate = cb->gather[f][j];
+    }
+    return gate;
 }
 
 /* ---- context parallelism ----
@@ -639,7 +824,10 @@ static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
     int last = -1;
     zero_pass zp;
     zero_pass_begin(&zp, b, g, PHASE_F, ms, c, mb);
+    bucket_gathers(b, g, c, mb);
+    int nb = p->stage_layer_end[ms] - p->stage_layer_begin[ms];
     int extras = zero_pass_next(&zp, b, g, -1);
+    if (extras < 0) extras = gather_gate(g, 0, c);
     if (ms > 0) {
         int ps, pc; schedule_locate(g->sp, ms - 1, mb, &ps, &pc);
         program_op o = base_op(OP_RECV, STREAM_P2P, PHASE_F, OP_NO_LAYER, c, mb);
@@ -651,10 +839,12 @@ static void gen_forward(op_buf *b, const gen_ctx *g, int mb, int c, int ms) {
     }
     for (int l = p->stage_layer_begin[ms]; l < p->stage_layer_end[ms]; l++) {
         int gate = zero_pass_next(&zp, b, g, last);
+        if (gate < 0) gate = gather_gate(g, 1 + l - p->stage_layer_begin[ms], c);
         last = fwd_block(b, g, l, c, mb, last, gate);
     }
     for (int j = p->stage_mtp_begin[ms]; j < p->stage_mtp_end[ms]; j++) {
         int gate = zero_pass_next(&zp, b, g, last);
+        if (gate < 0) gate = gather_gate(g, 1 + nb + j - p->stage_mtp_begin[ms], c);
         last = mtp_proj(b, g, K_MTP_PROJ_FWD, PHASE_F, j, c, mb, last, gate);
         last = fwd_block(b, g, p->scn->model.layers + j, c, mb, last, -1);
     }
@@ -858,22 +1048,27 @@ static void gen_tail(op_buf *b, const gen_ctx *g) {
     double gb = li->sb.grad, wb = li->sb.weight;
     int deps[2] = {-1, -1};
     double shard = dense + expert;
-    if (zero >= 2) {
+    if (zero >= 2 || g->gb) {
+        /* the gradients were reduced unit by unit (ZeRO 2/3) or bucket by bucket (overlap_grad_reduce):
+         * the optimizer waits for each group's last */
         for (int i = 0; i < b->n; i++)
-            if (b->v[i].kind == OP_REDUCE_SCATTER && b->v[i].stream == STREAM_DP)
+            if ((b->v[i].kind == OP_REDUCE_SCATTER || b->v[i].kind == OP_ALL_REDUCE) && b->v[i].stream == STREAM_DP &&
+                b->v[i].mb >= 0)
                 deps[b->v[i].group == GROUP_DP_EXPERT] = i;
-        shard = dense / ndd + expert / nde;
-    } else if (zero == 1) {
-        if (ndd > 1) deps[0] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * gb, -1, -1);
-        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_REDUCE_SCATTER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * gb, -1, -1);
-        shard = dense / ndd + expert / nde;
+        if (zero >= 1) shard = dense / ndd + expert / nde;
     } else {
-        if (ndd > 1) deps[0] = coll(b, OP_ALL_REDUCE, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * gb, -1, -1);
-        if (nde > 1 && expert > 0) deps[1] = coll(b, OP_ALL_REDUCE, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * gb, -1, -1);
+        /* one collective per group once the last gradient is computed (the rank's last kernel) */
+        int last = -1;
+        for (int i = 0; i < b->n; i++)
+            if (b->v[i].kind == OP_COMPUTE) last = i;
+        op_kind k = zero == 1 ? OP_REDUCE_SCATTER : OP_ALL_REDUCE;
+        if (ndd > 1) deps[0] = coll(b, k, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * gb, -1, last);
+        if (nde > 1 && expert > 0) deps[1] = coll(b, k, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * gb, -1, last);
+        if (zero == 1) shard = dense / ndd + expert / nde;
     }
     /* AdamW: read fp32 master, m, v and the gradient; write master, m, v and the BF16 weight */
     int opt = compute(b, K_OPTIMIZER, PHASE_OPT, OP_NO_LAYER, 0, -1, 12.0 * shard, 30.0 * shard, 0, deps[0], deps[1]);
-    if (zero == 1 || zero == 2) {
+    if ((zero == 1 && !g->gb) || zero == 2) {   /* overlap_grad_reduce: the gathers run under the first forward */
         if (ndd > 1) coll(b, OP_ALL_GATHER, GROUP_DP_DENSE, PHASE_OPT, OP_NO_LAYER, 0, -1, dense * wb, -1, opt);
         if (nde > 1 && expert > 0) coll(b, OP_ALL_GATHER, GROUP_DP_EXPERT, PHASE_OPT, OP_NO_LAYER, 0, -1, expert * wb, -1, opt);
     }
@@ -883,12 +1078,15 @@ static void gen_stage(program *p, const layer_info *li, const schedule_spec *sp,
     gen_ctx g = {.p = p, .li = li, .sp = sp, .stage = stage};
     sched_item *items = NULL;
     int n = schedule_stage(sp, stage, &items);
+    g.gb = grad_buckets_make(&g, items, n);
     op_buf out = {0}, a = {0}, bb = {0};
     for (int i = 0; i < n; i++) {
         a.n = 0;
+        g.item = i;
         gen_item(&a, &g, &items[i]);
         if (items[i].overlap_next && i + 1 < n) {
             bb.n = 0;
+            g.item = i + 1;
             gen_item(&bb, &g, &items[i + 1]);
             append_pair(&out, &a, &bb);
             i++;
@@ -897,6 +1095,7 @@ static void gen_stage(program *p, const layer_info *li, const schedule_spec *sp,
         }
     }
     gen_tail(&out, &g);
+    grad_buckets_free(g.gb);
     free(items); free(a.v); free(bb.v);
     p->stage_ops[stage] = out.v;
     p->stage_n_ops[stage] = out.n;

@@ -32,7 +32,8 @@ void scenario_defaults(scenario *s) {
     /* seed 003: PP16 x EP64 x DP4 on 4096 GPUs; 15360 sequences of 4096 tokens = 62.9M tokens/step */
     s->layout = (layout_cfg){.tp = 1, .pp = 16, .ep = 64, .dp = 4, .zero = 1, .micro_batch = 1,
                              .global_batch = 15360, .schedule = SCHED_DUALPIPE, .vpp = 1,
-                             .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER, .cp = 1};
+                             .recompute = RECOMPUTE_NONE, .placement = PLACE_EP_INNER, .cp = 1,
+                             .overlap_grad_reduce = 1};
     s->routing = (routing_cfg){.distribution = ROUTE_UNIFORM, .zipf_s = 1.2, .hot_expert = 3,
                                .hot_share = 0.6, .steps = 1,
                                .drift = {.hot_decay_steps = 50, .bias_update_speed = 0.001}};

@@ -303,6 +303,17 @@ const scn_field scn_fields[] = {
            "all-to-alls on the communication stream under each other's compute (weight gradients of the experts while "
            "the combine is in flight); DualPipe does this by itself",
            "Megatron-LM overlap_moe_expert_parallel_comm with delay_wgrad_compute"),
+    F_BOOL("layout.overlap_grad_reduce", layout.overlap_grad_reduce, "",
+           "ZeRO 0/1: the data-parallel gradient reduction runs bucket by bucket on the data-parallel stream under the last "
+           "micro-batch's backward (buckets of max(40M, 1M x dense data-parallel ranks) parameters filled in backprop order; "
+           "only the first model chunk of pipeline rank 0 is cut into buckets, every other chunk is one bucket), the "
+           "distributed optimizer's reduce-scatter per bucket (ZeRO 1; all-reduce with ZeRO 0), and the parameter all-gathers "
+           "under the first forward, each unit waiting for its bucket (overlap_param_gather, the steady state's: the "
+           "previous update's gathers); false = one gradient collective per group at the step's tail and, with ZeRO 1, "
+           "the gather after the optimizer. ZeRO 2/3 reduce unit by unit either way",
+           "true, as every Megatron-Bridge recipe sets it with overlap_param_gather (NVIDIA-NeMo/Megatron-Bridge at "
+           "067f987d, src/megatron/bridge/recipes/common.py); bucket rules: NVIDIA/Megatron-LM at d98e8a64, "
+           "megatron/core/distributed/distributed_data_parallel.py and param_and_grad_buffer.py, megatron/training/training.py"),
     F_ENUM_SET("layout.recompute_modules", layout.recompute_modules, scn_recompute_module_names, "",
                "selective recompute of these modules (Megatron's names): core_attn the attention core, mla_up_proj MLA's "
                "up-projections, layernorm the RMSNorm outputs, mlp the dense MLP, moe_act the experts' activation, moe "

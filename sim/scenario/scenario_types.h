@@ -146,6 +146,9 @@ typedef struct {
     int moe_a2a_overlap;  /* bool: 1F1B / interleaved pair a forward with a backward and overlap their
                              all-to-alls with each other's compute (Megatron overlap_moe_expert_parallel_comm) */
     unsigned recompute_modules; /* bit i: scn_recompute_module_names[i] (RCM_*); 0 = layout.recompute */
+    int overlap_grad_reduce; /* bool: ZeRO 0/1 reduce the gradients bucket by bucket under the last
+                                backward and gather the parameters under the first forward (Megatron
+                                overlap_grad_reduce + overlap_param_gather); 0 = one tail collective */
 } layout_cfg;
 
 /* Megatron's recompute_modules, bit i of layout.recompute_modules = scn_recompute_module_names[i] */
