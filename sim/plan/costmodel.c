@@ -1,6 +1,7 @@
 /* costmodel.c — reading model JSON ("moesim-costmodel/1"), built-in rooflines, and the pure cost
  * functions of sim/plan/costmodel.h. The model file format is documented in calibration/README.md. */
 #include "sim/plan/costmodel.h"
+#include "sim/plan/global_params.h"
 #include "sim/scenario/scenario_paths.h"
 
 #include "sim/base/json_read.h"
@@ -605,9 +606,23 @@ int costmodel_load(const char *path, costmodel *out, moe_error *err) {
     return rc;
 }
 
+/* cluster.gpu.sustained given: it replaces the model's; auto: the committed joint fit's value for
+ * the GPU kind when it has one (global_params.h), else the model's own */
+static void set_sustained(const scenario *s, costmodel *cm) {
+    double v;
+    if (s->cluster.gpu.sustained > 0) {
+        cm->sustained = s->cluster.gpu.sustained;
+        snprintf(cm->sustained_from, sizeof cm->sustained_from, "scenario");
+    } else if (global_param_value(s, "cluster.gpu.sustained", &v, NULL) == 0) {
+        cm->sustained = v;
+        snprintf(cm->sustained_from, sizeof cm->sustained_from, "global fit");
+    }
+}
+
 int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
     if (!s->calibration[0]) {
         *out = costmodel_from_cluster(&s->cluster);
+        set_sustained(s, out);
         return 0;
     }
     char path[SCN_PATH_MAX * 2 + 4096];
@@ -618,8 +633,7 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
     if (costmodel_load(path, out, err)) return moe_error_context(err, s->file, "calibration");
     /* a model fitted without FP4 GEMMs takes the FP4 peak of the scenario's GPU */
     if (out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
-    /* cluster.gpu.sustained given (not "auto"): it replaces the model's */
-    if (s->cluster.gpu.sustained > 0) out->sustained = s->cluster.gpu.sustained;
+    set_sustained(s, out);
     /* links: a measured efficiency applies to the scenario's own line rate (a sweep of nic_gbps is
      * priced at the rate the NIC reaches); a class the model lacks (a single-node fit) comes from the
      * cluster as the built-in roofline takes it */
@@ -649,5 +663,7 @@ cJSON *costmodel_provenance_json(const costmodel *cm) {
     cJSON_AddBoolToObject(o, "measured", cm->measured);
     cJSON_AddStringToObject(o, "basis", cm->basis[0] ? cm->basis : (cm->measured ? "measured" : "spec"));
     if (cm->file[0]) cJSON_AddStringToObject(o, "file", cm->file);
+    cJSON_AddNumberToObject(o, "sustained", cm->sustained > 0 ? cm->sustained : 1.0);
+    cJSON_AddStringToObject(o, "sustained_from", cm->sustained_from[0] ? cm->sustained_from : "model");
     return o;
 }

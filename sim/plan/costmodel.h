@@ -163,6 +163,8 @@ typedef struct costmodel {
                                     (fp8-cs, mxfp8, nvfp4) run at these peaks times their rates
                                     (sim/plan/recipes.h) */
     double sustained;            /* sustained / burst SM clock (see above); <= 0 is taken as 1 */
+    char sustained_from[16];     /* "scenario" (cluster.gpu.sustained), "global fit" (its auto value:
+                                    sim/plan/global_params.h) or "" (the model's own) */
     int sm_count;                /* SMs of the GPU (the tile/wave GEMM form); 0 = additive form only */
     cm_gemm_params gemm;         /* every precision without its own fit */
     int gemm_fitted[DT_NKINDS];  /* 1: gemm_dt[dt] is the precision's own fit */

@@ -7,6 +7,7 @@
  * Function applies and PyTorch dispatcher ops (allocations and views included); "kernels" its CUDA
  * launches. Where a range was counted, the middle of the range is used. */
 #include "sim/plan/host_costs.h"
+#include "sim/plan/global_params.h"
 
 #include <math.h>
 #include <string.h>
@@ -38,7 +39,9 @@ void host_params_default(const scenario *s, host_params *out) {
 void host_params_of(const scenario *s, host_params *out) {
     host_params_default(s, out);
     const host_cfg *h = &s->host;
+    double fitted;
     if (h->call_us >= 0) out->call_s = h->call_us * 1e-6;
+    else if (global_param_value(s, "host.call_us", &fitted, NULL) == 0) out->call_s = fitted * 1e-6;
     if (h->launch_us >= 0) out->launch_s = h->launch_us * 1e-6;
     if (h->graph_launch_us >= 0) out->graph_launch_s = h->graph_launch_us * 1e-6;
     if (h->sync_us >= 0) out->sync_s = h->sync_us * 1e-6;

@@ -583,6 +583,7 @@ typedef struct {
     char calibration[SCN_PATH_MAX];
     char gpu_name[SCN_NAME_MAX];
     double bf16_tflops, fp8_tflops, fp4_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
+    double sustained;
 } costmodel_key;
 
 static costmodel_key key_of(const scenario *s) {
@@ -599,6 +600,7 @@ static costmodel_key key_of(const scenario *s) {
     k.pcie_GBps = s->cluster.pcie_GBps;
     k.lat_nvlink = s->cluster.latency_us.nvlink;
     k.lat_leaf = s->cluster.latency_us.same_leaf;
+    k.sustained = s->cluster.gpu.sustained;
     return k;
 }
 

@@ -12,6 +12,8 @@
 
 #include "sim/base/alloc.h"
 #include "sim/base/fileio.h"
+#include "sim/plan/global_params.h"
+#include "sim/point/global_fit.h"
 #include "sim/point/point_eval.h"
 #include "sim/point/validation_doc.h"
 #include "sim/report/point_pool.h"
@@ -300,9 +302,26 @@ static const char *verdict(const cJSON *o) {
     return isfinite(e) && fabs(e) <= VALIDATE_OK_TOL_PCT ? "ok" : "miss";
 }
 
+/* A pass over the cases: the case set, and the values the global parameters take in it (the fit's
+ * trial values): over_val[id * n_over + j] is field over_path[j] of case id, NAN to leave it auto. */
 typedef struct {
     const case_set *cs;
+    int n_over;
+    const char *const *over_path;
+    const double *over_val;
 } eval_ctx;
+
+static int apply_overrides(const eval_ctx *x, int id, scenario *s, moe_error *e) {
+    for (int j = 0; j < x->n_over && x->over_val; j++) {
+        double v = x->over_val[(size_t)id * x->n_over + j];
+        if (isnan(v)) continue;
+        cJSON *num = cJSON_CreateNumber(v);
+        int rc = scenario_set_path(s, x->over_path[j], num, e);
+        cJSON_Delete(num);
+        if (rc) return rc;
+    }
+    return 0;
+}
 
 static cJSON *eval_case(int id, void *vctx, moe_error *err) {
     const eval_ctx *x = vctx;
@@ -330,6 +349,10 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
         return o;
     }
     cJSON_AddBoolToObject(o, "moe", s.model.experts > 0);
+    if (apply_overrides(x, id, &s, &e)) {
+        set_status(o, "failed", e.msg);
+        return o;
+    }
     point_opts po = {.levels = LEVEL_PLAN | LEVEL_STEP, .reproducible = 1};
     cJSON *pt = point_evaluate(&s, 0, NULL, &po, &e);
     if (!pt) {
@@ -353,15 +376,15 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* counts and |error| statistics over the cases that ran (all, or only out-of-sample ones) */
-static cJSON *summary_of(const cJSON *cases, int out_of_sample_only) {
+/* counts and |error| statistics of error `key` over the cases that ran (all, or only out-of-sample ones) */
+static cJSON *summary_of(const cJSON *cases, int out_of_sample_only, const char *key) {
     int n = 0, ok = 0, within = 0, unexpressible = 0;
     double *abs_e = moe_xcalloc((size_t)cJSON_GetArraySize(cases) + 1, sizeof(double)), mx = 0;
     for (const cJSON *c = cases->child; c; c = c->next) {
         if (out_of_sample_only && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "calibration_point"))) continue;
         n++;
         unexpressible += strcmp(validation_str(c, "status"), "not expressible") == 0;
-        double e = validation_number(c, "error_pct");
+        double e = validation_number(c, key);
         if (!validation_case_ran(c) || !isfinite(e)) continue;
         abs_e[ok++] = fabs(e);
         within += fabs(e) <= VALIDATE_OK_TOL_PCT;
@@ -388,8 +411,15 @@ static cJSON *document_of(cJSON *cases) {
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "format", VALIDATE_FORMAT "-results");
     for (cJSON *c = cases->child; c; c = c->next) cJSON_DeleteItemFromObjectCaseSensitive(c, "id");
-    cJSON_AddItemToObject(doc, "summary", summary_of(cases, 0));
-    cJSON_AddItemToObject(doc, "summary_out_of_sample", summary_of(cases, 1));
+    cJSON_AddItemToObject(doc, "summary", summary_of(cases, 0, "error_pct"));
+    cJSON_AddItemToObject(doc, "summary_out_of_sample", summary_of(cases, 1, "error_pct"));
+    cJSON *bands = validate_bands_json(cases);
+    if (bands) {
+        /* the left-out errors of the step cases (the DeepEP cases have no global parameter to refit) */
+        cJSON *loo = summary_of(cases, 0, "loo_error_pct");
+        cJSON_AddItemToObject(doc, "summary_left_out", loo);
+        cJSON_AddItemToObject(doc, "bands", bands);
+    }
     cJSON_AddItemToObject(doc, "cases", cases);
     return doc;
 }
@@ -415,10 +445,11 @@ static void fmt_pct(char *buf, size_t cap, double v) {
 
 void validate_print(FILE *out, const cJSON *doc) {
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
-    fprintf(out, "%-32s %-22s %10s %10s %8s %10s %8s  %s\n", "case", "metric", "published", "predicted", "error%",
-            "plan", "plan%", "status");
+    fprintf(out, "%-32s %-22s %10s %10s %8s %9s %10s %8s  %s\n", "case", "metric", "published", "predicted", "error%",
+            "left-out%", "plan", "plan%", "status");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
-        char pub[32], pred[32], e[32], pl[32], pe[32];
+        char pub[32], pred[32], e[32], pl[32], pe[32], lo[32];
+        fmt_pct(lo, sizeof lo, validation_number(c, "loo_error_pct"));
         fmt_num(pub, sizeof pub, validation_number(c, "published"));
         fmt_num(pred, sizeof pred, validation_number(c, "predicted"));
         fmt_pct(e, sizeof e, validation_number(c, "error_pct"));
@@ -431,14 +462,15 @@ void validate_print(FILE *out, const cJSON *doc) {
         if (sep) det = sep + 7;   /* the scenario's file name: the case's name says which */
         char shown[112];
         json_clip(det, shown, sizeof shown);
-        fprintf(out, "%-32s %-22s %10s %10s %8s %10s %8s  %s%s%s%s\n", validation_str(c, "name"), validation_str(c, "metric"), pub,
-                pred, e, pl, pe, st, *det ? ": " : "", shown, cal ? " [calibration point]" : "");
+        fprintf(out, "%-32s %-22s %10s %10s %8s %9s %10s %8s  %s%s%s%s\n", validation_str(c, "name"), validation_str(c, "metric"), pub,
+                pred, e, lo, pl, pe, st, *det ? ": " : "", shown, cal ? " [calibration point]" : "");
     }
-    const char *labels[2] = {"summary", "summary_out_of_sample"};
-    for (int i = 0; i < 2; i++) {
+    const char *labels[3] = {"summary", "summary_out_of_sample", "summary_left_out"};
+    const char *titles[3] = {"all cases", "out of sample", "left out (each case predicted by the global fit without it)"};
+    for (int i = 0; i < 3; i++) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, labels[i]);
         if (!s) continue;
-        fprintf(out, "%s: %d cases", i ? "out of sample" : "all cases", (int)validation_number(s, "cases"));
+        fprintf(out, "%s: %d cases", titles[i], (int)validation_number(s, "cases"));
         if (validation_number(s, "not_expressible") > 0)
             fprintf(out, ", %d not expressible", (int)validation_number(s, "not_expressible"));
         fprintf(out, ", %d evaluated: %d ok (|error| <= %g%%), %d miss", (int)validation_number(s, "evaluated"),
@@ -452,8 +484,15 @@ void validate_print(FILE *out, const cJSON *doc) {
     const char *kinds[2] = {"dense", "MoE"};
     for (int k = 0; k < 2; k++) {
         validate_band b;
-        if (validate_band_of(doc, k, &b) == 0)
-            fprintf(out, "error band, %s models (%d step case%s): predicted / published - 1 in [%+.1f%%, %+.1f%%]\n",
+        if (validate_band_of(doc, k, &b) != 0) continue;
+        if (b.left_out)
+            fprintf(out, "error band, %s models (%d step cases, left out): predicted / published - 1 in [%+.1f%%, %+.1f%%], "
+                    "width %.1f points; stated coverage %.0f%%, holds %.0f%% of the left-out cases%s\n", kinds[k], b.cases,
+                    100.0 * b.min_rel_err, 100.0 * b.max_rel_err, 100.0 * (b.max_rel_err - b.min_rel_err),
+                    100.0 * VALIDATE_BAND_COVERAGE, 100.0 * b.coverage,
+                    b.coverage + 1e-9 < VALIDATE_BAND_COVERAGE ? " (BELOW the stated coverage)" : "");
+        else
+            fprintf(out, "error band, %s models (%d step case%s, in sample): predicted / published - 1 in [%+.1f%%, %+.1f%%]\n",
                     kinds[k], b.cases, b.cases == 1 ? "" : "s", 100.0 * b.min_rel_err, 100.0 * b.max_rel_err);
     }
 }
@@ -463,13 +502,15 @@ static char *csv_of(const cJSON *doc) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return NULL;
-    fprintf(f, "case,kind,metric,published,predicted,error_pct,plan_predicted,plan_error_pct,status,calibration_point\n");
+    fprintf(f, "case,kind,metric,published,predicted,error_pct,plan_predicted,plan_error_pct,loo_predicted,loo_error_pct,status,"
+            "calibration_point\n");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
-        double v[5] = {validation_number(c, "published"), validation_number(c, "predicted"), validation_number(c, "error_pct"),
-                       validation_number(c, "plan_predicted"), validation_number(c, "plan_error_pct")};
+        double v[7] = {validation_number(c, "published"), validation_number(c, "predicted"), validation_number(c, "error_pct"),
+                       validation_number(c, "plan_predicted"), validation_number(c, "plan_error_pct"),
+                       validation_number(c, "loo_predicted"), validation_number(c, "loo_error_pct")};
         fprintf(f, "%s,%s,%s", validation_str(c, "name"), validation_str(c, "kind"), validation_str(c, "metric"));
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 7; i++) {
             if (isfinite(v[i])) fprintf(f, ",%.6g", v[i]);
             else fputs(",", f);
         }
@@ -520,8 +561,8 @@ int validate_compare(const cJSON *doc, const cJSON *baseline, double tol_pp, FIL
             moved++;
             continue;
         }
-        const char *keys[2] = {"error_pct", "plan_error_pct"};
-        for (int k = 0; k < 2; k++) {
+        const char *keys[3] = {"error_pct", "plan_error_pct", "loo_error_pct"};
+        for (int k = 0; k < 3; k++) {
             double e = validation_number(c, keys[k]), eb = validation_number(b, keys[k]);
             if (isfinite(e) != isfinite(eb) || (isfinite(e) && fabs(e - eb) > tol_pp)) {
                 fprintf(out, "  %s: %s %+.2f, baseline %+.2f (moved by more than %.1f points)\n", name, keys[k], e, eb,
@@ -548,21 +589,24 @@ typedef struct {
 typedef struct {
     eval_ctx *x;
     collected *got;
+    const int *ids;   /* point k is case ids[k] (NULL: case k) */
 } collect_ctx;
 
-static void eval_case_record(long id, void *vctx, record_buf *out) {
+static void eval_case_record(long k, void *vctx, record_buf *out) {
     collect_ctx *cc = vctx;
     moe_error e = {0};
-    cJSON *o = eval_case((int)id, cc->x, &e);
+    int id = cc->ids ? cc->ids[k] : (int)k;
+    cJSON *o = eval_case(id, cc->x, &e);
     char *text = cJSON_PrintUnformatted(o);
     record_buf_put(out, text, strlen(text));
     free(text);
     cJSON_Delete(o);
 }
 
-static int collect_case(long id, const void *rec, size_t len, const char *lost, void *vctx, moe_error *err) {
+static int collect_case(long k, const void *rec, size_t len, const char *lost, void *vctx, moe_error *err) {
     (void)err;
     collect_ctx *cc = vctx;
+    long id = cc->ids ? cc->ids[k] : k;
     cJSON *o;
     if (rec) {
         char *text = moe_xmalloc(len + 1);
@@ -579,6 +623,257 @@ static int collect_case(long id, const void *rec, size_t len, const char *lost, 
     return 0;
 }
 
+/* One pass over cases ids[0..m) (all cases when ids is NULL: m = cs->n) into results[id]. */
+static int run_pass(eval_ctx *x, const int *ids, int m, int jobs, cJSON **results, moe_error *err) {
+    collected got = {.cs = x->cs, .results = results};
+    point_run_opts po = {.jobs = jobs > 0 ? jobs : 1, .chunk = 1, .exact = 1};
+    collect_ctx cc = {x, &got, ids};
+    return run_points(0, m, eval_case_record, collect_case, &cc, &po, err);
+}
+
+/* ---- the global parameters: one joint fit, its leave-one-out (global_fit.h) ------------------------ */
+
+#define FIT_ROBUST_SCALE 0.10   /* Cauchy scale of the log residual: a case off by far more than 10% is a
+                                   mechanism the model lacks, not evidence about a GPU's clock */
+#define FIT_MAX_ITER 40
+#define CHECK_FIT_REL 0.01      /* --check-fit: the refit may move a value by 1% of it */
+
+typedef struct {
+    eval_ctx *x;
+    int jobs;
+    int n, p, n_rows;
+    const global_param *rows;
+    int *case_id;              /* n: problem case -> case id */
+    int *sign;                 /* n: +1 a rate, -1 a time (its log enters negated) */
+    double *y;                 /* n */
+    unsigned char *dep;        /* n x p */
+    int *group;                /* p: registry row */
+    char (*scope)[SCN_NAME_MAX];
+    double *lo, *hi, *prior, *committed;  /* p */
+    double *over_val;          /* cases x n_rows */
+    cJSON **results;           /* by case id: the latest result of every case */
+} fit_ctx;
+
+static void fit_ctx_free(fit_ctx *f) {
+    free(f->case_id), free(f->sign), free(f->y), free(f->dep), free(f->group), free(f->scope);
+    free(f->lo), free(f->hi), free(f->prior), free(f->committed), free(f->over_val);
+}
+
+/* the problem cases[0..m) evaluated with parameters theta + k * stride, their results into f->results */
+static int pass_at(fit_ctx *f, int m, const int *cases, const double *theta, int stride, moe_error *err) {
+    const case_set *cs = f->x->cs;
+    for (size_t i = 0; i < (size_t)cs->n * (size_t)f->n_rows; i++) f->over_val[i] = NAN;
+    int *ids = moe_xcalloc((size_t)m + 1, sizeof(int));
+    for (int k = 0; k < m; k++) {
+        int i = cases[k];
+        ids[k] = f->case_id[i];
+        for (int j = 0; j < f->p; j++)
+            if (f->dep[(size_t)i * f->p + j])
+                f->over_val[(size_t)ids[k] * f->n_rows + f->group[j]] = theta[(size_t)k * stride + j];
+    }
+    int rc = run_pass(f->x, ids, m, f->jobs, f->results, err);
+    free(ids);
+    return rc;
+}
+
+static int fit_eval(void *vctx, int m, const int *cases, const double *theta, int stride, double *log_pred,
+                    moe_error *err) {
+    fit_ctx *f = vctx;
+    int rc = pass_at(f, m, cases, theta, stride, err);
+    for (int k = 0; k < m && !rc; k++) {
+        const cJSON *o = f->results[f->case_id[cases[k]]];
+        double v = validation_number(o, "predicted");
+        if (!(v > 0) || !isfinite(v))
+            rc = moe_error_set(err, EXIT_RUNTIME, "case %s gave no prediction at the fit's trial values (%s%s%s)",
+                               validation_str(o, "name"), validation_str(o, "status"), *validation_str(o, "detail") ? ": " : "",
+                               validation_str(o, "detail"));
+        else log_pred[k] = f->sign[cases[k]] * log(v);
+    }
+    return rc;
+}
+
+/* The fit's cases (every step case that ran) and parameters (each registry row's scopes among them). */
+static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
+    const case_set *cs = f->x->cs;
+    f->rows = global_params(&f->n_rows);
+    int cap = f->n_rows * cs->n + 1;
+    f->case_id = moe_xcalloc((size_t)cs->n + 1, sizeof(int));
+    f->sign = moe_xcalloc((size_t)cs->n + 1, sizeof(int));
+    f->y = moe_xcalloc((size_t)cs->n + 1, sizeof(double));
+    f->dep = moe_xcalloc((size_t)(cs->n + 1) * (size_t)cap, 1);
+    f->group = moe_xcalloc((size_t)cap, sizeof(int));
+    f->scope = moe_xcalloc((size_t)cap, sizeof *f->scope);
+    f->lo = moe_xcalloc((size_t)cap, sizeof(double)), f->hi = moe_xcalloc((size_t)cap, sizeof(double));
+    f->prior = moe_xcalloc((size_t)cap, sizeof(double)), f->committed = moe_xcalloc((size_t)cap, sizeof(double));
+    f->over_val = moe_xcalloc((size_t)cs->n * (size_t)f->n_rows + 1, sizeof(double));
+    f->results = results;
+    int *col = moe_xcalloc((size_t)(cs->n + 1) * (size_t)f->n_rows, sizeof(int));
+    for (int id = 0; id < cs->n; id++) {
+        const vcase *c = &cs->cases[id];
+        const cJSON *o = results[id];
+        double v = validation_number(o, "predicted");
+        if (c->kind != CASE_STEP || !validation_case_ran(o) || !(v > 0)) continue;
+        scenario s;
+        if (scenario_load(c->scenario, &s, NULL, err)) { free(col); return err->code; }
+        int i = f->n++, sg = strcmp(c->metric, "step_time_s") == 0 ? -1 : 1;
+        f->case_id[i] = id, f->sign[i] = sg, f->y[i] = sg * log(c->published);
+        for (int r = 0; r < f->n_rows; r++) {
+            char key[SCN_NAME_MAX];
+            col[(size_t)i * f->n_rows + r] = -1;
+            if (global_param_scope(&f->rows[r], &s, key, sizeof key)) continue;
+            int j = 0;
+            while (j < f->p && !(f->group[j] == r && strcmp(f->scope[j], key) == 0)) j++;
+            if (j == f->p) {
+                f->p++;
+                f->group[j] = r;
+                snprintf(f->scope[j], sizeof f->scope[j], "%s", key);
+                f->lo[j] = f->rows[r].lo, f->hi[j] = f->rows[r].hi, f->prior[j] = f->rows[r].prior;
+                double cv;
+                f->committed[j] = global_param_value(&s, f->rows[r].path, &cv, NULL) == 0 ? cv : f->prior[j];
+            }
+            col[(size_t)i * f->n_rows + r] = j;
+        }
+    }
+    /* dep is n x p: laid out once p is known */
+    for (int i = 0; i < f->n; i++)
+        for (int r = 0; r < f->n_rows; r++)
+            if (col[(size_t)i * f->n_rows + r] >= 0) f->dep[(size_t)i * f->p + col[(size_t)i * f->n_rows + r]] = 1;
+    free(col);
+    return 0;
+}
+
+static gfit_problem problem_of(const fit_ctx *f, const double *start) {
+    return (gfit_problem){.n = f->n, .p = f->p, .y = f->y, .dep = f->dep, .group = f->group, .lo = f->lo, .hi = f->hi,
+                          .start = start, .robust_scale = FIT_ROBUST_SCALE};
+}
+
+static double pct_of(const fit_ctx *f, int i, double log_pred) {
+    double pred = exp(f->sign[i] * log_pred), pub = exp(f->sign[i] * f->y[i]);
+    return 100.0 * (pred - pub) / pub;
+}
+
+/* the committed fit's document: parameters with intervals, every case's residual in and out of sample */
+static cJSON *fit_document(const fit_ctx *f, const gfit_result *r) {
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "format", GLOBAL_FIT_FORMAT);
+    cJSON_AddStringToObject(d, "about", "The global parameters (sim/plan/global_params.h), fitted jointly over every step case of "
+                            "scenarios/validation/cases.json by sim/point/global_fit.h; loo_error_pct: each case predicted by the "
+                            "fit without it.");
+    cJSON_AddStringToObject(d, "command", "simrun validate --fit");
+    cJSON *loss = cJSON_AddObjectToObject(d, "loss");
+    cJSON_AddStringToObject(loss, "residual", "log(predicted rate / published rate)");
+    cJSON_AddStringToObject(loss, "rho", "cauchy");
+    cJSON_AddNumberToObject(loss, "scale", FIT_ROBUST_SCALE);
+    cJSON_AddNumberToObject(loss, "value", r->loss);
+    cJSON_AddNumberToObject(loss, "iterations", r->iterations);
+    cJSON *params = cJSON_AddArrayToObject(d, "params");
+    for (int j = 0; j < f->p; j++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", f->rows[f->group[j]].path);
+        cJSON_AddStringToObject(o, "scope", f->scope[j]);
+        cJSON_AddNumberToObject(o, "value", r->theta[j]);
+        cJSON *ci = cJSON_AddArrayToObject(o, "ci95");
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->ci_lo[j]));
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->ci_hi[j]));
+        cJSON_AddNumberToObject(o, "cases", r->cases_of[j]);
+        cJSON_AddNumberToObject(o, "prior", f->prior[j]);
+        cJSON_AddNumberToObject(o, "lo", f->lo[j]);
+        cJSON_AddNumberToObject(o, "hi", f->hi[j]);
+        cJSON_AddStringToObject(o, "unit", f->rows[f->group[j]].unit);
+        cJSON_AddItemToArray(params, o);
+    }
+    cJSON *cases = cJSON_AddArrayToObject(d, "cases");
+    for (int i = 0; i < f->n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", f->x->cs->cases[f->case_id[i]].name);
+        cJSON_AddNumberToObject(o, "error_pct", pct_of(f, i, r->log_pred[i]));
+        cJSON_AddNumberToObject(o, "loo_error_pct", pct_of(f, i, r->loo_log_pred[i]));
+        cJSON_AddItemToArray(cases, o);
+    }
+    return d;
+}
+
+static int write_fit(const char *path, const cJSON *d, moe_error *err) {
+    char *text = cJSON_Print(d);
+    size_t n = strlen(text);
+    char *t2 = moe_xmalloc(n + 2);
+    memcpy(t2, text, n);
+    t2[n] = '\n', t2[n + 1] = '\0';
+    int rc = write_file_atomic(path, t2, err);
+    free(text), free(t2);
+    return rc;
+}
+
+/* --check-fit: the committed values are the optimum of the model as it is now */
+static int check_fit(const fit_ctx *f, const gfit_result *r, FILE *out, moe_error *err) {
+    int moved = 0;
+    for (int j = 0; j < f->p; j++) {
+        double c = f->committed[j], v = r->theta[j];
+        int bad = fabs(v - c) > CHECK_FIT_REL * fabs(c);
+        fprintf(out, "  %s [%s]: committed %.4g, refitted %.4g%s\n", f->rows[f->group[j]].path, f->scope[j], c, v,
+                bad ? "  MOVED" : "");
+        moved += bad;
+    }
+    if (moved)
+        return moe_error_set(err, EXIT_RUNTIME, "%d global parameter%s moved by more than %.0f%% on a refit: the committed "
+                             "%s is not the fit of the model as it is; run simrun validate --fit and commit it with the "
+                             "baseline", moved, moved == 1 ? "" : "s", 100 * CHECK_FIT_REL, GLOBAL_FIT_FILE);
+    return 0;
+}
+
+/* The fit (--fit, --check-fit) or the committed values, then leave-one-out; the results of the fit's
+ * cases are those at the fitted values, each with loo_predicted / loo_error_pct. */
+static int fit_and_loo(const validate_opts *o, eval_ctx *x, cJSON **results, FILE *out, moe_error *err) {
+    fit_ctx f = {.x = x, .jobs = o->jobs};
+    int rc = fit_problem(&f, results, err);
+    if (rc || f.n < f.p || f.p == 0) { fit_ctx_free(&f); return rc; }
+    const char **paths = moe_xcalloc((size_t)f.n_rows, sizeof(char *));
+    for (int r = 0; r < f.n_rows; r++) paths[r] = f.rows[r].path;
+    x->n_over = f.n_rows, x->over_path = paths, x->over_val = f.over_val;
+    gfit_result r;
+    gfit_result_init(&r, f.n, f.p);
+    gfit_problem pr = problem_of(&f, o->fit ? f.prior : f.committed);
+    if (o->fit || o->check_fit) {
+        if (!o->quiet) fprintf(out, "fitting %d global parameters over %d step cases...\n", f.p, f.n);
+        rc = gfit_fit(&pr, fit_eval, &f, FIT_MAX_ITER, &r, err);
+        if (!rc && o->check_fit) rc = check_fit(&f, &r, out, err);
+    } else {
+        memcpy(r.theta, f.committed, (size_t)f.p * sizeof(double));
+        rc = gfit_at(&pr, fit_eval, &f, &r, err);
+    }
+    if (!rc) rc = gfit_loo(&pr, fit_eval, &f, &r, err);
+    /* the results at the fitted values (gfit_loo left the left-out predictions in results) */
+    int *all = moe_xcalloc((size_t)f.n, sizeof(int));
+    for (int i = 0; i < f.n; i++) all[i] = i;
+    if (!rc) rc = pass_at(&f, f.n, all, r.theta, 0, err);
+    for (int i = 0; i < f.n && !rc; i++) {
+        cJSON *c = results[f.case_id[i]];
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "status");
+        double pub = validation_number(c, "published"), pred = exp(f.sign[i] * r.loo_log_pred[i]);
+        cJSON_AddNumberToObject(c, "loo_predicted", pred);
+        cJSON_AddNumberToObject(c, "loo_error_pct", 100.0 * (pred - pub) / pub);
+        set_status(c, verdict(c), NULL);
+    }
+    if (!rc && o->fit) {
+        cJSON *d = fit_document(&f, &r);
+        rc = write_fit(o->fit_out ? o->fit_out : GLOBAL_FIT_FILE, d, err);
+        cJSON_Delete(d);
+        global_params_reload();
+    }
+    if (!rc && !o->quiet) {
+        fprintf(out, "global parameters (%d iterations, %d case evaluations, Cauchy loss %.4f):\n", r.iterations,
+                r.evaluations, r.loss);
+        for (int j = 0; j < f.p; j++)
+            fprintf(out, "  %-22s %-14s %8.4g %s [%.4g, %.4g] 95%%, %d cases\n", f.rows[f.group[j]].path, f.scope[j],
+                    r.theta[j], f.rows[f.group[j]].unit, r.ci_lo[j], r.ci_hi[j], r.cases_of[j]);
+    }
+    free(all), free(paths);
+    x->n_over = 0, x->over_path = NULL, x->over_val = NULL;
+    gfit_result_free(&r);
+    fit_ctx_free(&f);
+    return rc;
+}
+
 int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     case_set cs;
     if (load_cases(o->cases_path, &cs, err)) return err->code;
@@ -587,22 +882,21 @@ int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     int rc = make_dirs(o->out_dir, err);
     /* each case in a worker process (SimGrid: one platform per process); results come back through
      * the pool's pipes, in any order, and are put in case order */
-    eval_ctx x = {&cs};
-    collected got = {.cs = &cs, .results = moe_xcalloc((size_t)cs.n + 1, sizeof(cJSON *))};
-    point_run_opts po = {.jobs = o->jobs > 0 ? o->jobs : 1, .chunk = 1, .exact = 1};
-    collect_ctx cc = {&x, &got};
-    if (!rc) rc = run_points(0, cs.n, eval_case_record, collect_case, &cc, &po, err);
+    eval_ctx x = {&cs, 0, NULL, NULL};
+    cJSON **results = moe_xcalloc((size_t)cs.n + 1, sizeof(cJSON *));
+    if (!rc) rc = run_pass(&x, NULL, cs.n, o->jobs, results, err);
+    if (!rc && !o->no_loo) rc = fit_and_loo(o, &x, results, out, err);
     cJSON *doc = NULL;
     if (!rc) {
         cJSON *cases = cJSON_CreateArray();
         for (int i = 0; i < cs.n; i++) {
-            cJSON_AddItemToArray(cases, got.results[i]);
-            got.results[i] = NULL;
+            cJSON_AddItemToArray(cases, results[i]);
+            results[i] = NULL;
         }
         doc = document_of(cases);
     }
-    for (int i = 0; i < cs.n; i++) cJSON_Delete(got.results[i]);
-    free(got.results);
+    for (int i = 0; i < cs.n; i++) cJSON_Delete(results[i]);
+    free(results);
     if (!rc) rc = write_outputs(o->out_dir, doc, err);
     if (!rc && !o->quiet) {
         validate_print(out, doc);

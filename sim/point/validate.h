@@ -49,6 +49,10 @@ typedef struct {
     const char *baseline_path;  /* NULL: no comparison */
     int jobs;                   /* worker processes */
     int quiet;                  /* no table */
+    int fit;                    /* refit the global parameters from their priors and write them to fit_out */
+    const char *fit_out;        /* NULL: GLOBAL_FIT_FILE (sim/plan/global_params.h) */
+    int check_fit;              /* refit from the committed values; fail when one moves by more than 1% */
+    int no_loo;                 /* in-sample only: no leave-one-out column (and no fit) */
 } validate_opts;
 
 /* 0: every case evaluated (and, with a baseline, none moved); EXIT_RUNTIME: a case failed to run or

@@ -2,6 +2,7 @@
 #include "sim/point/validation_doc.h"
 
 #include <cjson/cJSON.h>
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,8 +37,69 @@ cJSON *validation_doc_load(const char *path, moe_error *err) {
     return doc;
 }
 
+/* a step case's log residual (a time's inverted), from its `key` error in percent */
+static int case_log_residual(const cJSON *c, int moe, const char *key, double *l) {
+    double e = validation_number(c, key);
+    if (!validation_case_ran(c) || strcmp(validation_str(c, "kind"), "step") != 0 || !isfinite(e) || e <= -100) return 0;
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(c, "moe");
+    if (moe >= 0 && cJSON_IsBool(cm) && cJSON_IsTrue(cm) != moe) return 0;
+    *l = log1p(e / 100.0);
+    if (strcmp(validation_str(c, "metric"), "step_time_s") == 0) *l = -*l;
+    return 1;
+}
+
+static cJSON *band_json(const cJSON *cases, int moe, const char *family) {
+    int n = 0;
+    double sum = 0, sq = 0, l;
+    for (const cJSON *c = cases->child; c; c = c->next)
+        if (case_log_residual(c, moe, "loo_error_pct", &l)) n++, sum += l;
+    if (n < VALIDATE_BAND_MIN_CASES) return NULL;
+    double m = sum / n;
+    for (const cJSON *c = cases->child; c; c = c->next)
+        if (case_log_residual(c, moe, "loo_error_pct", &l)) sq += (l - m) * (l - m);
+    double sd = sqrt(sq / (n - 1)), half = gsl_cdf_tdist_Pinv(0.5 + 0.5 * VALIDATE_BAND_COVERAGE, n - 1) * sd * sqrt(1.0 + 1.0 / n);
+    int inside = 0;
+    for (const cJSON *c = cases->child; c; c = c->next)
+        if (case_log_residual(c, moe, "loo_error_pct", &l)) inside += fabs(l - m) <= half;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "family", family);
+    cJSON_AddNumberToObject(o, "cases", n);
+    cJSON_AddNumberToObject(o, "stated_coverage", VALIDATE_BAND_COVERAGE);
+    cJSON_AddNumberToObject(o, "coverage", (double)inside / n);
+    cJSON_AddNumberToObject(o, "min_rel_err", expm1(m - half));
+    cJSON_AddNumberToObject(o, "max_rel_err", expm1(m + half));
+    cJSON_AddNumberToObject(o, "width_pct", 100.0 * (expm1(m + half) - expm1(m - half)));
+    return o;
+}
+
+cJSON *validate_bands_json(const cJSON *cases) {
+    cJSON *arr = cJSON_CreateArray();
+    const char *fam[3] = {"dense", "moe", "all"};
+    const int moe[3] = {0, 1, -1};
+    for (int k = 0; k < 3; k++) {
+        cJSON *b = band_json(cases, moe[k], fam[k]);
+        if (b) cJSON_AddItemToArray(arr, b);
+    }
+    if (cJSON_GetArraySize(arr) == 0) { cJSON_Delete(arr); return NULL; }
+    return arr;
+}
+
 int validate_band_of(const cJSON *doc, int moe, validate_band *out) {
     memset(out, 0, sizeof *out);
+    const cJSON *bands = cJSON_GetObjectItemCaseSensitive(doc, "bands");
+    if (cJSON_IsArray(bands)) {
+        const char *want = moe < 0 ? "all" : moe ? "moe" : "dense";
+        for (const cJSON *b = bands->child; b; b = b->next)
+            if (strcmp(validation_str(b, "family"), want) == 0) {
+                out->min_rel_err = validation_number(b, "min_rel_err");
+                out->max_rel_err = validation_number(b, "max_rel_err");
+                out->cases = (int)validation_number(b, "cases");
+                out->coverage = validation_number(b, "coverage");
+                out->left_out = 1;
+                return isfinite(out->min_rel_err) && isfinite(out->max_rel_err) ? 0 : -1;
+            }
+        return -1;
+    }
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases");
     for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next) {
         double e = validation_number(c, "error_pct");

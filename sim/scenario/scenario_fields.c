@@ -197,13 +197,14 @@ const scn_field scn_fields[] = {
           "NVIDIA data sheets"),
     F_NONNEG("cluster.gpu.fp4_tflops", cluster.gpu.fp4_tflops, "TFLOP/s",
              "dense FP4 peak per GPU (Blackwell block-scaled tensor cores); 0 = no FP4"),
-    {.path = "cluster.gpu.sustained", .type = SF_AUTO, .offset = OFF(cluster.gpu.sustained), .min = 0, .max = 1,
+    {.path = "cluster.gpu.sustained", .type = SF_AUTO, .offset = OFF(cluster.gpu.sustained), .min = 0, .max = 1.2,
      .flags = SCN_MIN_OPEN, DOC("fraction",
-          "tensor-core rate the GPU sustains on back-to-back GEMMs over the burst rate of published GEMM and attention "
-          "tables (power and clock limits); scales tensor-core-bound time, not HBM-bound time; auto = the cost "
-          "model's \"sustained\" (a fitted per-GPU-kind parameter; 1 where no measurement exists)",
-          "H200 (700 W): 668 / 795 TFLOP/s = 0.84, 60 s of back-to-back 8192^3 BF16 GEMMs vs cool-GPU bursts "
-          "(moesim research note kernels-scale.md §4.2); 1 elsewhere")},
+          "tensor-core rate the GPU sustains over a step against the burst rate of published GEMM and attention "
+          "tables (power and clock limits); scales tensor-core-bound time, not HBM-bound time; auto = the joint fit's "
+          "value for the GPU kind (calibration/models/global.json: simrun validate --fit; it also absorbs what the step "
+          "program does not model on that kind), else the cost model's \"sustained\"",
+          "the joint fit (H100 and H800, B200, B300, GB200, GB300); H200 (700 W): 668 / 795 TFLOP/s = 0.84, 60 s of "
+          "back-to-back 8192^3 BF16 GEMMs vs cool-GPU bursts (moesim research note kernels-scale.md §4.2); 1 elsewhere")},
     F_DBL("cluster.gpu.speed_cv", cluster.gpu.speed_cv, 0, 0.5, 0, "fraction",
           "coefficient of variation of the GPUs' persistent compute speed: each GPU's compute takes a factor drawn once "
           "from the scenario seed, lognormal with median 1 (the cost model prices the median GPU), slower and faster; "
