@@ -31,7 +31,7 @@ static inline void fx_scenario(scenario *s, int layers, int experts, int pp, int
     s->layout.global_batch = micro_batches * ep * dp;
     s->routing.distribution = ROUTE_UNIFORM;
     s->routing.capacity_factor = 0;
-    s->precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s->precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
 }
 
 /* ---- a comm model with fixed costs: every all-to-all a2a_s seconds, p2p and collectives as set ---- */

@@ -56,7 +56,7 @@ static scenario dense_case(int overlap) {
     s.model = (model_cfg){.layers = 4, .dense_layers = 4, .hidden = (int)H, .heads = 16, .head_dim = 128,
                           .kv_heads = 16, .v_head_dim = 128, .ffn_hidden = (int)FFN, .ffn_act = FFN_GELU,
                           .vocab = (int)VOCAB, .seq_len = 64, .attention = ATTN_MHA};
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.layout = (layout_cfg){.tp = 1, .pp = 1, .ep = 1, .dp = 2, .zero = 1, .micro_batch = 1, .global_batch = 2,
                             .schedule = SCHED_1F1B, .vpp = 1, .placement = PLACE_EP_INNER,
                             .overlap_grad_reduce = overlap};

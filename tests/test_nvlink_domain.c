@@ -133,7 +133,7 @@ static void plan_all_to_all_inside_a_domain(void **state) {
     s.model.layers = 2; s.model.dense_layers = 1;
     s.layout.tp = 1; s.layout.pp = 1; s.layout.ep = 16; s.layout.dp = 1; s.layout.schedule = SCHED_1F1B;
     s.layout.global_batch = 16; s.routing.node_limit = 0; s.routing.dispatcher = DISPATCH_ALLTOALL;
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     moe_error err = {0};
     if (scenario_validate(&s, &err)) fail_msg("%s", err.msg);
     plan_result p;

@@ -31,7 +31,7 @@ static scenario one_node(void) {
     s.cluster.nodes = 1;
     s.cluster.gpus_per_node = 8;
     s.cluster.rails = 8;
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.routing.distribution = ROUTE_BALANCED;
     s.routing.capacity_factor = 0;
     s.routing.drop = 0;

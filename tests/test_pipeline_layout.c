@@ -156,7 +156,7 @@ static scenario tiny_mtp(void) {
     s.layout = (layout_cfg){.tp = 1, .pp = 4, .ep = 1, .dp = 1, .zero = 1, .micro_batch = 1,
                             .global_batch = 8, .schedule = SCHED_1F1B, .vpp = 1};
     snprintf(s.layout.pipeline_layout, sizeof s.layout.pipeline_layout, "Et|tt|t|mL");
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.calibration[0] = '\0';
     return s;
 }

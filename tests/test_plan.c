@@ -149,7 +149,7 @@ static scenario gpt3_scenario(int tp, int pp, int dp, int m, schedule_kind sched
     scenario s = seed_scenario();
     assert_int_equal(preset_model("gpt3-175b", &s.model), 0);
     assert_int_equal(preset_cluster("h100-8rail", &s.cluster), 0);
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.layout.tp = tp; s.layout.pp = pp; s.layout.ep = 1; s.layout.dp = dp;
     s.layout.global_batch = m * dp;
     s.layout.schedule = sched;
@@ -208,7 +208,7 @@ static scenario tiny_dense(int tp, int pp, int dp) {
                           .kv_heads = 2, .v_head_dim = 4, .ffn_hidden = 32, .ffn_act = FFN_GELU,
                           .vocab = 16, .seq_len = 4, .attention = ATTN_MHA};
     s.cluster.nodes = 1;
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.layout = (layout_cfg){.tp = tp, .pp = pp, .ep = 1, .dp = dp, .zero = 1, .micro_batch = 1,
                             .global_batch = 8 * dp, .schedule = SCHED_1F1B, .vpp = 1};
     return s;
@@ -419,7 +419,7 @@ static scenario small_dense_one_gpu(void) {
                           .vocab = 32000, .seq_len = 2048, .attention = ATTN_GQA};
     s.cluster.nodes = 1;
     s.cluster.gpus_per_node = 1;
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.layout = (layout_cfg){.tp = 1, .pp = 1, .ep = 1, .dp = 1, .zero = 1, .micro_batch = 1,
                             .global_batch = 8, .schedule = SCHED_1F1B, .vpp = 1,
                             .recompute = RECOMPUTE_NONE};

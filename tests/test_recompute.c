@@ -33,7 +33,7 @@ static void activations_by_module_by_hand(void **state) {
     model_cfg m = {.layers = 2, .dense_layers = 2, .hidden = 8, .heads = 2, .head_dim = 4, .kv_heads = 2,
                    .v_head_dim = 4, .ffn_hidden = 32, .ffn_act = FFN_GELU, .experts = 0, .vocab = 16,
                    .seq_len = 4, .attention = ATTN_MHA};
-    precision_cfg p = {DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    precision_cfg p = {DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     struct { unsigned modules; double want; } C[] = {
         {0, 264}, {RCM_CORE_ATTN, 240}, {RCM_LAYERNORM, 232}, {RCM_MLP, 136},
         {RCM_CORE_ATTN | RCM_LAYERNORM | RCM_MLP, 80},
@@ -84,7 +84,7 @@ static void mlp_recompute_is_its_forward(void **state) {
     s.layout.global_batch = 8;
     s.layout.recompute = RECOMPUTE_SELECTIVE;
     s.layout.recompute_modules = RCM_MLP;
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     costmodel cm;
     moe_error err = {0};
     assert_int_equal(costmodel_load("calibration/models/h800-published.json", &cm, &err), 0);

@@ -40,7 +40,7 @@ static scenario tiny_dense(int pp, int dp, int micro_batches, int zero) {
                           .vocab = 16, .seq_len = 4, .attention = ATTN_MHA};
     s.cluster.nodes = 1;
     s.cluster.gpus_per_node = pp * dp;
-    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32};
+    s.precision = (precision_cfg){DT_BF16, DT_BF16, DT_BF16, DT_FP32, 0};
     s.layout = (layout_cfg){.tp = 1, .pp = pp, .ep = 1, .dp = dp, .zero = zero, .micro_batch = 1,
                             .global_batch = micro_batches * dp, .schedule = SCHED_1F1B, .vpp = 1,
                             .placement = PLACE_EP_INNER};

@@ -7,7 +7,7 @@
  *   simrun merge DIR... --out DIR
  *   simrun plot DIR
  *   simrun dump-platform SCENARIO --out FILE                   (also: simrun --dump-platform FILE SCENARIO)
- *   simrun validate [CASES.json] [--baseline FILE] [--out DIR] [--fit [--fit-out FILE] | --check-fit | --no-loo]
+ *   simrun validate [CASES.json] [--baseline FILE] [--out DIR] [--fit [--fit-out FILE] | --check-fit | --no-loo] [--set PATH=VALUE]
  *   simrun optimize SCENARIO [--spares LIST] [--intervals LIST] [--tiers LIST] [--objective O] [--step]
  *
  * One row per subcommand in COMMANDS (name, handler, help), parsed with getopt_long through
@@ -154,6 +154,7 @@ static const char VALIDATE_OPTIONS[] =
     "      --fit-out FILE   where --fit writes (default calibration/models/global.json)\n"
     "      --check-fit      refit from the committed values: exit 1 when one moves by more than 1%\n"
     "      --no-loo         in-sample only, at the committed values (no leave-one-out column, no bands)\n"
+    "      --set PATH=VALUE set a scenario field in every case (up to 8; an ablation: host.framework=none)\n"
     "  -o, --out DIR        where validation.json and validation.csv go (default results/validation)\n"
     "  -j, --jobs N         worker processes (default: the number of cores)\n"
     "  -q, --quiet          no table\n";
@@ -521,12 +522,13 @@ static int cmd_show(cli_parser *p, int argc, char **argv) {
 
 /* simrun validate [CASES.json]: the published cases against the model (sim/point/validate.h). */
 static int cmd_validate(cli_parser *p, int argc, char **argv) {
-    enum { O_BASELINE = 256, O_FIT, O_FIT_OUT, O_CHECK_FIT, O_NO_LOO };
+    enum { O_BASELINE = 256, O_FIT, O_FIT_OUT, O_CHECK_FIT, O_NO_LOO, O_SET };
     static const struct option opts[] = {{"baseline", required_argument, NULL, O_BASELINE},
                                          {"fit", no_argument, NULL, O_FIT},
                                          {"fit-out", required_argument, NULL, O_FIT_OUT},
                                          {"check-fit", no_argument, NULL, O_CHECK_FIT},
                                          {"no-loo", no_argument, NULL, O_NO_LOO},
+                                         {"set", required_argument, NULL, O_SET},
                                          CLI_COMMON_OPTIONS};
     validate_opts vo = {.cases_path = "scenarios/validation/cases.json", .out_dir = "results/validation"};
     for (int c; (c = cli_next(p, argc, argv, opts)) != -1;) {
@@ -536,6 +538,10 @@ static int cmd_validate(cli_parser *p, int argc, char **argv) {
         if (c == O_FIT_OUT) vo.fit_out = optarg;
         if (c == O_CHECK_FIT) vo.check_fit = 1;
         if (c == O_NO_LOO) vo.no_loo = 1;
+        if (c == O_SET) {
+            if (vo.n_set == VALIDATE_MAX_SET) return cli_error(p, "--set: at most %d settings", VALIDATE_MAX_SET);
+            vo.set[vo.n_set++] = optarg;
+        }
     }
     if (vo.fit + vo.check_fit + vo.no_loo > 1) return cli_error(p, "--fit, --check-fit and --no-loo exclude each other");
     if (vo.fit_out && !vo.fit) return cli_error(p, "--fit-out names where --fit writes: give --fit too");
@@ -640,7 +646,7 @@ static const cli_command COMMANDS[] = {
      FIELDS_OPTIONS},
     {"dump-platform", cmd_dump_platform, "SCENARIO.json --out FILE",
      "Write the scenario's fabric as SimGrid XML (up to 256 GPUs).", DUMP_OPTIONS},
-    {"validate", cmd_validate, "[CASES.json] [--baseline FILE] [--out DIR] [--fit [--fit-out FILE] | --check-fit | --no-loo]",
+    {"validate", cmd_validate, "[CASES.json] [--baseline FILE] [--out DIR] [--fit [--fit-out FILE] | --check-fit | --no-loo] [--set PATH=VALUE]",
      "Predict every published case (default scenarios/validation/cases.json) and print the error table.",
      VALIDATE_OPTIONS},
     {"optimize", cmd_optimize, "SCENARIO.json [--spares LIST] [--intervals LIST] [--tiers LIST] [options]",

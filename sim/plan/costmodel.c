@@ -199,7 +199,7 @@ static cm_mem_params quant_kernel_params(const costmodel *cm, quant_kernel k) {
 
 double costmodel_quant_s(const costmodel *cm, dtype_kind dt, quant_role role, double elements, int chunks) {
     const quant_recipe *r = quant_recipe_of(dt);
-    if (!r || elements <= 0 || role < 0 || role >= QR_NROLES) return 0.0;
+    if (!r || cm->quantization_free || elements <= 0 || role < 0 || role >= QR_NROLES) return 0.0;
     const quant_passes *ps = &r->pass[r->needs_blackwell ? GPU_BLACKWELL : costmodel_arch(cm)][role];
     double t = 0.0;
     for (int i = 0; i < ps->n; i++) {
@@ -606,10 +606,11 @@ int costmodel_load(const char *path, costmodel *out, moe_error *err) {
     return rc;
 }
 
-/* cluster.gpu.sustained given: it replaces the model's; auto: the committed joint fit's value for
+/* precision.quantization_free; cluster.gpu.sustained given: it replaces the model's; auto: the committed joint fit's value for
  * the GPU kind when it has one (global_params.h), else the model's own */
-static void set_sustained(const scenario *s, costmodel *cm) {
+static void set_from_scenario(const scenario *s, costmodel *cm) {
     double v;
+    cm->quantization_free = s->precision.quantization_free;
     if (s->cluster.gpu.sustained > 0) {
         cm->sustained = s->cluster.gpu.sustained;
         snprintf(cm->sustained_from, sizeof cm->sustained_from, "scenario");
@@ -622,7 +623,7 @@ static void set_sustained(const scenario *s, costmodel *cm) {
 int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
     if (!s->calibration[0]) {
         *out = costmodel_from_cluster(&s->cluster);
-        set_sustained(s, out);
+        set_from_scenario(s, out);
         return 0;
     }
     char path[SCN_PATH_MAX * 2 + 4096];
@@ -633,7 +634,7 @@ int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {
     if (costmodel_load(path, out, err)) return moe_error_context(err, s->file, "calibration");
     /* a model fitted without FP4 GEMMs takes the FP4 peak of the scenario's GPU */
     if (out->peak_fp4_flops <= 0) out->peak_fp4_flops = s->cluster.gpu.fp4_tflops * 1e12;
-    set_sustained(s, out);
+    set_from_scenario(s, out);
     /* links: a measured efficiency applies to the scenario's own line rate (a sweep of nic_gbps is
      * priced at the rate the NIC reaches); a class the model lacks (a single-node fit) comes from the
      * cluster as the built-in roofline takes it */

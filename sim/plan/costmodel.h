@@ -163,6 +163,7 @@ typedef struct costmodel {
                                     (fp8-cs, mxfp8, nvfp4) run at these peaks times their rates
                                     (sim/plan/recipes.h) */
     double sustained;            /* sustained / burst SM clock (see above); <= 0 is taken as 1 */
+    int quantization_free;       /* bool: costmodel_quant_s is 0 (precision.quantization_free) */
     char sustained_from[16];     /* "scenario" (cluster.gpu.sustained), "global fit" (its auto value:
                                     sim/plan/global_params.h) or "" (the model's own) */
     int sm_count;                /* SMs of the GPU (the tile/wave GEMM form); 0 = additive form only */

@@ -576,7 +576,8 @@ int plan_evaluate_with_costmodel(const scenario *s, const costmodel *cm, plan_re
 /* ---- the cost model of plan_evaluate, cached ----------------------------------------------------
  * Loading a model JSON costs a file read and a parse; a sweep evaluates millions of layouts with the
  * same one. The cache holds the last model, keyed by everything costmodel_for_scenario and the link
- * fill-in below read: the calibration path and the cluster's GPU and link figures. One entry, static:
+ * fill-in below read: the calibration path, the cluster's GPU and link figures, cluster.gpu.sustained
+ * and precision.quantization_free. One entry, static:
  * plan_evaluate is not thread-safe (simrun runs sweep points in worker processes, not threads). A
  * file changed on disk between two calls with the same path is not reloaded. */
 typedef struct {
@@ -584,6 +585,7 @@ typedef struct {
     char gpu_name[SCN_NAME_MAX];
     double bf16_tflops, fp8_tflops, fp4_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
     double sustained;
+    int quantization_free;
 } costmodel_key;
 
 static costmodel_key key_of(const scenario *s) {
@@ -601,6 +603,7 @@ static costmodel_key key_of(const scenario *s) {
     k.lat_nvlink = s->cluster.latency_us.nvlink;
     k.lat_leaf = s->cluster.latency_us.same_leaf;
     k.sustained = s->cluster.gpu.sustained;
+    k.quantization_free = s->precision.quantization_free;
     return k;
 }
 

@@ -30,7 +30,7 @@
 
 #include "sim/base/errors.h"
 
-#define GFIT_DU 0.05
+#define GFIT_DU 0.01
 
 typedef struct {
     int n, p;                      /* cases, parameters */

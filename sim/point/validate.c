@@ -309,9 +309,14 @@ typedef struct {
     int n_over;
     const char *const *over_path;
     const double *over_val;
+    int n_set;                         /* --set PATH=VALUE, applied first */
+    char set_path[VALIDATE_MAX_SET][128];
+    cJSON *set_val[VALIDATE_MAX_SET];
 } eval_ctx;
 
 static int apply_overrides(const eval_ctx *x, int id, scenario *s, moe_error *e) {
+    for (int j = 0; j < x->n_set; j++)
+        if (scenario_set_path(s, x->set_path[j], x->set_val[j], e)) return e->code;
     for (int j = 0; j < x->n_over && x->over_val; j++) {
         double v = x->over_val[(size_t)id * x->n_over + j];
         if (isnan(v)) continue;
@@ -338,6 +343,10 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
         else set_status(o, "failed", e.msg);
         return o;
     }
+    if (apply_overrides(x, id, &s, &e)) {
+        set_status(o, "failed", e.msg);
+        return o;
+    }
     if (c->kind == CASE_DEEPEP) {
         deepep_result r;
         if (deepep_bench_run(&s, &c->dp, &r, &e)) {
@@ -349,10 +358,6 @@ static cJSON *eval_case(int id, void *vctx, moe_error *err) {
         return o;
     }
     cJSON_AddBoolToObject(o, "moe", s.model.experts > 0);
-    if (apply_overrides(x, id, &s, &e)) {
-        set_status(o, "failed", e.msg);
-        return o;
-    }
     point_opts po = {.levels = LEVEL_PLAN | LEVEL_STEP, .reproducible = 1};
     cJSON *pt = point_evaluate(&s, 0, NULL, &po, &e);
     if (!pt) {
@@ -623,6 +628,33 @@ static int collect_case(long k, const void *rec, size_t len, const char *lost, v
     return 0;
 }
 
+/* --set PATH=VALUE: each setting parsed (VALUE as JSON, else as a string) and tried on the first case's
+ * scenario, so that a bad path or value is refused before anything runs */
+static int parse_sets(const validate_opts *o, const case_set *cs, eval_ctx *x, moe_error *err) {
+    const vcase *first = NULL;
+    for (int i = 0; i < cs->n && !first; i++)
+        if (cs->cases[i].scenario[0]) first = &cs->cases[i];
+    scenario s;
+    if (o->n_set && first && scenario_load(first->scenario, &s, NULL, err)) return err->code;
+    for (int j = 0; j < o->n_set; j++) {
+        const char *eq = strchr(o->set[j], '=');
+        size_t len = eq ? (size_t)(eq - o->set[j]) : 0;
+        if (!eq || len == 0 || len >= sizeof x->set_path[0])
+            return moe_error_input(err, NULL, "--set", o->set[j], "PATH=VALUE, a scenario field and its value "
+                                   "(host.framework=none, cluster.gpu.speed_cv=0)");
+        memcpy(x->set_path[j], o->set[j], len);
+        x->set_path[j][len] = '\0';
+        moe_error ignore = {0};
+        cJSON *v = json_parse_strict("--set", eq + 1, strlen(eq + 1), &ignore);
+        x->set_val[x->n_set++] = v ? v : cJSON_CreateString(eq + 1);
+        if (first && scenario_set_path(&s, x->set_path[j], x->set_val[j], err)) {
+            err->code = EXIT_BADINPUT;
+            return moe_error_context(err, NULL, "--set");
+        }
+    }
+    return 0;
+}
+
 /* One pass over cases ids[0..m) (all cases when ids is NULL: m = cs->n) into results[id]. */
 static int run_pass(eval_ctx *x, const int *ids, int m, int jobs, cJSON **results, moe_error *err) {
     collected got = {.cs = x->cs, .results = results};
@@ -882,7 +914,8 @@ int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     int rc = make_dirs(o->out_dir, err);
     /* each case in a worker process (SimGrid: one platform per process); results come back through
      * the pool's pipes, in any order, and are put in case order */
-    eval_ctx x = {&cs, 0, NULL, NULL};
+    eval_ctx x = {.cs = &cs};
+    if (!rc) rc = parse_sets(o, &cs, &x, err);
     cJSON **results = moe_xcalloc((size_t)cs.n + 1, sizeof(cJSON *));
     if (!rc) rc = run_pass(&x, NULL, cs.n, o->jobs, results, err);
     if (!rc && !o->no_loo) rc = fit_and_loo(o, &x, results, out, err);
@@ -919,6 +952,7 @@ int validate_run(const validate_opts *o, FILE *out, moe_error *err) {
     }
     cJSON_Delete(doc);
     cJSON_Delete(baseline);
+    for (int j = 0; j < x.n_set; j++) cJSON_Delete(x.set_val[j]);
     case_set_free(&cs);
     return rc;
 }

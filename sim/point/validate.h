@@ -42,6 +42,7 @@ struct cJSON;
  * ("within 10%", README "Accuracy"): a prediction further off is a miss the README explains (the
  * host-bound MoE cases, +20% to +113%), not a pass. The summary line prints it. */
 #define VALIDATE_OK_TOL_PCT 10.0
+#define VALIDATE_MAX_SET 8
 
 typedef struct {
     const char *cases_path;     /* the cases file */
@@ -53,6 +54,8 @@ typedef struct {
     const char *fit_out;        /* NULL: GLOBAL_FIT_FILE (sim/plan/global_params.h) */
     int check_fit;              /* refit from the committed values; fail when one moves by more than 1% */
     int no_loo;                 /* in-sample only: no leave-one-out column (and no fit) */
+    int n_set;                  /* "PATH=VALUE" settings applied to every case's scenario (an ablation: */
+    const char *set[VALIDATE_MAX_SET]; /* host.framework=none); VALUE is JSON, else a string */
 } validate_opts;
 
 /* 0: every case evaluated (and, with a baseline, none moved); EXIT_RUNTIME: a case failed to run or

@@ -392,6 +392,11 @@ const scn_field scn_fields[] = {
            "follows precision.compute: fp8 (DeepSeek's blockwise recipe, " DSV3_REPORT ", section 3.3) dispatches FP8; "
            "fp8-cs, fp8-ds, mxfp8, nvfp4 and the 16/32-bit types dispatch BF16 (Megatron-Core quantizes inside the expert GEMMs)"),
     F_ENUM("precision.combine", precision.combine, scn_dtype_names, "", "precision of the MoE combine all-to-all", "the model preset: BF16 (" DSV3_REPORT ", section 3.3, keeps the combine in BF16)"),
+    F_BOOL("precision.quantization_free", precision.quantization_free, "",
+           "the recipe's quantize, transpose-quantize, amax and scale-swizzle kernels take no GPU time (their launches stay "
+           "on the host): what a step would gain from quantizing inside the GEMMs, and the FP8-recipe row of the "
+           "validation's ablation table",
+           "false: every pass TransformerEngine 2.14.1 runs (sim/plan/recipes.h)"),
     F_ENUM("precision.master", precision.master, scn_dtype_names, "", "precision of the master weights and optimizer moments", "FP32 in every model preset"),
 
     F_NSTR("calibration", calibration, "path",

@@ -210,6 +210,7 @@ typedef struct {
 typedef enum { DT_FP8 = 0, DT_BF16, DT_FP16, DT_FP32, DT_FP8_CS, DT_MXFP8, DT_NVFP4, DT_FP8_DS, DT_NKINDS } dtype_kind;
 typedef struct {
     dtype_kind compute, dispatch, combine, master;
+    int quantization_free;   /* bool: the recipe's quantize passes cost no GPU time (what-if, ablation) */
 } precision_cfg;
 
 /* ---- reliability ------------------------------------------------------------------------------ */
