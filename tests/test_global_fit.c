@@ -10,6 +10,7 @@
  * the call cost). Published values made from chosen true parameters must give them back; a model
  * linear in the solver's coordinates must give leave-one-out refits equal to exact refits without
  * the case; one case far off must not drag its kind's parameter under the robust loss. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,11 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "sim/plan/global_params.h"
 #include "sim/point/global_fit.h"
 #include "sim/point/validation_doc.h"
 
@@ -235,6 +238,37 @@ static void test_bands_from_left_out_residuals(void **state) {
     cJSON_Delete(doc);
 }
 
+/* a fit file with a value outside its parameter's bounds, or an unknown key, is refused with the file
+ * and the JSON path named */
+static void test_fit_file_errors_name_the_path(void **state) {
+    (void)state;
+    const char *texts[3] = {
+        "{\"format\": \"moesim-global-fit/1\", \"params\": [{\"path\": \"cluster.gpu.sustained\", \"scope\": \"H100\", \"value\": 2.5}]}",
+        "{\"format\": \"moesim-global-fit/1\", \"params\": [{\"path\": \"cluster.gpu.sustained\", \"scope\": \"H100\", \"valu\": 0.9}]}",
+        "{\"format\": \"moesim-global-fit/1\", \"params\": [{\"path\": \"host.launch_us\", \"scope\": \"x\", \"value\": 3}]}"};
+    const char *expect[3] = {"params[0].value", "params[0].valu", "params[0].path"};
+    for (int i = 0; i < 3; i++) {
+        char path[] = "/tmp/moesim-fit-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(texts[i], f);
+        fclose(f);
+        moe_error err = {0};
+        cJSON *d = global_fit_load(path, &err);
+        unlink(path);
+        assert_null(d);
+        assert_int_equal(err.code, EXIT_BADINPUT);
+        assert_non_null(strstr(err.msg, path));
+        assert_non_null(strstr(err.msg, expect[i]));
+    }
+    /* the committed fit reads */
+    moe_error err = {0};
+    cJSON *d = global_fit_load("calibration/models/global.json", &err);
+    assert_non_null(d);
+    cJSON_Delete(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_recovers_known_parameters),
@@ -242,6 +276,7 @@ int main(void) {
         cmocka_unit_test(test_loo_equals_exact_refit_when_linear),
         cmocka_unit_test(test_robust_loss_resists_one_far_case),
         cmocka_unit_test(test_bands_from_left_out_residuals),
+        cmocka_unit_test(test_fit_file_errors_name_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
