@@ -652,8 +652,10 @@ static void the_cmake_table_is_the_build(void **state) {
     assert_int_equal(table_errors(rows, n), 0);
     /* a row that says less or more than its layer sees, or a library it does not link, is caught */
     const char *edits[][2] = {
-        {"base scenario/scenario_types.h plan/costmodel.h plan/recipes.h kernels", "base scenario plan/costmodel.h plan/recipes.h kernels"},
-        {"base scenario/scenario_types.h plan/costmodel.h plan/recipes.h kernels", "base scenario/scenario_types.h plan kernels"},
+        {"base scenario/scenario_types.h plan/costmodel.h plan/recipes.h plan/global_params.h kernels",
+         "base scenario plan/costmodel.h plan/recipes.h plan/global_params.h kernels"},
+        {"base scenario/scenario_types.h plan/costmodel.h plan/recipes.h plan/global_params.h kernels",
+         "base scenario/scenario_types.h plan kernels"},
         {"plan scenario base kernels/moe_capacity.h", "plan scenario base kernels"},
         {"#   exec        sim/exec           program plan scenario base platforms\n",
          "#   exec        sim/exec           program plan scenario base platforms SimGrid\n"},

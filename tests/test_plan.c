@@ -474,9 +474,11 @@ static void plan_evaluate_uses_the_scenario_costmodel(void **state) {
     (void)state;
     costmodel cm;
     moe_error err = {0};
-    assert_int_equal(costmodel_load("calibration/models/h800-published.json", &cm, &err), 0);
     scenario s = small_dense_one_gpu();
     snprintf(s.calibration, sizeof s.calibration, "calibration/models/h800-published.json");
+    /* the model as the scenario takes it: the file, and the joint fit's sustained clock of its GPU kind */
+    assert_int_equal(costmodel_for_scenario(&s, &cm, &err), 0);
+    assert_string_equal(cm.source, "h800-published");
     plan_result direct, cached, builtin;
     assert_int_equal(plan_evaluate_with_costmodel(&s, &cm, &direct, &err), 0);
     cached = eval(&s);

@@ -530,7 +530,7 @@ static void test_calibration_follows_cluster_preset(void **state) {
     sweep_free(sw);
 }
 
-/* cluster.gpu.sustained: "auto" (every preset: the cost model's value) or a fraction in (0, 1];
+/* cluster.gpu.sustained: "auto" (every preset: the cost model's value) or a fraction in (0, 1.2];
  * 0 and 1.5 are refused with the field's path and range (exit 2); precision.compute takes fp8-ds. */
 static void test_sustained_field(void **state) {
     (void)state;
@@ -549,7 +549,7 @@ static void test_sustained_field(void **state) {
         moe_error err = {0};
         assert_int_equal(scenario_parse("tests/inline.json", bad[i], &s, NULL, &err), EXIT_BADINPUT);
         assert_non_null(strstr(err.msg, "cluster.gpu.sustained"));
-        assert_non_null(strstr(err.msg, "(0, 1]"));
+        assert_non_null(strstr(err.msg, "(0, 1.2]"));
     }
 }
 
