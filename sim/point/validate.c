@@ -893,8 +893,12 @@ static int fit_and_loo(const validate_opts *o, eval_ctx *x, cJSON **results, FIL
         global_params_reload();
     }
     if (!rc && !o->quiet) {
-        fprintf(out, "global parameters (%d iterations, %d case evaluations, Cauchy loss %.4f):\n", r.iterations,
-                r.evaluations, r.loss);
+        if (o->fit || o->check_fit)
+            fprintf(out, "global parameters, refitted (%d iterations, %d case evaluations, Cauchy loss %.4f):\n",
+                     r.iterations, r.evaluations, r.loss);
+        else
+            fprintf(out, "global parameters, committed (%s; the left-out column took %d case evaluations, Cauchy "
+                    "loss %.4f):\n", GLOBAL_FIT_FILE, r.evaluations, r.loss);
         for (int j = 0; j < f.p; j++)
             fprintf(out, "  %-22s %-14s %8.4g %s [%.4g, %.4g] 95%%, %d cases\n", f.rows[f.group[j]].path, f.scope[j],
                     r.theta[j], f.rows[f.group[j]].unit, r.ci_lo[j], r.ci_hi[j], r.cases_of[j]);
