@@ -2,7 +2,8 @@
 # simrun validate against the committed baseline: every published case (scenarios/validation/cases.json)
 # is predicted again, and the run fails when a case's error moved by more than 1 percentage point
 # (or its status changed) without scenarios/validation/baseline.json being updated with it.
-# Refresh the baseline after an intended model change:
+# Refresh the fit and the baseline after an intended model change:
+#   build/tools/simrun validate --fit
 #   build/tools/simrun validate --out results/validation && cp results/validation/validation.json scenarios/validation/baseline.json
 set -euo pipefail
 bin=${MOESIM_BIN:-build/tools}

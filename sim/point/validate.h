@@ -9,7 +9,7 @@
  * the reason, in place of the scenario. validate_run evaluates every case in a worker process (each
  * builds its own SimGrid platform; results are put back in case order), prints
  *
- *     case | metric | published | predicted | error % | plan | plan error % | status
+ *     case | metric | published | predicted | error % | left-out % | plan | plan error % | status
  *
  * (status: ok within VALIDATE_OK_TOL_PCT, miss beyond it, not expressible, failed)
  * and writes DIR/validation.json and DIR/validation.csv. error % = (predicted - published) /
@@ -22,10 +22,14 @@
  * percentage points; otherwise validate_run prints what moved and returns EXIT_RUNTIME. A change of
  * the model therefore shows its effect on every case, and lands with the baseline it produces.
  *
- * Error bands: the residuals of the step cases of a validation document bound how far a prediction
- * may be from a measurement: with e_i = predicted_i / published_i - 1 over the cases that ran, a
- * prediction x has the band [x / (1 + max(0, max e)), x / (1 + min(0, min e))] (validate_band_*),
- * the band of the cases of its own kind (MoE or dense). */
+ * Global parameters (sim/plan/global_params.h): after the pass at the committed values, the step
+ * cases that ran are the problem of one joint fit (sim/point/global_fit.h): --fit refits from the
+ * priors and writes calibration/models/global.json, --check-fit refits from the committed values and
+ * fails when one moves by more than 1%, and every run (not --no-loo) predicts each step case again
+ * from a fit without it: loo_predicted / loo_error_pct, the table's left-out column, summarized in
+ * "summary_left_out". The error bands every prediction carries are 80% prediction intervals of those
+ * left-out residuals per family, written to the document's "bands" with their coverage
+ * (validation_doc.h). */
 #ifndef MOESIM_VALIDATE_H
 #define MOESIM_VALIDATE_H
 
