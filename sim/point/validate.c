@@ -724,6 +724,12 @@ static int fit_eval(void *vctx, int m, const int *cases, const double *theta, in
     return rc;
 }
 
+static int set_fixes(const eval_ctx *x, const char *path) {
+    for (int j = 0; j < x->n_set; j++)
+        if (strcmp(x->set_path[j], path) == 0) return 1;
+    return 0;
+}
+
 /* The fit's cases (every step case that ran) and parameters (each registry row's scopes among them). */
 static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
     const case_set *cs = f->x->cs;
@@ -752,7 +758,8 @@ static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
         for (int r = 0; r < f->n_rows; r++) {
             char key[SCN_NAME_MAX];
             col[(size_t)i * f->n_rows + r] = -1;
-            if (global_param_scope(&f->rows[r], &s, key, sizeof key)) continue;
+            /* a parameter --set fixes is held there, not fitted (the fit would overwrite the setting) */
+            if (set_fixes(f->x, f->rows[r].path) || global_param_scope(&f->rows[r], &s, key, sizeof key)) continue;
             int j = 0;
             while (j < f->p && !(f->group[j] == r && strcmp(f->scope[j], key) == 0)) j++;
             if (j == f->p) {
