@@ -28,6 +28,8 @@ int fabric_check_cluster(const scenario *s, moe_error *err) {
             return BAD(path, lf->gpu, "a GPU id in [0, %d)", c->nodes * c->gpus_per_node);
         snprintf(path, sizeof path, "faults.links[%d].factor", i);
         if (!(lf->factor > 0 && lf->factor <= 1)) return BAD(path, lf->factor, "a bandwidth factor in (0, 1]");
+        snprintf(path, sizeof path, "faults.links[%d].loss_rate", i);
+        if (!(lf->loss_rate >= 0 && lf->loss_rate < 1)) return BAD(path, lf->loss_rate, "a loss probability in [0, 1)");
     }
 #undef BAD
     return 0;

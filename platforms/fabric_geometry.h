@@ -24,12 +24,14 @@
  *     resource of storage_GBps aggregate bandwidth.
  *   - Latencies (cluster.latency_us) are end-to-end per hop class; each route's links carry a share
  *     so that the route sum is exactly the class latency: nvlink, same_leaf, cross_leaf.
- *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor
- *     (faults_link_factor, scenario_types.h: the rule the step program resolves too, sim/program/faults.h).
+ *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor, and a
+ *     lossy NIC's by the goodput of its retransmission scheme (faults_link_factor,
+ *     sim/scenario/link_loss.h: the rule the step program resolves too, sim/program/faults.h).
  */
 #ifndef MOESIM_FABRIC_GEOMETRY_H
 #define MOESIM_FABRIC_GEOMETRY_H
 
+#include "sim/scenario/link_loss.h"
 #include "sim/scenario/scenario.h"
 
 #ifdef __cplusplus
@@ -38,7 +40,8 @@ extern "C" {
 /* The clusters this geometry describes, for both the SimGrid platform and its XML form: the scenario's
  * cluster rules (scenario_check_cluster: one NIC and rail per GPU, NVLink domains of whole nodes),
  * at least one node and GPU, positive bandwidths, a leaf port and an oversubscription >= 1,
- * non-negative latencies, and faults.links on GPUs of the cluster with factors in (0, 1].
+ * non-negative latencies, and faults.links on GPUs of the cluster with factors in (0, 1] and loss rates
+ * in [0, 1).
  * EXIT_BADINPUT naming the field otherwise. */
 int fabric_check_cluster(const scenario *s, moe_error *err);
 #ifdef __cplusplus
@@ -137,8 +140,8 @@ static inline int fabric_gpu_route(const cluster_cfg *c, int src, int dst, fabri
 /* Bandwidth (bytes/s) and latency share (s) of one hop, faults applied. */
 static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, fabric_hop h) {
     switch (h.cls) {
-    case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvlink_Bps(c) * faults_link_factor(f, h.index, LINK_NVLINK);
-    case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * faults_link_factor(f, h.index, LINK_NIC);
+    case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvlink_Bps(c) * faults_link_factor(c, f, h.index, LINK_NVLINK);
+    case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * faults_link_factor(c, f, h.index, LINK_NIC);
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps(c);
     case FL_SPINE: return fabric_spine_Bps(c);
     default: return 0;

@@ -50,9 +50,9 @@ static int write_body(FILE *f, const scenario *s) {
     fprintf(f, "    <host id=\"pfs\" speed=\"1e11f\"/>\n");
     for (int g = 0; g < G; g++) {
         snprintf(id, sizeof id, "nvl-%d", g);
-        link_xml(f, id, fabric_nvlink_Bps(c) * faults_link_factor(fl, g, LINK_NVLINK), fabric_nvl_lat_s(c), 1);
+        link_xml(f, id, fabric_nvlink_Bps(c) * faults_link_factor(c, fl, g, LINK_NVLINK), fabric_nvl_lat_s(c), 1);
         snprintf(id, sizeof id, "nic-%d", g);
-        link_xml(f, id, fabric_nic_Bps(c) * faults_link_factor(fl, g, LINK_NIC), fabric_nic_lat_s(c), 1);
+        link_xml(f, id, fabric_nic_Bps(c) * faults_link_factor(c, fl, g, LINK_NIC), fabric_nic_lat_s(c), 1);
         snprintf(id, sizeof id, "pcie-%d", g);
         link_xml(f, id, fabric_pcie_Bps(c), 0.0, 1);
     }

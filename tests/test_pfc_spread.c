@@ -132,7 +132,7 @@ static void test_slow_link_root(void **state) {
     cluster_cfg c = one_rail();
     faults_cfg f = {0};
     f.n_links = 1;
-    f.links[0] = (link_fault){2, LINK_NIC, 0.25};   /* nic-2 at 12.5 GB/s: B takes 8 ms */
+    f.links[0] = (link_fault){.gpu = 2, .kind = LINK_NIC, .factor = 0.25};   /* nic-2 at 12.5 GB/s: B takes 8 ms */
     gpu_flow v[2] = {{1, 2, B, 0, FLOW_RDMA}, {1, 3, B, 0, FLOW_RDMA}};
     pfc_result r;
     assert_int_equal(pfc_spread(&c, &f, v, 2, NULL, &r), 0);

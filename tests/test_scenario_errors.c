@@ -70,6 +70,8 @@ static const bad_case CASES[] = {
     {"fault_missing_factor", "faults.slow_gpus[0]", "{\"gpu\":3}", "\"factor\"", -1},
     {"fault_unknown_key", "faults.slow_gpus[0].factr", "unknown key", "did you mean \"factor\"", -1},
     {"link_factor_zero", "faults.links[0].factor", "got 0", "(0, 1]", -1},
+    {"link_loss_one", "faults.links[0].loss_rate", "got 1", "[0, 1)", -1},
+    {"link_loss_nvlink", "faults.links[0].loss_rate", "got 0.01 on an nvlink link", "NIC links only", -1},
     {"trace_rank_out_of_range", "output.trace_ranks[1]", "got 5000", "0..4095", -1},
     {"class_shares_not_one", "reliability.classes", "summing to 1.43", "(+-1e-6)", -1},
     {"unknown_model_preset", "model.preset", "got \"deepseek-v4\"", "did you mean \"deepseek-v3\"", -1},

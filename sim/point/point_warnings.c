@@ -71,9 +71,37 @@ static void failed_step_warning(const scenario *s, const step_result *st, cJSON 
                         : "set output.trace: true and run `simdiag check DIR` on the output folder to triage it");
 }
 
+/* Links that drop packets (step.breakdown.lossy_links): name each and what its retransmissions cost. */
+static void lossy_links_warning(const step_result *st, cJSON *w) {
+    const cJSON *ll = st->breakdown ? cJSON_GetObjectItemCaseSensitive(st->breakdown, "lossy_links") : NULL;
+    if (!cJSON_IsArray(ll) || cJSON_GetArraySize(ll) == 0) return;
+    char buf[600] = "";
+    size_t n = 0;
+    int k = 0, shown = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, ll) {
+        if (++k > 4) continue;   /* the first few: the warning is a line, the breakdown has them all */
+        const char *retx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "retransmission"));
+        int r = snprintf(buf + n, sizeof buf - n, "%s%s (node %d GPU %d) loses %.3g of its packets: %s keeps %.4g of "
+                         "its bandwidth (window %.0f packets)", shown ? "; " : "",
+                         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "link")),
+                         (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "node")),
+                         (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "local_gpu")),
+                         cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "loss_rate")), retx ? retx : "?",
+                         cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "goodput_frac")),
+                         cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "window_pkts")));
+        if (r < 0 || (size_t)r >= sizeof buf - n) break;
+        n += (size_t)r;
+        shown++;
+    }
+    add(w, "lossy link%s: %s%s; every collective through %s runs at that rate (step.breakdown.lossy_links)",
+        k > 1 ? "s" : "", buf, k > shown ? " and more" : "", k > 1 ? "them" : "it");
+}
+
 void point_warn_step(const scenario *s, const plan_result *plan, const step_result *st, cJSON *w) {
     memory_warning(s, plan, 1, w);
     if (st->timed_out) failed_step_warning(s, st, w);
+    lossy_links_warning(st, w);
     if (st->n_steps > 1 && st->steps_timed_out > 0 && !st->timed_out)
         add(w, "%d of the %d simulated steps timed out (faults.collective_timeout_s = %g s): the mean step time "
                "counts each until its watchdog fired, and tokens/s none of its tokens",

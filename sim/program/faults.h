@@ -4,9 +4,10 @@
  *   faults.slow_gpus [{gpu, factor}]   compute_factor[rank]: every COMPUTE op of the rank on that GPU
  *                                      takes factor x its price (several faults on one GPU multiply;
  *                                      1 = healthy).
- *   faults.links [{gpu, kind, factor}] nic_factor[rank], nvlink_factor[rank]: the bandwidth of that
- *                                      GPU's NIC or NVLink, both directions, x factor
- *                                      (faults_link_factor in scenario_types.h: the rule the fabric's links
+ *   faults.links [{gpu, kind, factor, loss_rate}] nic_factor[rank], nvlink_factor[rank]: the bandwidth
+ *                                      of that GPU's NIC or NVLink, both directions, x factor x the
+ *                                      goodput of a lossy link's retransmissions
+ *                                      (faults_link_factor in sim/scenario/link_loss.h: the rule the fabric's links
  *                                      are built with, platforms/fabric_geometry.h).
  *   faults.stalls [{gpu, layer, micro_batch}]  stop_at[rank]: a stalled rank (seed 000 §3.1 NCCL hang)
  *                                      issues its ops in program order, like the CPU thread that

@@ -37,6 +37,7 @@
 #include "sim/plan/model.h"
 #include "sim/program/routing.h"
 #include "sim/program/schedule.h"
+#include "sim/scenario/link_loss.h"
 #include "sim/scenario/pipeline_layout.h"
 
 /* ---- names -------------------------------------------------------------------------------------- */
@@ -1284,8 +1285,8 @@ static int step_faults_resolve(const program *p, step_faults *f, moe_error *err)
         f->speed_factor[r] = speed[gpu];
         if (speed[gpu] < f->speed_min) f->speed_min = speed[gpu];
         if (speed[gpu] > f->speed_max) f->speed_max = speed[gpu];
-        f->nic_factor[r] = faults_link_factor(fc, gpu, LINK_NIC);
-        f->nvlink_factor[r] = faults_link_factor(fc, gpu, LINK_NVLINK);
+        f->nic_factor[r] = faults_link_factor(&p->scn->cluster, fc, gpu, LINK_NIC);
+        f->nvlink_factor[r] = faults_link_factor(&p->scn->cluster, fc, gpu, LINK_NVLINK);
         f->stop_at[r] = STEP_NO_STALL;
     }
     int rc = 0;

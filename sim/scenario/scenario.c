@@ -389,6 +389,13 @@ static int check_ids(const scenario *s, moe_error *err) {
     for (int i = 0; i < s->faults.n_links; i++) {
         snprintf(label, sizeof label, "faults.links[%d].gpu", i);
         if (check_gpu_id(s, err, label, s->faults.links[i].gpu)) return EXIT_BADINPUT;
+        if (s->faults.links[i].loss_rate > 0 && s->faults.links[i].kind == LINK_NVLINK) {
+            /* NVLink retries a bad flit at the link layer: the transport's go-back-N model is not its */
+            char val[32];
+            snprintf(label, sizeof label, "faults.links[%d].loss_rate", i);
+            snprintf(val, sizeof val, "%g on an nvlink link", s->faults.links[i].loss_rate);
+            return moe_error_input(err, s->file, label, val, "0: packet loss is modelled on NIC links only (kind \"nic\")");
+        }
     }
     for (int i = 0; i < s->faults.n_stalls; i++) {
         const stall_fault *st = &s->faults.stalls[i];

@@ -33,6 +33,7 @@ const char *const scn_host_framework_names[] = {"megatron-core", "none", NULL};
 const char *const scn_cuda_graph_scope_names[] = {"attn", "mlp", "moe_router", "moe_preprocess", "moe", "layer", NULL};
 const char *const scn_group_samples_names[] = {"independent", "shared", NULL};
 const char *const scn_nccl_model_names[] = {"tuned", "wire", NULL};
+const char *const scn_retx_names[] = {"go-back-n", "selective", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", "fp8-ds", NULL};
@@ -111,6 +112,12 @@ static const scn_field LINK_ITEMS[] = {
     /* the link keeps `factor` of its bandwidth: 0 < factor <= 1 (a dead link is a failure, not a fault) */
     {.path = "factor", .type = SF_DOUBLE, .offset = offsetof(link_fault, factor), .min = 0, .max = 1,
      .flags = SCN_REQUIRED | SCN_MIN_OPEN, DOC("fraction", "the share of its bandwidth the link keeps (a dead link is a failure, not a fault)")},
+    /* a probability per packet: 1 would deliver nothing (a dead link); left out of the resolved
+     * scenario when 0, so that a scenario without losses reads and writes as before */
+    {.path = "loss_rate", .type = SF_DOUBLE, .offset = offsetof(link_fault, loss_rate), .min = 0, .max = 1,
+     .flags = SCN_MAX_OPEN | SCN_OMIT_ZERO,
+     DOC("probability", "NIC links: the probability that the link loses a packet (CRC errors on a bent fibre); the link "
+                        "then runs at factor x the goodput of cluster.retransmission (sim/scenario/link_loss.h); 0 = none")},
 };
 
 /* faults.stalls: the rank on `gpu` stops before (layer, micro_batch) and never arrives again. */
@@ -237,6 +244,13 @@ const scn_field scn_fields[] = {
            "receiver and every flow queued behind them waits too (head-of-line blocking); the step reports the paused "
            "links and the slowed flows (sim/exec/pfc_spread.h)",
            "off; seed 000 section 0.2 incident 1: PFC back-pressure spread up the switch tree"),
+    F_ENUM("cluster.retransmission", cluster.retransmission, scn_retx_names, "",
+           "how the NICs recover a packet a lossy link (faults.links[].loss_rate) drops: go-back-n resends everything "
+           "sent after it, goodput (1 - p) / (1 + p W) with W the packets of one round trip (line rate x 2 x "
+           "latency_us.cross_leaf / 4096 B MTU); selective resends only the lost packet, goodput 1 - p "
+           "(sim/scenario/link_loss.h)",
+           "go-back-n: InfiniBand RC and RoCE NICs recover by go-back-N (Mittal et al., Revisiting network support for "
+           "RDMA, SIGCOMM 2018, section 2)"),
     F_NONNEG("cluster.latency_us.nvlink", cluster.latency_us.nvlink, "us", "latency of one NVLink/NVSwitch transfer",
              "assumed typical value, not from a publication: calibrate it"),
     F_NONNEG("cluster.latency_us.same_leaf", cluster.latency_us.same_leaf, "us", "GPU to GPU latency through NICs and one leaf switch",
@@ -538,8 +552,9 @@ const scn_field scn_fields[] = {
      .items = SLOW_GPU_ITEMS, .n_items = 2,
      DOC("", "step level: slow GPUs, [{\"gpu\": G, \"factor\": F}]: GPU G computes F times slower")},
     {.path = "faults.links", .type = SF_OBJ_LIST, .offset = OFF(faults.links), .size = sizeof(link_fault),
-     .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 3,
-     DOC("", "step level: degraded links, [{\"gpu\": G, \"kind\": \"nic\"|\"nvlink\", \"factor\": F}]: the link keeps F of its bandwidth")},
+     .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 4,
+     DOC("", "step level: degraded and lossy links, [{\"gpu\": G, \"kind\": \"nic\"|\"nvlink\", \"factor\": F, \"loss_rate\": P}]: "
+             "the link keeps F of its bandwidth, times the goodput of its retransmissions when it loses P of its packets")},
     {.path = "faults.stalls", .type = SF_OBJ_LIST, .offset = OFF(faults.stalls), .size = sizeof(stall_fault),
      .count_offset = OFF(faults.n_stalls), .max_count = SCN_MAX_FAULTS, .items = STALL_ITEMS, .n_items = 3,
      DOC("", "step level: stalled ranks, [{\"gpu\": G, \"layer\": L, \"micro_batch\": M}]: the rank stops there and never "
@@ -1284,6 +1299,17 @@ int scn_field_check(const scenario *s, const scn_field *f, moe_error *err) {
 }
 
 /* ---- get ------------------------------------------------------------------------------------------- */
+/* A numeric list item that holds 0 (SCN_OMIT_ZERO). */
+static int item_is_zero(const char *elem, const scn_field *f) {
+    double d;
+    int i;
+    switch (f->type) {
+    case SF_DOUBLE: memcpy(&d, elem + f->offset, sizeof d); return d == 0.0;
+    case SF_INT: memcpy(&i, elem + f->offset, sizeof i); return i == 0;
+    default: return 0;
+    }
+}
+
 static cJSON *get_value(const char *base, const scn_field *f) {
     const char *src = base + f->offset;
     int i;
@@ -1342,8 +1368,10 @@ static cJSON *get_value(const char *base, const scn_field *f) {
                 continue;
             }
             cJSON *o = cJSON_CreateObject();
-            for (int m = 0; m < f->n_items; m++)
+            for (int m = 0; m < f->n_items; m++) {
+                if ((f->items[m].flags & SCN_OMIT_ZERO) && item_is_zero(elem, &f->items[m])) continue;
                 cJSON_AddItemToObject(o, f->items[m].path, get_value(elem, &f->items[m]));
+            }
             cJSON_AddItemToArray(a, o);
         }
         return a;

@@ -91,6 +91,11 @@ typedef struct {
  * rings paying only their wires' latency per step */
 typedef enum { NCCL_MODEL_TUNED = 0, NCCL_MODEL_WIRE } nccl_model_kind;
 
+/* How the RDMA transport recovers a lost packet: go-back-N (InfiniBand RC and RoCE NICs by default:
+ * the receiver drops what follows a gap and the sender resends from it) or selective retransmission
+ * (only the lost packet is resent). */
+typedef enum { RETX_GO_BACK_N = 0, RETX_SELECTIVE } retx_kind;
+
 typedef struct {
     char preset[SCN_NAME_MAX];
     int nodes;
@@ -111,6 +116,7 @@ typedef struct {
     int pfc;                 /* bool: the RoCE fabric is lossless (PFC): an incast pauses the ports
                                 upstream of it and stalls every flow behind them (sim/exec/pfc_spread.h) */
     nccl_model_kind nccl_model; /* what NCCL's collectives pay beyond their bytes (sim/plan/ring_split.h) */
+    retx_kind retransmission;   /* how the NICs recover a lost packet (sim/scenario/link_loss.h) */
 } cluster_cfg;
 
 /* ---- layout ----------------------------------------------------------------------------------- */
@@ -332,7 +338,9 @@ typedef struct {
 /* ---- in-step faults (step level) ---------------------------------------------------------------- */
 typedef enum { LINK_NIC = 0, LINK_NVLINK } link_kind;
 typedef struct { int gpu; double factor; } slow_gpu_fault;           /* compute takes factor x longer */
-typedef struct { int gpu; link_kind kind; double factor; } link_fault; /* bandwidth x factor (0<f<=1) */
+/* bandwidth x factor (0<f<=1), and x the goodput of its retransmission scheme when it drops
+ * loss_rate of its packets (0 <= loss_rate < 1; NIC links only: sim/scenario/link_loss.h) */
+typedef struct { int gpu; link_kind kind; double factor; double loss_rate; } link_fault;
 
 /* A stalled rank (seed 000 §3.1 NCCL hang): the rank on `gpu` stops before the forward of MoE/attention
  * block `layer` for `micro_batch` and never arrives at its next collective; everyone else waits. */
@@ -350,15 +358,9 @@ typedef struct {
     double collective_timeout_s;
 } faults_cfg;
 
-/* Bandwidth factor of GPU `gpu`'s NIC or NVLink under faults.links: 1 when healthy, the product of
- * the factors of every fault on that link. The one rule for both the fabric's links
- * (platforms/fabric_geometry.h) and the step program's resolved faults (sim/program/faults.h). */
-static inline double faults_link_factor(const faults_cfg *f, int gpu, link_kind kind) {
-    double x = 1.0;
-    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
-        if (f->links[i].gpu == gpu && f->links[i].kind == kind) x *= f->links[i].factor;
-    return x;
-}
+/* faults_link_factor, the bandwidth factor of one GPU's NIC or NVLink under faults.links (degraded
+ * and lossy links), is in sim/scenario/link_loss.h: a lossy link's goodput needs the cluster's line
+ * rate and latency. */
 
 /* ---- run, output -------------------------------------------------------------------------------- */
 /* run.tokens for a model that publishes no training-token count and a scenario that sets none: the

@@ -91,10 +91,10 @@ void RailZone::build(const faults_cfg &faults) {
 
     for (int g = 0; g < G; g++) {
         nvl_.push_back(duplex("nvl-" + std::to_string(g),
-                              fabric_nvlink_Bps(&c_) * faults_link_factor(&faults, g, LINK_NVLINK),
+                              fabric_nvlink_Bps(&c_) * faults_link_factor(&c_, &faults, g, LINK_NVLINK),
                               fabric_nvl_lat_s(&c_)));
         nic_.push_back(duplex("nic-" + std::to_string(g),
-                              fabric_nic_Bps(&c_) * faults_link_factor(&faults, g, LINK_NIC),
+                              fabric_nic_Bps(&c_) * faults_link_factor(&c_, &faults, g, LINK_NIC),
                               fabric_nic_lat_s(&c_)));
         pcie_.push_back(duplex("pcie-" + std::to_string(g), fabric_pcie_Bps(&c_), 0.0));
     }

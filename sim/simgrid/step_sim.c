@@ -23,6 +23,7 @@
 
 #include "sim/exec/comm.h"
 #include "sim/plan/costmodel.h"
+#include "sim/scenario/link_loss.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/plan/model.h"
 #include "sim/program/program.h"
@@ -123,6 +124,37 @@ static void host_side(step_exec_opts *eo, step_host_pricing *hp, const program *
 
 /* breakdown.host: the host side of the step (step_host.h) and what it cost: the mean time a rank's
  * compute stream waited for the host; per rank and micro-batch the host's issue time and syncs. */
+/* step.breakdown.lossy_links: every NIC link that drops packets (faults.links[].loss_rate), at the
+ * rates the fabric runs (`fab`, the comm model's cluster) and what its retransmissions cost; NULL
+ * when no link is lossy, so that a healthy step's results do not change. */
+static cJSON *lossy_links_json(const scenario *s, const cluster_cfg *fab) {
+    if (!faults_any_lossy(&s->faults)) return NULL;
+    cJSON *a = cJSON_CreateArray();
+    int G = s->cluster.nodes * s->cluster.gpus_per_node;
+    for (int g = 0; g < G; g++) {
+        link_state st = faults_link_state(fab, &s->faults, g, LINK_NIC);
+        if (!(st.loss_rate > 0)) continue;
+        char name[32];
+        snprintf(name, sizeof name, "nic-%d", g);   /* the SimGrid link (rail_fabric.h) */
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "link", name);
+        cJSON_AddNumberToObject(o, "gpu", g);
+        cJSON_AddNumberToObject(o, "node", g / s->cluster.gpus_per_node);
+        cJSON_AddNumberToObject(o, "local_gpu", g % s->cluster.gpus_per_node);
+        cJSON_AddNumberToObject(o, "loss_rate", st.loss_rate);
+        cJSON_AddStringToObject(o, "retransmission", scn_retx_names[fab->retransmission]);
+        cJSON_AddNumberToObject(o, "rtt_us", link_rtt_s(fab) * 1e6);
+        cJSON_AddNumberToObject(o, "mtu_B", LINK_MTU_B);
+        cJSON_AddNumberToObject(o, "window_pkts", st.window_pkts);
+        cJSON_AddNumberToObject(o, "goodput_frac", st.goodput_frac);
+        cJSON_AddNumberToObject(o, "factor", st.factor);
+        cJSON_AddNumberToObject(o, "bandwidth_frac", st.factor * st.goodput_frac);
+        cJSON_AddNumberToObject(o, "rate_gbps", fab->nic_gbps * st.factor * st.goodput_frac);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 static cJSON *host_json(const scenario *s, const program *p, const step_host_pricing *hp, const step_split *mean) {
     cJSON *h = cJSON_CreateObject();
     cJSON_AddStringToObject(h, "framework", scn_host_framework_names[s->host.framework]);
@@ -366,6 +398,8 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddItemToObject(bd, "hang", step_hang_summary_json(p, &xr.hang));
         cJSON_AddItemToObject(bd, "host", host_json(s, p, eo.host ? &host : NULL, &mean));
         if (pfc) { cJSON_AddItemToObject(bd, "pfc", pfc); pfc = NULL; }
+        cJSON *lossy = lossy_links_json(s, ferr.code == 0 ? &fab.cluster : &s->cluster);
+        if (lossy) cJSON_AddItemToObject(bd, "lossy_links", lossy);
         out->breakdown = bd;
     }
     cJSON_Delete(pfc);

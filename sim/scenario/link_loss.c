@@ -1,0 +1,44 @@
+/* link_loss.c — goodput of a lossy link and the bandwidth factor of faults.links (link_loss.h). */
+#include "sim/scenario/link_loss.h"
+
+double link_goodput_frac(double loss_p, double window_pkts, retx_kind scheme) {
+    if (loss_p == 0.0) return 1.0;   /* exactly: a healthy link's results must not move by a bit */
+    if (scheme == RETX_SELECTIVE) return 1.0 - loss_p;
+    return (1.0 - loss_p) / (1.0 + loss_p * window_pkts);
+}
+
+double link_window_pkts(double rate_Bps, double rtt_s, double mtu_B) { return rate_Bps * rtt_s / mtu_B; }
+
+double link_rtt_s(const cluster_cfg *c) { return 2.0 * c->latency_us.cross_leaf * 1e-6; }
+
+/* The line rate the window is counted at: cluster.nic_gbps in bytes/s (fabric_nic_Bps's rule; the
+ * platforms layer is above this one). NVLink never carries a loss (scenario_validate refuses it). */
+static double nic_Bps(const cluster_cfg *c) { return c->nic_gbps * 1e9 / 8.0; }
+
+link_state faults_link_state(const cluster_cfg *c, const faults_cfg *f, int gpu, link_kind kind) {
+    link_state st = {.factor = 1.0, .loss_rate = 0.0, .window_pkts = 0.0, .goodput_frac = 1.0};
+    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++) {
+        const link_fault *lf = &f->links[i];
+        if (lf->gpu != gpu || lf->kind != kind) continue;
+        st.factor *= lf->factor;
+        /* independent losses: P(lost) = 1 - prod(1 - p_i), summed as a union so that one fault's
+         * loss_rate is kept exactly */
+        st.loss_rate += lf->loss_rate - st.loss_rate * lf->loss_rate;
+    }
+    if (st.loss_rate == 0.0) return st;
+    st.window_pkts = link_window_pkts(st.factor * nic_Bps(c), link_rtt_s(c), LINK_MTU_B);
+    st.goodput_frac = link_goodput_frac(st.loss_rate, st.window_pkts, c->retransmission);
+    return st;
+}
+
+double faults_link_factor(const cluster_cfg *c, const faults_cfg *f, int gpu, link_kind kind) {
+    if (f->n_links == 0) return 1.0;
+    link_state st = faults_link_state(c, f, gpu, kind);
+    return st.goodput_frac == 1.0 ? st.factor : st.factor * st.goodput_frac;
+}
+
+int faults_any_lossy(const faults_cfg *f) {
+    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
+        if (f->links[i].loss_rate > 0) return 1;
+    return 0;
+}
