@@ -566,8 +566,10 @@ int validate_compare(const cJSON *doc, const cJSON *baseline, double tol_pp, FIL
             moved++;
             continue;
         }
+        /* a document without left-out errors (--no-loo) is compared in sample only */
         const char *keys[3] = {"error_pct", "plan_error_pct", "loo_error_pct"};
-        for (int k = 0; k < 3; k++) {
+        const int n_keys = cJSON_GetObjectItemCaseSensitive(doc, "summary_left_out") ? 3 : 2;
+        for (int k = 0; k < n_keys; k++) {
             double e = validation_number(c, keys[k]), eb = validation_number(b, keys[k]);
             if (isfinite(e) != isfinite(eb) || (isfinite(e) && fabs(e - eb) > tol_pp)) {
                 fprintf(out, "  %s: %s %+.2f, baseline %+.2f (moved by more than %.1f points)\n", name, keys[k], e, eb,
