@@ -23,9 +23,17 @@ int fabric_check_cluster(const scenario *s, moe_error *err) {
     for (int i = 0; i < s->faults.n_links; i++) {
         const link_fault *lf = &s->faults.links[i];
         char path[64];
-        snprintf(path, sizeof path, "faults.links[%d].gpu", i);
-        if (lf->gpu < 0 || lf->gpu >= c->nodes * c->gpus_per_node)
-            return BAD(path, lf->gpu, "a GPU id in [0, %d)", c->nodes * c->gpus_per_node);
+        if (lf->kind == LINK_UPLINK) {
+            snprintf(path, sizeof path, "faults.links[%d].rail", i);
+            if (lf->rail < 0 || lf->rail >= c->rails) return BAD(path, lf->rail, "a rail in [0, %d)", c->rails);
+            snprintf(path, sizeof path, "faults.links[%d].leaf", i);
+            if (lf->leaf < 0 || lf->leaf >= fabric_leaves_per_rail(c))
+                return BAD(path, lf->leaf, "a leaf in [0, %d)", fabric_leaves_per_rail(c));
+        } else {
+            snprintf(path, sizeof path, "faults.links[%d].gpu", i);
+            if (lf->gpu < 0 || lf->gpu >= c->nodes * c->gpus_per_node)
+                return BAD(path, lf->gpu, "a GPU id in [0, %d)", c->nodes * c->gpus_per_node);
+        }
         snprintf(path, sizeof path, "faults.links[%d].factor", i);
         if (!(lf->factor > 0 && lf->factor <= 1)) return BAD(path, lf->factor, "a bandwidth factor in (0, 1]");
         snprintf(path, sizeof path, "faults.links[%d].loss_rate", i);

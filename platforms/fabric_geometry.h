@@ -26,7 +26,9 @@
  *     so that the route sum is exactly the class latency: nvlink, same_leaf, cross_leaf.
  *   - faults.links multiply one GPU's NIC or NVLink bandwidth (both directions) by a factor, and a
  *     lossy NIC's by the goodput of its retransmission scheme (faults_link_factor,
- *     sim/scenario/link_loss.h: the rule the step program resolves too, sim/program/faults.h).
+ *     sim/scenario/link_loss.h: the rule the step program resolves too, sim/program/faults.h); a fault
+ *     of kind "uplink" does the same to one leaf's uplink bundle (rail, leaf), both directions
+ *     (faults_uplink_factor; one port of the bundle is priced as the bundle at its rate, link_loss.h).
  */
 #ifndef MOESIM_FABRIC_GEOMETRY_H
 #define MOESIM_FABRIC_GEOMETRY_H
@@ -40,8 +42,8 @@ extern "C" {
 /* The clusters this geometry describes, for both the SimGrid platform and its XML form: the scenario's
  * cluster rules (scenario_check_cluster: one NIC and rail per GPU, NVLink domains of whole nodes),
  * at least one node and GPU, positive bandwidths, a leaf port and an oversubscription >= 1,
- * non-negative latencies, and faults.links on GPUs of the cluster with factors in (0, 1] and loss rates
- * in [0, 1).
+ * non-negative latencies, and faults.links on GPUs (or, kind "uplink", rails and leaves) of the cluster
+ * with factors in (0, 1] and loss rates in [0, 1).
  * EXIT_BADINPUT naming the field otherwise. */
 int fabric_check_cluster(const scenario *s, moe_error *err);
 #ifdef __cplusplus
@@ -72,6 +74,13 @@ static inline double fabric_uplink_Bps(const cluster_cfg *c) {
     double over = c->oversubscription > 0 ? c->oversubscription : 1.0;
     int ports = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
     return ports * fabric_nic_Bps(c) / over;
+}
+/* Uplink `index` (rail * leaves_per_rail + leaf, fabric_hop.index) under faults.links of kind "uplink":
+ * x the factor and the goodput of its losses (faults_uplink_factor, sim/scenario/link_loss.h); exactly
+ * fabric_uplink_Bps when the uplink is healthy. */
+static inline double fabric_uplink_Bps_faulty(const cluster_cfg *c, const faults_cfg *f, int index) {
+    int L = scn_leaves_per_rail(c);
+    return fabric_uplink_Bps(c) * faults_uplink_factor(c, f, index / L, index % L);
 }
 /* A rail's spine layer: non-blocking, i.e. as wide as all leaf uplinks of the rail together. */
 static inline double fabric_spine_Bps(const cluster_cfg *c) {
@@ -142,7 +151,7 @@ static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, f
     switch (h.cls) {
     case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvlink_Bps(c) * faults_link_factor(c, f, h.index, LINK_NVLINK);
     case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * faults_link_factor(c, f, h.index, LINK_NIC);
-    case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps(c);
+    case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps_faulty(c, f, h.index);
     case FL_SPINE: return fabric_spine_Bps(c);
     default: return 0;
     }

@@ -59,7 +59,7 @@ static int write_body(FILE *f, const scenario *s) {
     for (int r = 0; r < c->rails; r++) {
         for (int l = 0; l < L; l++) {
             snprintf(id, sizeof id, "up-r%d-l%d", r, l);
-            link_xml(f, id, fabric_uplink_Bps(c), fabric_uplink_lat_s(c), 1);
+            link_xml(f, id, fabric_uplink_Bps_faulty(c, fl, r * L + l), fabric_uplink_lat_s(c), 1);
         }
         snprintf(id, sizeof id, "spine-r%d", r);
         link_xml(f, id, fabric_spine_Bps(c), 0.0, 0);

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "sim/exec/trace.h"
+#include "sim/scenario/link_loss.h"
 
 /* ---- small helpers ------------------------------------------------------------------------------ */
 static int is_collective(const program_op *o) {
@@ -64,11 +65,11 @@ int live_check_faults(const program *p, moe_error *err) {
                              "%s%srouting.redundant_experts: not supported by simlive (its dispatch places the experts "
                              "contiguously, without replicas); simulate it with simrun",
                              p->scn->file, p->scn->file[0] ? ": " : "");
-    if (p->faults.n_link_ranks == 0) return 0;
+    if (p->faults.n_link_ranks == 0 && !faults_any_uplink(f)) return 0;
     return moe_error_set(err, EXIT_BADINPUT,
-                         "%s%sfaults.links: not supported by simlive (a live run cannot degrade a real NIC or NVLink: "
-                         "%d degraded link(s), the first on GPU %d); simulate it with simrun",
-                         p->scn->file, p->scn->file[0] ? ": " : "", f->n_links, f->links[0].gpu);
+                         "%s%sfaults.links: not supported by simlive (a live run cannot degrade a real NIC, NVLink "
+                         "or switch port: %d degraded link(s)); simulate it with simrun",
+                         p->scn->file, p->scn->file[0] ? ": " : "", f->n_links);
 }
 
 /* ---- the executor --------------------------------------------------------------------------------- */

@@ -71,6 +71,16 @@ static void failed_step_warning(const scenario *s, const step_result *st, cJSON 
                         : "set output.trace: true and run `simdiag check DIR` on the output folder to triage it");
 }
 
+/* Where a lossy link sits: a GPU's NIC by its node and GPU, a leaf's uplink as the switch port it is. */
+static void lossy_link_where(const cJSON *o, char *buf, size_t cap) {
+#define NUM(key) ((int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key)))
+    if (cJSON_GetObjectItemCaseSensitive(o, "rail"))
+        snprintf(buf, cap, "the spine-facing uplink of rail %d leaf %d, nodes %d-%d", NUM("rail"), NUM("leaf"),
+                 NUM("first_node"), NUM("last_node"));
+    else snprintf(buf, cap, "node %d GPU %d", NUM("node"), NUM("local_gpu"));
+#undef NUM
+}
+
 /* Links that drop packets (step.breakdown.lossy_links): name each and what its retransmissions cost. */
 static void lossy_links_warning(const step_result *st, cJSON *w) {
     const cJSON *ll = st->breakdown ? cJSON_GetObjectItemCaseSensitive(st->breakdown, "lossy_links") : NULL;
@@ -82,11 +92,11 @@ static void lossy_links_warning(const step_result *st, cJSON *w) {
     cJSON_ArrayForEach(o, ll) {
         if (++k > 4) continue;   /* the first few: the warning is a line, the breakdown has them all */
         const char *retx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "retransmission"));
-        int r = snprintf(buf + n, sizeof buf - n, "%s%s (node %d GPU %d) loses %.3g of its packets: %s keeps %.4g of "
+        char where[96];
+        lossy_link_where(o, where, sizeof where);
+        int r = snprintf(buf + n, sizeof buf - n, "%s%s (%s) loses %.3g of its packets: %s keeps %.4g of "
                          "its bandwidth (window %.0f packets)", shown ? "; " : "",
-                         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "link")),
-                         (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "node")),
-                         (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "local_gpu")),
+                         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "link")), where,
                          cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "loss_rate")), retx ? retx : "?",
                          cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "goodput_frac")),
                          cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "window_pkts")));

@@ -1259,6 +1259,19 @@ static void step_faults_free(step_faults *f) {
     memset(f, 0, sizeof *f);
 }
 
+/* Does rank r's node sit under a leaf with a faulty uplink (faults.links kind "uplink", any rail)?
+ * Every flow over uplink (rail, leaf) starts or ends on a node under that leaf (fabric_geometry.h:
+ * the rail part of a route leaves from the source node's leaf, PXN relays inside the source node),
+ * so only replicas holding such a node can see the fault: the replica shortcut simulates them. */
+static int under_faulty_uplink(const program *p, int r) {
+    const faults_cfg *fc = &p->scn->faults;
+    const cluster_cfg *c = &p->scn->cluster;
+    int leaf = scn_leaf_of_node(c, program_gpu_of_rank(p, r) / c->gpus_per_node);
+    for (int i = 0; i < fc->n_links; i++)
+        if (fc->links[i].kind == LINK_UPLINK && fc->links[i].leaf == leaf) return 1;
+    return 0;
+}
+
 static int step_faults_resolve(const program *p, step_faults *f, moe_error *err) {
     const faults_cfg *fc = &p->scn->faults;
     const int R = p->n_ranks, per_replica = rank_replica_ranks(&p->ranks);
@@ -1308,6 +1321,7 @@ static int step_faults_resolve(const program *p, step_faults *f, moe_error *err)
     }
     for (int r = 0; r < R; r++) {
         int slow = f->compute_factor[r] != 1.0, link = f->nic_factor[r] != 1.0 || f->nvlink_factor[r] != 1.0;
+        if (under_faulty_uplink(p, r)) f->replica_faulty[r / per_replica] = 1;
         int stalled = f->stop_at[r] != STEP_NO_STALL;
         f->n_slow_ranks += slow;
         f->n_link_ranks += link;

@@ -15,11 +15,22 @@ double link_rtt_s(const cluster_cfg *c) { return 2.0 * c->latency_us.cross_leaf 
  * platforms layer is above this one). NVLink never carries a loss (scenario_validate refuses it). */
 static double nic_Bps(const cluster_cfg *c) { return c->nic_gbps * 1e9 / 8.0; }
 
-link_state faults_link_state(const cluster_cfg *c, const faults_cfg *f, int gpu, link_kind kind) {
+/* Does fault `lf` sit on the link (kind, gpu) or, for an uplink, (kind, rail, leaf)? */
+static int fault_on(const link_fault *lf, link_kind kind, int gpu, int rail, int leaf) {
+    if (lf->kind != kind) return 0;
+    return kind == LINK_UPLINK ? lf->rail == rail && lf->leaf == leaf : lf->gpu == gpu;
+}
+
+/* The faults of one link composed. The window is one sender's: a queue pair runs at most at its NIC's
+ * line rate, and go-back-N resends what that sender put on the wire behind a lost packet, so a spine-
+ * facing uplink port counts its window at the NIC rate x the port's factor, like a NIC (the uplink
+ * ports of the fabric run at the NIC's line rate: fabric_uplink_Bps is leaf_down_ports / oversubscription
+ * of them). */
+static link_state state_of(const cluster_cfg *c, const faults_cfg *f, link_kind kind, int gpu, int rail, int leaf) {
     link_state st = {.factor = 1.0, .loss_rate = 0.0, .window_pkts = 0.0, .goodput_frac = 1.0};
     for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++) {
         const link_fault *lf = &f->links[i];
-        if (lf->gpu != gpu || lf->kind != kind) continue;
+        if (!fault_on(lf, kind, gpu, rail, leaf)) continue;
         st.factor *= lf->factor;
         /* independent losses: P(lost) = 1 - prod(1 - p_i), summed as a union so that one fault's
          * loss_rate is kept exactly */
@@ -31,10 +42,30 @@ link_state faults_link_state(const cluster_cfg *c, const faults_cfg *f, int gpu,
     return st;
 }
 
+static double factor_of(link_state st) { return st.goodput_frac == 1.0 ? st.factor : st.factor * st.goodput_frac; }
+
+link_state faults_link_state(const cluster_cfg *c, const faults_cfg *f, int gpu, link_kind kind) {
+    return state_of(c, f, kind, gpu, -1, -1);
+}
+
 double faults_link_factor(const cluster_cfg *c, const faults_cfg *f, int gpu, link_kind kind) {
     if (f->n_links == 0) return 1.0;
-    link_state st = faults_link_state(c, f, gpu, kind);
-    return st.goodput_frac == 1.0 ? st.factor : st.factor * st.goodput_frac;
+    return factor_of(state_of(c, f, kind, gpu, -1, -1));
+}
+
+link_state faults_uplink_state(const cluster_cfg *c, const faults_cfg *f, int rail, int leaf) {
+    return state_of(c, f, LINK_UPLINK, -1, rail, leaf);
+}
+
+double faults_uplink_factor(const cluster_cfg *c, const faults_cfg *f, int rail, int leaf) {
+    if (f->n_links == 0) return 1.0;
+    return factor_of(state_of(c, f, LINK_UPLINK, -1, rail, leaf));
+}
+
+int faults_any_uplink(const faults_cfg *f) {
+    for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
+        if (f->links[i].kind == LINK_UPLINK) return 1;
+    return 0;
 }
 
 int faults_any_lossy(const faults_cfg *f) {

@@ -1,5 +1,6 @@
 /* link_loss.h — the goodput of a link that drops packets (faults.links[*].loss_rate), and the one
- * bandwidth factor of a GPU's NIC or NVLink under faults.links that every executor applies.
+ * bandwidth factor of a GPU's NIC or NVLink, or of a leaf's uplink to the spine, under faults.links
+ * that every executor applies.
  *
  * Why in the scenario layer: the factor is the one rule both the fabric's links (platforms/,
  * sim/simgrid/) and the step program's resolved faults (sim/program/faults.h) are built with, and
@@ -25,9 +26,10 @@
  * Selective retransmission resends only the lost packet: one packet time per loss, 1 - p. Mittal et
  * al. propose it for RoCE NICs (IRN); whether a given NIC generation does it is not claimed here.
  *
- * What the numbers are, for the fabric's NIC links (cluster_cfg):
+ * What the numbers are, for the fabric's NIC links and its leaf uplinks (cluster_cfg):
  *   rate  the link's rate as the fabric runs it: cluster.nic_gbps x its faults.links factors (in the
- *         simulation the cost model's achieved RDMA rate, costmodel_fabric_cluster);
+ *         simulation the cost model's achieved RDMA rate, costmodel_fabric_cluster); for an uplink
+ *         the same: one sender's queue pair crosses one port of the bundle at most at its NIC's rate;
  *   RTT   2 x cluster.latency_us.cross_leaf: a round trip through the spine, the path most of a
  *         large EP group's traffic takes;
  *   MTU   4096 B, the largest path MTU of InfiniBand, which RoCE's transport inherits (InfiniBand
@@ -38,7 +40,15 @@
  * Not modelled: the retransmission timeout (a lost last packet of a message, a lost NACK: no RTO
  * value to cite for these NICs), the pause frames a slowed port sends upstream under PFC, ECN and
  * congestion control reacting to the loss, packet trimming. Losses on NVLink are refused (it retries
- * at the link layer, another mechanism). */
+ * at the link layer, another mechanism).
+ *
+ * A leaf uplink (kind "uplink") is the bundle of a leaf's spine-facing ports on one rail, which the
+ * fabric models as one link (ECMP over the bundle assumed even: platforms/fabric_geometry.h). A fault
+ * on one port of it is priced as the whole bundle at that port's rate: with traffic spread evenly,
+ * every port carries 1/k of the bundle's bytes and the pattern ends when the slowest port has
+ * drained its share, (bytes / k) / (rate x factor x goodput), which is the bundle drained at
+ * factor x goodput. Flows hashed onto the healthy ports finish earlier in reality; the makespan is
+ * the same. */
 #ifndef MOESIM_LINK_LOSS_H
 #define MOESIM_LINK_LOSS_H
 
@@ -74,6 +84,16 @@ link_state faults_link_state(const cluster_cfg *c, const faults_cfg *f, int gpu,
  * the factors of every fault on that link, times the goodput of its losses. The one rule for both
  * the fabric's links (platforms/fabric_geometry.h) and the step program (sim/program/faults.h). */
 double faults_link_factor(const cluster_cfg *c, const faults_cfg *f, int gpu, link_kind kind);
+
+/* The same for the uplink of leaf `leaf` of rail `rail` to its spine layer (the fabric's link
+ * up-rR-lL, both directions: platforms/fabric_geometry.h): faults.links entries of kind "uplink".
+ * The window is counted at the NIC's line rate x the factor, as for a NIC (link_loss.c: one sender's
+ * queue pair, whose packets a lossy port drops). */
+link_state faults_uplink_state(const cluster_cfg *c, const faults_cfg *f, int rail, int leaf);
+double faults_uplink_factor(const cluster_cfg *c, const faults_cfg *f, int rail, int leaf);
+
+/* 1 when some faults.links entry sits on a leaf uplink (kind "uplink"). */
+int faults_any_uplink(const faults_cfg *f);
 
 /* 1 when some faults.links entry has a loss_rate above 0. */
 int faults_any_lossy(const faults_cfg *f);

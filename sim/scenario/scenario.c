@@ -380,6 +380,49 @@ static int check_gpu_id(const scenario *s, moe_error *err, const char *label, in
     return bad_int(s, err, label, gpu, exp);
 }
 
+/* A key of faults.links[i] that its kind does not take (rail on a NIC, gpu on an uplink): refused
+ * rather than ignored, since the writer meant some other link. */
+static int link_key_refused(const scenario *s, moe_error *err, int i, const char *key, int value, const char *kind) {
+    char label[64], val[64];
+    snprintf(label, sizeof label, "faults.links[%d].%s", i, key);
+    snprintf(val, sizeof val, "%d on a kind \"%s\" link", value, kind);
+    return moe_error_input(err, s->file, label, val,
+                           "no \"%s\" key: a nic or nvlink link is named by \"gpu\", an uplink by \"rail\" and \"leaf\"", key);
+}
+
+/* An index of faults.links[i]'s address: present and in 0 .. n - 1. */
+static int check_link_index(const scenario *s, moe_error *err, int i, const char *key, int value, int n,
+                            const char *what) {
+    char label[64], exp[160], val[32];
+    snprintf(label, sizeof label, "faults.links[%d]%s%s", i, value < 0 ? "" : ".", value < 0 ? "" : key);
+    if (value < 0) {
+        snprintf(val, sizeof val, "no \"%s\" key", key);
+        return moe_error_input(err, s->file, label, val, "a \"%s\" key: %s in 0..%d", key, what, n - 1);
+    }
+    if (value < n) return 0;
+    snprintf(exp, sizeof exp, "%s in 0..%d", what, n - 1);
+    return bad_int(s, err, label, value, exp);
+}
+
+/* faults.links[i] names one link of the fabric: a GPU's NIC or NVLink by `gpu`, a leaf's uplink by
+ * `rail` and `leaf` (platforms/fabric_geometry.h: up-rR-lL). */
+static int check_link_address(const scenario *s, int i, moe_error *err) {
+    const link_fault *lf = &s->faults.links[i];
+    const char *kind = scn_link_kind_names[lf->kind];
+    if (lf->kind != LINK_UPLINK) {
+        if (lf->rail >= 0) return link_key_refused(s, err, i, "rail", lf->rail, kind);
+        if (lf->leaf >= 0) return link_key_refused(s, err, i, "leaf", lf->leaf, kind);
+        char label[64];
+        snprintf(label, sizeof label, "faults.links[%d].gpu", i);
+        if (lf->gpu < 0) return check_link_index(s, err, i, "gpu", lf->gpu, scn_gpus(s), "a GPU id");
+        return check_gpu_id(s, err, label, lf->gpu);
+    }
+    if (lf->gpu >= 0) return link_key_refused(s, err, i, "gpu", lf->gpu, kind);
+    return check_link_index(s, err, i, "rail", lf->rail, s->cluster.rails, "a rail (cluster.rails)") ||
+           check_link_index(s, err, i, "leaf", lf->leaf, scn_leaves_per_rail(&s->cluster),
+                            "a leaf of the rail (cluster.nodes / cluster.leaf_down_ports, rounded up)");
+}
+
 static int check_ids(const scenario *s, moe_error *err) {
     char label[96];
     for (int i = 0; i < s->faults.n_slow_gpus; i++) {
@@ -387,8 +430,7 @@ static int check_ids(const scenario *s, moe_error *err) {
         if (check_gpu_id(s, err, label, s->faults.slow_gpus[i].gpu)) return EXIT_BADINPUT;
     }
     for (int i = 0; i < s->faults.n_links; i++) {
-        snprintf(label, sizeof label, "faults.links[%d].gpu", i);
-        if (check_gpu_id(s, err, label, s->faults.links[i].gpu)) return EXIT_BADINPUT;
+        if (check_link_address(s, i, err)) return EXIT_BADINPUT;
         if (s->faults.links[i].loss_rate > 0 && s->faults.links[i].kind == LINK_NVLINK) {
             /* NVLink retries a bad flit at the link layer: the transport's go-back-N model is not its */
             char val[32];

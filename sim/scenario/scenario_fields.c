@@ -41,7 +41,7 @@ const char *const scn_failure_dist_names[] = {"exponential", "weibull", NULL};
 const char *const scn_ckpt_policy_names[] = {"fixed", "young", "daly", "none", NULL};
 const char *const scn_ckpt_mode_names[] = {"sync", "async", NULL};
 const char *const scn_spike_action_names[] = {"rollback", "skip", "defend", NULL};
-const char *const scn_link_kind_names[] = {"nic", "nvlink", NULL};
+const char *const scn_link_kind_names[] = {"nic", "nvlink", "uplink", NULL};
 const char *const scn_fidelity_names[] = {"fast", "full", NULL};
 const char *const scn_a2a_impl_names[] = {"deepep", "nccl", NULL};
 /* bit i of output.levels <-> scn_level_names[i] (LEVEL_PLAN = 1, LEVEL_STEP = 2, LEVEL_RUN = 4) */
@@ -105,10 +105,13 @@ static const scn_field SLOW_GPU_ITEMS[] = {
      .max = INFINITY, .flags = SCN_REQUIRED, DOC("x", "every compute op of that GPU takes this many times longer")},
 };
 static const scn_field LINK_ITEMS[] = {
+    /* required for nic and nvlink, refused for uplink: scenario_validate (the item's kind decides) */
     {.path = "gpu", .type = SF_INT, .offset = offsetof(link_fault, gpu), .min = 0, .max = NOMAX,
-     .flags = SCN_REQUIRED, DOC("", "the global GPU id whose link is degraded")},
+     .flags = SCN_ABSENT_NEG, DOC("", "kind nic or nvlink: the global GPU id whose link is degraded")},
     {.path = "kind", .type = SF_ENUM, .offset = offsetof(link_fault, kind), .names = scn_link_kind_names,
-     .flags = SCN_REQUIRED, DOC("", "which link: the GPU's NIC or its NVLink")},
+     .flags = SCN_REQUIRED,
+     DOC("", "which link: the GPU's NIC or its NVLink, or a leaf switch's uplink to its rail's spine layer (the "
+             "fabric's link up-rR-lL: every spine-facing port of that leaf, platforms/fabric_geometry.h)")},
     /* the link keeps `factor` of its bandwidth: 0 < factor <= 1 (a dead link is a failure, not a fault) */
     {.path = "factor", .type = SF_DOUBLE, .offset = offsetof(link_fault, factor), .min = 0, .max = 1,
      .flags = SCN_REQUIRED | SCN_MIN_OPEN, DOC("fraction", "the share of its bandwidth the link keeps (a dead link is a failure, not a fault)")},
@@ -116,8 +119,15 @@ static const scn_field LINK_ITEMS[] = {
      * scenario when 0, so that a scenario without losses reads and writes as before */
     {.path = "loss_rate", .type = SF_DOUBLE, .offset = offsetof(link_fault, loss_rate), .min = 0, .max = 1,
      .flags = SCN_MAX_OPEN | SCN_OMIT_ZERO,
-     DOC("probability", "NIC links: the probability that the link loses a packet (CRC errors on a bent fibre); the link "
-                        "then runs at factor x the goodput of cluster.retransmission (sim/scenario/link_loss.h); 0 = none")},
+     DOC("probability", "NIC and uplink links: the probability that the link loses a packet (CRC errors on a bent fibre); "
+                        "the link then runs at factor x the goodput of cluster.retransmission (sim/scenario/link_loss.h); 0 = none")},
+    /* after the older keys, so that a nic or nvlink fault is written exactly as before */
+    {.path = "rail", .type = SF_INT, .offset = offsetof(link_fault, rail), .min = 0, .max = NOMAX,
+     .flags = SCN_ABSENT_NEG, DOC("", "kind uplink (required): the rail of the leaf, 0 .. cluster.rails - 1")},
+    {.path = "leaf", .type = SF_INT, .offset = offsetof(link_fault, leaf), .min = 0, .max = NOMAX,
+     .flags = SCN_ABSENT_NEG,
+     DOC("", "kind uplink (required): the leaf on that rail, 0 .. leaves per rail - 1 (nodes n x cluster.leaf_down_ports "
+             "and up sit under leaf n)")},
 };
 
 /* faults.stalls: the rank on `gpu` stops before (layer, micro_batch) and never arrives again. */
@@ -552,8 +562,9 @@ const scn_field scn_fields[] = {
      .items = SLOW_GPU_ITEMS, .n_items = 2,
      DOC("", "step level: slow GPUs, [{\"gpu\": G, \"factor\": F}]: GPU G computes F times slower")},
     {.path = "faults.links", .type = SF_OBJ_LIST, .offset = OFF(faults.links), .size = sizeof(link_fault),
-     .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 4,
-     DOC("", "step level: degraded and lossy links, [{\"gpu\": G, \"kind\": \"nic\"|\"nvlink\", \"factor\": F, \"loss_rate\": P}]: "
+     .count_offset = OFF(faults.n_links), .max_count = SCN_MAX_FAULTS, .items = LINK_ITEMS, .n_items = 6,
+     DOC("", "step level: degraded and lossy links, [{\"gpu\": G, \"kind\": \"nic\"|\"nvlink\", \"factor\": F, \"loss_rate\": P}] "
+             "or [{\"kind\": \"uplink\", \"rail\": R, \"leaf\": L, \"factor\": F, \"loss_rate\": P}]: "
              "the link keeps F of its bandwidth, times the goodput of its retransmissions when it loses P of its packets")},
     {.path = "faults.stalls", .type = SF_OBJ_LIST, .offset = OFF(faults.stalls), .size = sizeof(stall_fault),
      .count_offset = OFF(faults.n_stalls), .max_count = SCN_MAX_FAULTS, .items = STALL_ITEMS, .n_items = 3,
@@ -1088,6 +1099,8 @@ static int set_obj_list(scenario *s, char *base, const scn_field *f, const cJSON
         snprintf(item_label, sizeof item_label, "%s[%d]", label, n);
         char *elem = base + f->offset + (size_t)n * f->size;
         memset(elem, 0, f->size);
+        for (int k = 0; k < f->n_items; k++)
+            if (f->items[k].flags & SCN_ABSENT_NEG) *(int *)(elem + f->items[k].offset) = -1;
         if (set_item(s, elem, f, it, item_label, err)) return EXIT_BADINPUT;
         n++;
     }
@@ -1185,7 +1198,7 @@ static int check_value(const char *base, const scn_field *f, const char *file, c
     case SF_INT: {
         int x;
         memcpy(&x, src, sizeof x);
-        if (in_range(f, x)) return 0;
+        if (in_range(f, x) || ((f->flags & SCN_ABSENT_NEG) && x == -1)) return 0;
         snprintf(val, sizeof val, "%d", x);
         break;
     }
@@ -1310,6 +1323,14 @@ static int item_is_zero(const char *elem, const scn_field *f) {
     }
 }
 
+/* An SF_INT list item below 0: absent (SCN_ABSENT_NEG). */
+static int item_is_negative(const char *elem, const scn_field *f) {
+    int i;
+    if (f->type != SF_INT) return 0;
+    memcpy(&i, elem + f->offset, sizeof i);
+    return i < 0;
+}
+
 static cJSON *get_value(const char *base, const scn_field *f) {
     const char *src = base + f->offset;
     int i;
@@ -1370,6 +1391,7 @@ static cJSON *get_value(const char *base, const scn_field *f) {
             cJSON *o = cJSON_CreateObject();
             for (int m = 0; m < f->n_items; m++) {
                 if ((f->items[m].flags & SCN_OMIT_ZERO) && item_is_zero(elem, &f->items[m])) continue;
+                if ((f->items[m].flags & SCN_ABSENT_NEG) && item_is_negative(elem, &f->items[m])) continue;
                 cJSON_AddItemToObject(o, f->items[m].path, get_value(elem, &f->items[m]));
             }
             cJSON_AddItemToArray(a, o);

@@ -55,6 +55,9 @@ enum {
                              SCN_TRACE_SLOWEST, K in element 0): output.trace_ranks */
     SCN_OMIT_ZERO = 64, /* list items: not written by scenario_to_json when 0 (an optional key added
                            to an item without changing how existing scenarios are written) */
+    SCN_ABSENT_NEG = 128, /* SF_INT list items: -1 when the key is absent, and not written while
+                             negative (an index only some items carry: which ones need it is the
+                             scenario's semantic check, scenario_validate) */
 };
 
 /* What `simrun fields` and docs/scenario-fields.md say about a field. */

@@ -336,11 +336,14 @@ typedef struct {
 } reliability_cfg;
 
 /* ---- in-step faults (step level) ---------------------------------------------------------------- */
-typedef enum { LINK_NIC = 0, LINK_NVLINK } link_kind;
+/* LINK_UPLINK: a leaf switch's uplink to its rail's spine layer (the fabric's link up-rR-lL,
+ * platforms/fabric_geometry.h), addressed by rail and leaf instead of a GPU. */
+typedef enum { LINK_NIC = 0, LINK_NVLINK, LINK_UPLINK } link_kind;
 typedef struct { int gpu; double factor; } slow_gpu_fault;           /* compute takes factor x longer */
 /* bandwidth x factor (0<f<=1), and x the goodput of its retransmission scheme when it drops
- * loss_rate of its packets (0 <= loss_rate < 1; NIC links only: sim/scenario/link_loss.h) */
-typedef struct { int gpu; link_kind kind; double factor; double loss_rate; } link_fault;
+ * loss_rate of its packets (0 <= loss_rate < 1; NIC and uplink links only: sim/scenario/link_loss.h).
+ * nic, nvlink: `gpu` names the link (rail, leaf: -1). uplink: `rail` and `leaf` name it (gpu: -1). */
+typedef struct { int gpu; link_kind kind; double factor; double loss_rate; int rail; int leaf; } link_fault;
 
 /* A stalled rank (seed 000 §3.1 NCCL hang): the rank on `gpu` stops before the forward of MoE/attention
  * block `layer` for `micro_batch` and never arrives at its next collective; everyone else waits. */

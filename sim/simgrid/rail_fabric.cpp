@@ -101,7 +101,7 @@ void RailZone::build(const faults_cfg &faults) {
     for (int r = 0; r < c_.rails; r++) {
         for (int l = 0; l < L; l++)
             uplink_.push_back(duplex("up-r" + std::to_string(r) + "-l" + std::to_string(l),
-                                     fabric_uplink_Bps(&c_), fabric_uplink_lat_s(&c_)));
+                                     fabric_uplink_Bps_faulty(&c_, &faults, r * L + l), fabric_uplink_lat_s(&c_)));
         sg4::Link *sp = z->create_link("spine-r" + std::to_string(r), fabric_spine_Bps(&c_))
                             ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                             ->seal();

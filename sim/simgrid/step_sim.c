@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "platforms/fabric_geometry.h"
 #include "sim/exec/comm.h"
 #include "sim/plan/costmodel.h"
 #include "sim/scenario/link_loss.h"
@@ -124,9 +125,48 @@ static void host_side(step_exec_opts *eo, step_host_pricing *hp, const program *
 
 /* breakdown.host: the host side of the step (step_host.h) and what it cost: the mean time a rank's
  * compute stream waited for the host; per rank and micro-batch the host's issue time and syncs. */
-/* step.breakdown.lossy_links: every NIC link that drops packets (faults.links[].loss_rate), at the
- * rates the fabric runs (`fab`, the comm model's cluster) and what its retransmissions cost; NULL
- * when no link is lossy, so that a healthy step's results do not change. */
+/* What a lossy link's retransmissions cost, at the rates the fabric runs (`fab`); full_gbps is the
+ * link's healthy rate. */
+static void add_loss_cost(cJSON *o, const cluster_cfg *fab, link_state st, double full_gbps) {
+    cJSON_AddNumberToObject(o, "loss_rate", st.loss_rate);
+    cJSON_AddStringToObject(o, "retransmission", scn_retx_names[fab->retransmission]);
+    cJSON_AddNumberToObject(o, "rtt_us", link_rtt_s(fab) * 1e6);
+    cJSON_AddNumberToObject(o, "mtu_B", LINK_MTU_B);
+    cJSON_AddNumberToObject(o, "window_pkts", st.window_pkts);
+    cJSON_AddNumberToObject(o, "goodput_frac", st.goodput_frac);
+    cJSON_AddNumberToObject(o, "factor", st.factor);
+    cJSON_AddNumberToObject(o, "bandwidth_frac", st.factor * st.goodput_frac);
+    cJSON_AddNumberToObject(o, "rate_gbps", full_gbps * st.factor * st.goodput_frac);
+}
+
+/* Lossy leaf uplinks, named by their SimGrid link (up-rR-lL, rail_fabric.cpp) with the rail, the leaf
+ * and the nodes under it. */
+static void add_lossy_uplinks(cJSON *a, const scenario *s, const cluster_cfg *fab) {
+    int L = scn_leaves_per_rail(&s->cluster);
+    int per = s->cluster.leaf_down_ports > 0 ? s->cluster.leaf_down_ports : s->cluster.nodes;   /* scn_leaf_of_node */
+    for (int r = 0; r < s->cluster.rails; r++)
+        for (int l = 0; l < L; l++) {
+            link_state st = faults_uplink_state(fab, &s->faults, r, l);
+            if (!(st.loss_rate > 0)) continue;
+            char name[32];
+            snprintf(name, sizeof name, "up-r%d-l%d", r, l);
+            int last = (l + 1) * per - 1 < s->cluster.nodes - 1 ? (l + 1) * per - 1 : s->cluster.nodes - 1;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "link", name);
+            cJSON_AddStringToObject(o, "kind", "uplink");
+            cJSON_AddNumberToObject(o, "rail", r);
+            cJSON_AddNumberToObject(o, "leaf", l);
+            cJSON_AddNumberToObject(o, "first_node", l * per);
+            cJSON_AddNumberToObject(o, "last_node", last);
+            add_loss_cost(o, fab, st, fabric_uplink_Bps(fab) * 8 / 1e9);
+            cJSON_AddItemToArray(a, o);
+        }
+}
+
+/* step.breakdown.lossy_links: every NIC link and leaf uplink that drops packets
+ * (faults.links[].loss_rate), at the rates the fabric runs (`fab`, the comm model's cluster) and what
+ * its retransmissions cost; NULL when no link is lossy, so that a healthy step's results do not
+ * change. */
 static cJSON *lossy_links_json(const scenario *s, const cluster_cfg *fab) {
     if (!faults_any_lossy(&s->faults)) return NULL;
     cJSON *a = cJSON_CreateArray();
@@ -141,17 +181,10 @@ static cJSON *lossy_links_json(const scenario *s, const cluster_cfg *fab) {
         cJSON_AddNumberToObject(o, "gpu", g);
         cJSON_AddNumberToObject(o, "node", g / s->cluster.gpus_per_node);
         cJSON_AddNumberToObject(o, "local_gpu", g % s->cluster.gpus_per_node);
-        cJSON_AddNumberToObject(o, "loss_rate", st.loss_rate);
-        cJSON_AddStringToObject(o, "retransmission", scn_retx_names[fab->retransmission]);
-        cJSON_AddNumberToObject(o, "rtt_us", link_rtt_s(fab) * 1e6);
-        cJSON_AddNumberToObject(o, "mtu_B", LINK_MTU_B);
-        cJSON_AddNumberToObject(o, "window_pkts", st.window_pkts);
-        cJSON_AddNumberToObject(o, "goodput_frac", st.goodput_frac);
-        cJSON_AddNumberToObject(o, "factor", st.factor);
-        cJSON_AddNumberToObject(o, "bandwidth_frac", st.factor * st.goodput_frac);
-        cJSON_AddNumberToObject(o, "rate_gbps", fab->nic_gbps * st.factor * st.goodput_frac);
+        add_loss_cost(o, fab, st, fab->nic_gbps);
         cJSON_AddItemToArray(a, o);
     }
+    add_lossy_uplinks(a, s, fab);
     return a;
 }
 
