@@ -28,7 +28,7 @@
 #include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/exec_full.h"
-#include "tests/step_split_case.h"
+#include "tests/split_case_child.h"
 
 static void test_goodput_by_hand(void **st) {
     (void)st;
@@ -95,51 +95,6 @@ static void test_composes_with_factor(void **st) {
     assert_true(faults_any_lossy(&f));
 }
 
-/* The step of scenario s (the split case) in a child process, since SimGrid holds one platform per
- * process: the fast executor with SimGrid's patterns, or the full-fidelity one. The step time and the
- * four ranks' splits come back through a pipe and are checked here (a cmocka check must not fail in
- * the child). */
-typedef struct {
-    double step_s;
-    step_split split[4];
-} child_step;
-
-static child_step step_in_child(scenario *s, int full) {
-    int fd[2];
-    if (pipe(fd)) fail_msg("pipe");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        moe_error err = {0};
-        program *p = NULL;
-        child_step c = {.step_s = -1};
-        comm_model sg = {0};
-        step_exec_result r;
-        if (program_build(s, &p, &err) == 0 && (sg = sg_comm_create(s, &err)).a2a_s) {
-            step_exec_opts o = {.comm = &sg, .price = split_case_price, .shortcut = !full};
-            int rc = full ? sg_exec_full_run(p, &o, &r, &err) : step_exec_run(p, &o, &r, &err);
-            if (rc == 0) {
-                c.step_s = r.step_time_s;
-                memcpy(c.split, r.split, sizeof c.split);
-                step_exec_result_free(&r);
-            }
-        }
-        if (c.step_s < 0) fprintf(stderr, "child: %s\n", err.msg);
-        _exit(write(fd[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
-    }
-    close(fd[1]);
-    child_step c = {.step_s = -1};
-    ssize_t n = read(fd[0], &c, sizeof c);
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    assert_int_equal(n, (ssize_t)sizeof c);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    assert_true(c.step_s > 0);
-    return c;
-}
-
 /* The split case's step with GPU 0's NIC losing packets against the hand split of that NIC degraded
  * by the goodput, in both executors, and against the same NIC degraded by that factor. */
 static void run_lossy_split(retx_kind scheme, double loss_p) {
@@ -164,7 +119,8 @@ static void run_lossy_split(retx_kind scheme, double loss_p) {
     program_free(p);
     printf("  %s p = %g: goodput %.6f, step %.6f s\n", scheme == RETX_SELECTIVE ? "selective" : "go-back-n", loss_p,
            g, T);
-    child_step fast = step_in_child(&s, 0), full = step_in_child(&s, 1);
+    child_step fast = split_case_step_in_child(&s, CHILD_FAST);
+    child_step full = split_case_step_in_child(&s, CHILD_FULL);
     split_case_check("fast, lossy NIC", fast.step_s, fast.split, want, T, 1e-9);
     split_case_check("full fidelity, lossy NIC", full.step_s, full.split, want, T, 1e-9);
 
@@ -173,7 +129,7 @@ static void run_lossy_split(retx_kind scheme, double loss_p) {
     split_case_scenario(&s2);
     s2.faults.n_links = 1;
     s2.faults.links[0] = (link_fault){.gpu = 0, .kind = LINK_NIC, .factor = g};
-    assert_true(step_in_child(&s2, 0).step_s == fast.step_s);
+    assert_true(split_case_step_in_child(&s2, CHILD_FAST).step_s == fast.step_s);
 
     /* and slower than healthy: the lossy NIC is on the step's critical path */
     double T_healthy;

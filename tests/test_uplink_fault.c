@@ -37,7 +37,7 @@
 #include "sim/simgrid/exec_full.h"
 #include "sim/simgrid/rail_fabric.h"
 #include "tests/fabric_fixtures.h"
-#include "tests/step_split_case.h"
+#include "tests/split_case_child.h"
 
 #define MB 1e6
 #define NIC 50e9         /* B/s: the H800 preset's 400 Gb/s (the fixture runs links at line rate) */
@@ -140,50 +140,6 @@ static void test_xml_dump(void **st) {
     assert_non_null(strstr(xml, "<link id=\"up-r5-l0\" bandwidth=\"25000000000Bps\""));
 }
 
-/* ---- the split case's step with a faulted uplink -------------------------------------------------------- */
-typedef struct {
-    double step_s;
-    step_split split[4];
-} child_step;
-
-/* One step in a child (SimGrid: one platform per process); mode 0 fast, 1 fast without the replica
- * shortcut, 2 full fidelity. */
-static child_step step_in_child(scenario *s, int mode) {
-    int fd[2];
-    if (pipe(fd)) fail_msg("pipe");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        moe_error err = {0};
-        program *p = NULL;
-        child_step c = {.step_s = -1};
-        comm_model sg = {0};
-        step_exec_result r;
-        if (program_build(s, &p, &err) == 0 && (sg = sg_comm_create(s, &err)).a2a_s) {
-            step_exec_opts o = {.comm = &sg, .price = split_case_price, .shortcut = mode == 0};
-            int rc = mode == 2 ? sg_exec_full_run(p, &o, &r, &err) : step_exec_run(p, &o, &r, &err);
-            if (rc == 0) {
-                c.step_s = r.step_time_s;
-                memcpy(c.split, r.split, sizeof c.split);
-                step_exec_result_free(&r);
-            }
-        }
-        if (c.step_s < 0) fprintf(stderr, "child: %s\n", err.msg);
-        _exit(write(fd[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
-    }
-    close(fd[1]);
-    child_step c = {.step_s = -1};
-    ssize_t n = read(fd[0], &c, sizeof c);
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    assert_int_equal(n, (ssize_t)sizeof c);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    assert_true(c.step_s > 0);
-    return c;
-}
-
 /* Nodes 0 and 1 under leaves 0 and 1 of a non-blocking fabric: each uplink is one NIC wide and
  * latency_us.cross_leaf = same_leaf (the uplinks add none), so stage 0's ring (GPU 0 <-> GPU 2, rail
  * 0) over up-r0-l<leaf> at factor n takes what it takes over GPU 0's NIC at n. */
@@ -205,7 +161,9 @@ static void run_split_uplink(int leaf, double n) {
     assert_true(p->faults.replica_faulty[leaf]);
     program_free(p);
     printf("  up-r0-l%d at %g: step %.6f ms by hand\n", leaf, n, T * 1e3);
-    child_step fast = step_in_child(&s, 0), plain = step_in_child(&s, 1), full = step_in_child(&s, 2);
+    child_step fast = split_case_step_in_child(&s, CHILD_FAST);
+    child_step plain = split_case_step_in_child(&s, CHILD_FAST_PER_REPLICA);
+    child_step full = split_case_step_in_child(&s, CHILD_FULL);
     split_case_check("fast, faulted uplink", fast.step_s, fast.split, want, T, 1e-9);
     split_case_check("fast, every replica", plain.step_s, plain.split, want, T, 1e-9);
     split_case_check("full, faulted uplink", full.step_s, full.split, want, T, 1e-9);
