@@ -259,15 +259,15 @@ int gfit_at(const gfit_problem *pr, gfit_eval_fn eval, void *ctx, gfit_result *r
 static void refit_without(const gfit_problem *pr, const double *raw, const double *jac, const double *u0, int k,
                           double *du) {
     int n = pr->n, p = pr->p;
-    int *free_col = moe_xcalloc((size_t)p, sizeof(int)), q = 0;
+    int *free_col = moe_xcalloc((size_t)p, sizeof(int)), *fixed = moe_xcalloc((size_t)p, sizeof(int)), q = 0;
     for (int j = 0; j < p; j++) {
         du[j] = 0;
         int m = 0;
         for (int i = 0; i < n; i++) m += i != k && pr->dep[(size_t)i * p + j];
         if (m) free_col[q++] = j;
-        else du[j] = u_of(pr, j, pr->start[j]) - u0[j];
+        else fixed[j] = 1, du[j] = u_of(pr, j, pr->start[j]) - u0[j];
     }
-    if (q == 0 || n - 1 < q) { free(free_col); return; }
+    if (q == 0 || n - 1 < q) { free(free_col), free(fixed); return; }
     gsl_matrix *X = gsl_matrix_alloc((size_t)(n - 1), (size_t)q), *cov = gsl_matrix_alloc((size_t)q, (size_t)q);
     gsl_vector *yv = gsl_vector_alloc((size_t)(n - 1)), *w = gsl_vector_alloc((size_t)(n - 1)), *c = gsl_vector_alloc((size_t)q);
     gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)(n - 1), (size_t)q);
@@ -284,11 +284,8 @@ static void refit_without(const gfit_problem *pr, const double *raw, const doubl
             /* the free columns' du solves J_free du = -(raw + J_fixed du_fixed) */
             double yi = -raw[i];
             for (int a = 0; a < q; a++) gsl_matrix_set(X, row, (size_t)a, jac[(size_t)i * p + free_col[a]]);
-            for (int j = 0; j < p; j++) {
-                int is_free = 0;
-                for (int a = 0; a < q; a++) is_free |= free_col[a] == j;
-                if (!is_free) yi -= jac[(size_t)i * p + j] * du[j];
-            }
+            for (int j = 0; j < p; j++)
+                if (fixed[j]) yi -= jac[(size_t)i * p + j] * du[j];
             gsl_vector_set(yv, row, yi);
             row++;
         }
@@ -304,7 +301,7 @@ static void refit_without(const gfit_problem *pr, const double *raw, const doubl
     gsl_multifit_linear_free(ws);
     gsl_matrix_free(X), gsl_matrix_free(cov);
     gsl_vector_free(yv), gsl_vector_free(w), gsl_vector_free(c);
-    free(free_col);
+    free(free_col), free(fixed);
 }
 
 int gfit_loo(const gfit_problem *pr, gfit_eval_fn eval, void *ctx, gfit_result *r, moe_error *err) {

@@ -685,16 +685,19 @@ typedef struct {
     char (*scope)[SCN_NAME_MAX];
     double *lo, *hi, *prior, *committed;  /* p */
     double *over_val;          /* cases x n_rows */
-    cJSON **results;           /* by case id: the latest result of every case */
+    cJSON **results;           /* by case id: the document's results (at the committed or fitted values) */
+    cJSON **trial;             /* by case id: the latest trial pass's (Jacobian steps, left-out refits) */
 } fit_ctx;
 
 static void fit_ctx_free(fit_ctx *f) {
     free(f->case_id), free(f->sign), free(f->y), free(f->dep), free(f->group), free(f->scope);
     free(f->lo), free(f->hi), free(f->prior), free(f->committed), free(f->over_val);
+    for (int id = 0; f->trial && id < f->x->cs->n; id++) cJSON_Delete(f->trial[id]);
+    free(f->trial);
 }
 
-/* the problem cases[0..m) evaluated with parameters theta + k * stride, their results into f->results */
-static int pass_at(fit_ctx *f, int m, const int *cases, const double *theta, int stride, moe_error *err) {
+/* the problem cases[0..m) evaluated with parameters theta + k * stride, their results into out (by case id) */
+static int pass_at(fit_ctx *f, int m, const int *cases, const double *theta, int stride, cJSON **out, moe_error *err) {
     const case_set *cs = f->x->cs;
     for (size_t i = 0; i < (size_t)cs->n * (size_t)f->n_rows; i++) f->over_val[i] = NAN;
     int *ids = moe_xcalloc((size_t)m + 1, sizeof(int));
@@ -705,7 +708,7 @@ static int pass_at(fit_ctx *f, int m, const int *cases, const double *theta, int
             if (f->dep[(size_t)i * f->p + j])
                 f->over_val[(size_t)ids[k] * f->n_rows + f->group[j]] = theta[(size_t)k * stride + j];
     }
-    int rc = run_pass(f->x, ids, m, f->jobs, f->results, err);
+    int rc = run_pass(f->x, ids, m, f->jobs, out, err);
     free(ids);
     return rc;
 }
@@ -713,9 +716,9 @@ static int pass_at(fit_ctx *f, int m, const int *cases, const double *theta, int
 static int fit_eval(void *vctx, int m, const int *cases, const double *theta, int stride, double *log_pred,
                     moe_error *err) {
     fit_ctx *f = vctx;
-    int rc = pass_at(f, m, cases, theta, stride, err);
+    int rc = pass_at(f, m, cases, theta, stride, f->trial, err);
     for (int k = 0; k < m && !rc; k++) {
-        const cJSON *o = f->results[f->case_id[cases[k]]];
+        const cJSON *o = f->trial[f->case_id[cases[k]]];
         double v = validation_number(o, "predicted");
         if (!(v > 0) || !isfinite(v))
             rc = moe_error_set(err, EXIT_RUNTIME, "case %s gave no prediction at the fit's trial values (%s%s%s)",
@@ -747,6 +750,7 @@ static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
     f->prior = moe_xcalloc((size_t)cap, sizeof(double)), f->committed = moe_xcalloc((size_t)cap, sizeof(double));
     f->over_val = moe_xcalloc((size_t)cs->n * (size_t)f->n_rows + 1, sizeof(double));
     f->results = results;
+    f->trial = moe_xcalloc((size_t)cs->n + 1, sizeof(cJSON *));
     int *col = moe_xcalloc((size_t)(cs->n + 1) * (size_t)f->n_rows, sizeof(int));
     for (int id = 0; id < cs->n; id++) {
         const vcase *c = &cs->cases[id];
@@ -883,10 +887,10 @@ static int fit_and_loo(const validate_opts *o, eval_ctx *x, cJSON **results, FIL
         rc = gfit_at(&pr, fit_eval, &f, &r, err);
     }
     if (!rc) rc = gfit_loo(&pr, fit_eval, &f, &r, err);
-    /* the results at the fitted values (gfit_loo left the left-out predictions in results) */
+    /* the results at refitted values; at the committed ones they are the first pass's (auto = committed) */
     int *all = moe_xcalloc((size_t)f.n, sizeof(int));
     for (int i = 0; i < f.n; i++) all[i] = i;
-    if (!rc) rc = pass_at(&f, f.n, all, r.theta, 0, err);
+    if (!rc && (o->fit || o->check_fit)) rc = pass_at(&f, f.n, all, r.theta, 0, results, err);
     for (int i = 0; i < f.n && !rc; i++) {
         cJSON *c = results[f.case_id[i]];
         cJSON_DeleteItemFromObjectCaseSensitive(c, "status");
