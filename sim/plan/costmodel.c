@@ -606,8 +606,9 @@ int costmodel_load(const char *path, costmodel *out, moe_error *err) {
     return rc;
 }
 
-/* precision.quantization_free; cluster.gpu.sustained given: it replaces the model's; auto: the committed joint fit's value for
- * the GPU kind when it has one (global_params.h), else the model's own */
+/* What the scenario sets in the model: precision.quantization_free, and cluster.gpu.sustained (given:
+ * it replaces the model's; auto: the committed joint fit's value for the GPU kind when it has one,
+ * global_params.h, else the model's own) */
 static void set_from_scenario(const scenario *s, costmodel *cm) {
     double v;
     cm->quantization_free = s->precision.quantization_free;
