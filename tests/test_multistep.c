@@ -1,12 +1,15 @@
 /* test_multistep.c — routing.steps > 1 at the step level (sim/simgrid/step_sim.c with the drift of
  * sim/program/routing_drift.h), on tests/data/scenarios/small-moe.json (32 GPUs, 16 experts, top-2):
- *   - without drift (no walk, no hot expert, no bias) every one of N steps takes exactly the one-step
- *     time: the program is reused and the routing redrawn under the same law gives the same step;
+ *   - without drift (no walk, no hot expert, no bias) every step routes fresh tokens (its draws keyed
+ *     by the step too): the steps differ, and step k is bit for bit the one-step simulation of step
+ *     k's draws (step_options.first_step), step 0 the plain one-step simulation; a law that leaves
+ *     nothing to chance (top_k = experts) takes the one-step time at every step exactly;
+ *   - a hot expert appearing and decaying: each step is its one-step twin too;
  *   - a hot expert with onset t0, peak h and decay tau: the law's share is h exp(-(t - t0) / tau) to
  *     the last bit, the measured share of the routed tokens within sampling error of it, none before;
  *   - bias balancing pulls the hot share under the unbiased closed form and shortens the steps;
- *   - the same seed gives the same series bit for bit, and the run level replays the mean of the
- *     completed steps;
+ *   - the same seed gives the same series bit for bit; the run level's "mean" rule takes the mean
+ *     of the completed steps, its "cycle" rule each step's time (a timed-out one's until its hang);
  *   - redundant experts (EPLB) split a hot expert's pairs over its copies by the closed form;
  *   - bad drift fields exit 2 naming the file, the path, the value and the expectation. */
 #include <stdarg.h>
@@ -45,28 +48,71 @@ static void simulate(const scenario *s, step_result *r) {
     assert_int_equal(rc, 0);
 }
 
-static void no_drift_equal_steps(void **state) {
+/* A one-step simulation at step k (step_options.first_step): step k's law and draws. */
+static void simulate_at(const scenario *s, int step, step_result *r) {
+    moe_error err = {0};
+    step_options so = {.first_step = step};
+    memset(r, 0, sizeof *r);
+    int rc = step_simulate(s, &so, r, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+/* Without drift every step routes fresh tokens under the same law: the steps differ, step 0 is the
+ * one-step simulation bit for bit, and every step k is the one-step simulation of step k's draws (its
+ * twin) bit for bit; two sequences of the same seed are the same. */
+static void no_drift_steps_are_fresh_draws(void **state) {
     (void)state;
     scenario s;
     load(&s);
-    step_result one, many;
+    step_result one, many, again;
     simulate(&s, &one);
     assert_int_equal(one.n_steps, 0);   /* one step: no series */
     s.routing.steps = 6;
     simulate(&s, &many);
+    simulate(&s, &again);
     assert_int_equal(many.n_steps, 6);
-    /* SimGrid's clock runs on across the two simulations of this process, so the pattern times of
-     * the second may differ from the first's in their last bits (in two processes, `simrun` gives
-     * the same bits); inside one simulation the N steps are equal exactly */
-    double t1 = one.step_time_s;
-    assert_true(fabs(many.step_time_s - t1) <= 1e-9 * t1);
-    for (int t = 0; t < 6; t++) assert_true(many.series_step_time_s[t] == many.step_time_s);
-    assert_true(many.steps_p50_s == many.step_time_s && many.steps_p95_s == many.step_time_s &&
-                many.steps_max_s == many.step_time_s && many.steps_min_s == many.step_time_s);
+    assert_true(many.step_time_s == one.step_time_s && many.series_step_time_s[0] == one.step_time_s);
+    assert_memory_equal(many.series_step_time_s, again.series_step_time_s, 6 * sizeof(double));
+    assert_true(many.steps_max_s > many.steps_min_s);   /* fresh draws: the routing differs */
+    int differ = 0;
+    for (int t = 1; t < 6; t++) differ += many.series_rank_load_max_mean[t] != many.series_rank_load_max_mean[0];
+    assert_true(differ >= 4);
+    scenario one_step = s;
+    one_step.routing.steps = 1;
+    for (int t = 0; t < 6; t++) {
+        step_result twin;
+        simulate_at(&one_step, t, &twin);
+        assert_int_equal(twin.n_steps, 0);
+        assert_true(twin.step_time_s == many.series_step_time_s[t]);
+        assert_true(twin.expert_load_cv >= 0);
+        step_result_free(&twin);
+    }
+    step_result_free(&one);
+    step_result_free(&many);
+    step_result_free(&again);
+}
+
+/* A law that leaves nothing to chance (every token to all 16 experts: top_k = experts, no node limit,
+ * dropless) routes every step alike: N steps take exactly the one-step time each. */
+static void deterministic_law_equal_steps(void **state) {
+    (void)state;
+    scenario s;
+    load(&s);
+    s.model.top_k = s.model.experts;
+    s.routing.node_limit = 0;
+    s.routing.drop = 0;
+    moe_error err = {0};
+    assert_int_equal(scenario_validate(&s, &err), 0);
+    step_result one, many;
+    simulate(&s, &one);
+    s.routing.steps = 5;
+    simulate(&s, &many);
+    for (int t = 0; t < 5; t++) assert_true(many.series_step_time_s[t] == one.step_time_s);
+    assert_true(many.steps_p50_s == one.step_time_s && many.steps_max_s == one.step_time_s &&
+                many.steps_min_s == one.step_time_s);
     double tf = -1;
-    assert_true(step_result_run_step_s(&many, &s, &tf) == many.step_time_s);
-    assert_true(fabs(many.steps_mean_s - t1) <= 1e-9 * t1);
-    assert_true(tf == 0);
+    assert_true(step_result_run_step_s(&many, &s, &tf) == one.step_time_s && tf == 0);
     step_result_free(&one);
     step_result_free(&many);
 }
@@ -91,6 +137,15 @@ static void hot_expert_decays(void **state) {
         /* 8 ranks x 1024 tokens per sample: the share's standard error is under 0.006 */
         if (t >= 2) assert_true(fabs(r.series_max_expert_share[t] - want) < 0.03 || want < 0.2);
         else assert_true(r.series_max_expert_share[t] < 0.2);   /* uniform: 2/16 each */
+    }
+    /* each step is its one-step twin: without walk or bias, step t's law is h(t) alone */
+    scenario one_step = s;
+    one_step.routing.steps = 1;
+    for (int t = 0; t < 9; t += 2) {
+        step_result twin;
+        simulate_at(&one_step, t, &twin);
+        assert_true(twin.step_time_s == r.series_step_time_s[t]);
+        step_result_free(&twin);
     }
     /* the hot step is the slowest; the load on the hot rank follows the share down */
     assert_true(r.series_step_time_s[2] == r.steps_max_s);
@@ -130,18 +185,26 @@ static void same_seed_same_series(void **state) {
     step_result_free(&b);
 }
 
-/* the run level's step time: the mean of the completed steps (a timed-out one is the run level's
- * failure, counted in the fraction) */
-static void run_level_uses_the_mean(void **state) {
+/* the run level's step times: under run.step_sequence "mean" the mean of the completed steps (a
+ * timed-out one is the run level's failure, counted in the fraction); under "cycle" each step's own,
+ * a timed-out step's until its hang began (its time less the watchdog's timeout, which the run level
+ * adds as the detection delay) */
+static void run_level_step_times(void **state) {
     (void)state;
     scenario s;
     load(&s);
-    /* steps of 1, 2 and 4 s and one that timed out */
+    s.faults.collective_timeout_s = 5;
+    /* steps of 1, 2 and 4 s and one that timed out after 7 s (a 5 s timeout: its hang began at 2 s) */
+    double series[4] = {1, 2, 4, 7};
+    unsigned char timed_out[4] = {0, 0, 0, 1};
     step_result r = {.n_steps = 4, .step_time_s = 1.0, .steps_timed_out = 1,
-                     .steps_completed_mean_s = (1.0 + 2.0 + 4.0) / 3, .timeout_fraction = 0.25};
+                     .steps_completed_mean_s = (1.0 + 2.0 + 4.0) / 3, .timeout_fraction = 0.25,
+                     .series_step_time_s = series, .series_timed_out = timed_out};
     double tf = 0;
     assert_true(step_result_run_step_s(&r, &s, &tf) == 7.0 / 3);
     assert_true(tf == 0.25);
+    assert_true(step_result_series_run_s(&r, &s, 2) == 4);
+    assert_true(step_result_series_run_s(&r, &s, 3) == 2);
 }
 
 /* Redundant experts (EPLB) on one EP group of 8 ranks, 16 experts (2 per rank), top-2, expert 3 (on
@@ -245,10 +308,11 @@ static void bad_drift_fields(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(no_drift_equal_steps),
+        cmocka_unit_test(no_drift_steps_are_fresh_draws),
+        cmocka_unit_test(deterministic_law_equal_steps),
         cmocka_unit_test(hot_expert_decays),
         cmocka_unit_test(same_seed_same_series),
-        cmocka_unit_test(run_level_uses_the_mean),
+        cmocka_unit_test(run_level_step_times),
         cmocka_unit_test(redundant_experts_split_the_hot_expert),
         cmocka_unit_test(bad_drift_fields),
     };

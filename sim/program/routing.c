@@ -143,6 +143,12 @@ uint32_t routing_seed(uint64_t seed, uint32_t tag, int layer, int micro_batch, i
     return moe_seed_fold32(h);
 }
 
+uint64_t routing_step_seed(uint64_t seed, int step) {
+    if (step == 0) return seed;
+    uint64_t h = moe_seed_mix(seed ^ ((uint64_t)ROUTING_TAG_STEP << 56));
+    return moe_seed_mix(h ^ (uint64_t)(uint32_t)step);
+}
+
 /* ---- context: validation ------------------------------------------------------------------------ */
 static int bad_int(moe_error *err, const scenario *s, const char *path, long v, const char *what) {
     char buf[32];
@@ -538,7 +544,7 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     }
     c->drop = s->routing.drop;
     c->dedup = dispatcher_dedups(s->routing.dispatcher);
-    c->seed = s->seed;
+    c->seed = routing_step_seed(s->seed, law ? law->draw_step : 0);
     c->capacity = moe_capacity(s->routing.capacity_factor, tpr, c->K, c->E);
     /* node-limited routing and DeepEP's per-node copies count NVLink domains */
     if (build_placement(c, group_gpus, scn_domain_gpus(&s->cluster), err)) goto fail;

@@ -120,8 +120,11 @@
  * step sees the imbalance of a real draw (which rank is hot, how skewed) rather than an average.
  *
  * ---- Determinism ------------------------------------------------------------------------------------
- * Every draw seeds its own gsl_rng_mt19937 with routing_seed(scenario.seed, TAG_DRAW, layer,
- * micro_batch, group): same scenario + key -> bit-identical sample, in any order, in any thread.
+ * Every draw seeds its own gsl_rng_mt19937 with routing_seed(S, TAG_DRAW, layer, micro_batch, group):
+ * same scenario + key -> bit-identical sample, in any order, in any thread. S is the draws' seed of
+ * the training step (routing_step_seed): the scenario's seed for step 0 (every one-step run, and a
+ * law-less context), a mix of it with k for step k of routing.steps, so that every step routes fresh
+ * tokens, reproducibly, and step k's draws are those of a one-step run at step k.
  *
  * ---- Ownership --------------------------------------------------------------------------------------
  * routing_ctx: created by routing_ctx_create*, freed by routing_ctx_free; immutable after creation
@@ -148,11 +151,13 @@ typedef struct routing_scratch routing_scratch;
  * for routing.distribution "uniform" or "hot": expert hot_expert heads a token's ranking with
  * probability hot_share (0: no hot expert), the token's other experts are Plackett-Luce over
  * `weights` (E popularities, the hot expert's ignored; NULL: all equal, drawn exactly as "uniform" /
- * "hot" draw them). */
+ * "hot" draw them). draw_step: the training step whose tokens are drawn (the draws' seed is
+ * routing_step_seed(scenario.seed, draw_step); 0 = the scenario's own draws). */
 typedef struct {
     double hot_share;
     int hot_expert;
     const double *weights;
+    int draw_step;
 } routing_law;
 /* Expected token-expert pairs per token of each expert under `law` (sums to top_k): the hot expert
  * h, every other one (top_k - h) w_e / sum of the others' w (exact for top_k = 1). */
@@ -240,8 +245,11 @@ int routing_ctx_layer_law(const routing_ctx *ctx, int layer);
 
 /* The documented seed mixing: four rounds of the splitmix64 finalizer over (seed, tag, layer,
  * micro_batch, group), folded to 32 bits (gsl_rng_mt19937 uses 32 bits of its seed). */
-enum { ROUTING_TAG_DRAW = 1, ROUTING_TAG_ZIPF = 2, ROUTING_TAG_DRIFT = 3 };
+enum { ROUTING_TAG_DRAW = 1, ROUTING_TAG_ZIPF = 2, ROUTING_TAG_DRIFT = 3, ROUTING_TAG_STEP = 4 };
 uint32_t routing_seed(uint64_t seed, uint32_t tag, int layer, int micro_batch, int group);
+/* The draws' seed of training step `step`: `seed` itself for step 0 (today's one-step draws, byte for
+ * byte), else two rounds of the splitmix64 finalizer over (seed, TAG_STEP, step). */
+uint64_t routing_step_seed(uint64_t seed, int step);
 
 /* ---- samples ----------------------------------------------------------------------------------- */
 int routing_sample_init(const routing_ctx *ctx, routing_sample *out, moe_error *err);

@@ -83,6 +83,7 @@ const routing_law *drift_law_of(drift_state *d) {
     d->law.hot_expert = hot;
     d->law.hot_share = h > 0 ? drift_biased_share(h, d->bias[hot], s0, sb) : 0.0;
     d->law.weights = all_equal ? NULL : d->weights;
+    d->law.draw_step = d->step;
     return &d->law;
 }
 

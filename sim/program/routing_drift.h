@@ -34,10 +34,13 @@
  * keeps DeepSeek's figure, and a scenario that wants the bias to act within tens of steps sets a larger
  * one (scenarios/hot-expert-steps.json: 0.05).
  * One law per step for every MoE layer and EP group (one bias vector, where DeepSeek keeps one per
- * layer): the step's uniform / hot law is already shared by every layer (routing.h). The token-level
- * draws are keyed by (layer, micro-batch, group) alone, not by the step: a step whose law equals the
- * last one's routes exactly as it did (so without drift N steps take N times the same time), and what
- * varies from step to step is the law.
+ * layer): the step's uniform / hot law is already shared by every layer (routing.h). Every step also
+ * routes fresh tokens: the token-level draws of step t are keyed by (scenario seed, t, layer,
+ * micro-batch, group) (the law's draw_step = t: routing.h's routing_step_seed), step 0's being exactly
+ * a one-step run's. So two steps under the same law still differ by their draws (a law that leaves
+ * nothing to chance, e.g. top_k = experts, routes every step alike), and step t of a sequence is a
+ * one-step simulation of step t's law and draws (step_options.first_step: without walk or bias,
+ * step t's law depends on t alone).
  *
  * Ownership: drift_state owns its arrays and RNG (drift_free); drift_law_of writes into the state's
  * own law buffer, valid until the next drift_advance.
@@ -90,8 +93,10 @@ void drift_bias_update(double *bias, const double *load, int E, double gamma);
 
 /* The walk's stream is seeded by routing_seed(seed, ROUTING_TAG_DRIFT, 0, 0, 0). */
 int drift_init(drift_state *d, const drift_params *p, uint64_t seed, moe_error *err);
-/* The law of step d->step. law.weights is NULL when every expert other than the hot one is equally
- * popular (then the draws are exactly the undrifted "uniform" / "hot" law's). */
+/* The law of step d->step, its draws step d->step's (law.draw_step). law.weights is NULL when every
+ * expert other than the hot one is equally popular (then the draws are exactly the undrifted
+ * "uniform" / "hot" law's of that step). d->step may be set before the first call to start at a
+ * later step (its walk and bias are then still step 0's). */
 const routing_law *drift_law_of(drift_state *d);
 /* After step d->step with the router's per-expert loads `load` [E]: bias update, one walk step,
  * step + 1. */

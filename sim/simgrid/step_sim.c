@@ -233,6 +233,7 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     out->series_max_expert_share = moe_xcalloc((size_t)N, sizeof(double));
     out->series_rank_load_max_mean = moe_xcalloc((size_t)N, sizeof(double));
     out->series_hot_share = moe_xcalloc((size_t)N, sizeof(double));
+    out->series_timed_out = moe_xcalloc((size_t)N, 1);
     double tokens = (double)s->layout.global_batch * s->model.seq_len;
     double done_tokens = 0, done_flops = 0, total_s = 0;
     model_counts mc;
@@ -272,6 +273,7 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
         out->series_max_expert_share[t] = p->max_expert_share;
         out->series_rank_load_max_mean[t] = p->rank_load_max_mean;
         out->series_hot_share[t] = d->law.hot_share;
+        out->series_timed_out[t] = (unsigned char)timed;
         total_s += step_s;
         if (timed) { out->steps_timed_out++; continue; }
         completed_s[completed++] = step_s;
@@ -302,11 +304,13 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     /* drifting routing (routing.steps > 1 or an appearing hot expert): step 0 routes with the drift's
      * law of step 0, which without drift is exactly the scenario's */
     drift_state drift;
-    int drifting = drift_enabled(s);
+    int first_step = opt ? opt->first_step : 0;
+    int drifting = drift_enabled(s) || first_step > 0;
     if (drifting) {
         drift_params dp;
         drift_params_of(s, &dp);
         if (drift_init(&drift, &dp, s->seed, err)) return err->code;
+        drift.step = first_step;
     }
     if (program_build_law(s, drifting ? drift_law_of(&drift) : NULL, &p, err)) {
         if (drifting) drift_free(&drift);
@@ -486,20 +490,33 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
         cJSON_AddItemToObject(se, "max_expert_share", cJSON_CreateDoubleArray(r->series_max_expert_share, r->n_steps));
         cJSON_AddItemToObject(se, "rank_load_max_mean", cJSON_CreateDoubleArray(r->series_rank_load_max_mean, r->n_steps));
         cJSON_AddItemToObject(se, "hot_share", cJSON_CreateDoubleArray(r->series_hot_share, r->n_steps));
+        cJSON *to = cJSON_AddArrayToObject(se, "timed_out");
+        for (int t = 0; t < r->n_steps; t++) cJSON_AddItemToArray(to, cJSON_CreateBool(r->series_timed_out[t]));
     }
     if (r->breakdown) cJSON_AddItemToObject(obj, "breakdown", cJSON_Duplicate(r->breakdown, 1));
 }
 
 void step_result_free(step_result *r) {
     free(r->series_step_time_s); free(r->series_max_expert_share);
-    free(r->series_rank_load_max_mean); free(r->series_hot_share);
+    free(r->series_rank_load_max_mean); free(r->series_hot_share); free(r->series_timed_out);
     r->series_step_time_s = r->series_max_expert_share = r->series_rank_load_max_mean = r->series_hot_share = NULL;
+    r->series_timed_out = NULL;
     if (r->breakdown) cJSON_Delete(r->breakdown);
     r->breakdown = NULL;
+}
+
+/* A step's time as the run level takes it: a timed-out step's until its hang began (the watchdog's
+ * timeout is the run level's detection delay). */
+static double run_time_of(double step_s, int timed_out, const scenario *s) {
+    return timed_out ? step_s - s->faults.collective_timeout_s : step_s;
 }
 
 double step_result_run_step_s(const step_result *r, const scenario *s, double *timeout_fraction) {
     if (timeout_fraction) *timeout_fraction = r->timeout_fraction;
     if (r->n_steps > 1 && r->steps_completed_mean_s > 0) return r->steps_completed_mean_s;
-    return r->timed_out ? r->step_time_s - s->faults.collective_timeout_s : r->step_time_s;
+    return run_time_of(r->step_time_s, r->timed_out, s);
+}
+
+double step_result_series_run_s(const step_result *r, const scenario *s, int t) {
+    return run_time_of(r->series_step_time_s[t], r->series_timed_out[t], s);
 }

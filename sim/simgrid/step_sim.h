@@ -28,6 +28,8 @@ typedef struct {
     double *series_max_expert_share;    /* [n_steps] the most routed expert's share of the tokens */
     double *series_rank_load_max_mean;  /* [n_steps] busiest EP index's expert pairs / the mean */
     double *series_hot_share;           /* [n_steps] the law's hot share after its bias (0: none) */
+    unsigned char *series_timed_out;    /* [n_steps] 1: the step's collective timed out (its time is
+                                           then the time until the watchdog fired) */
     int steps_timed_out;
     double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
     double steps_completed_mean_s;      /* mean over the steps that did not time out (the run level's) */
@@ -44,16 +46,24 @@ typedef struct {
      * the phase, and compute ops priced so far of the program's ops */
     void (*progress)(void *ctx, const char *text);
     void *progress_ctx;
+    /* the training step the simulation starts at (0: the first): its routing law and its token draws
+     * are that step's (routing_drift.h). Without a walk or bias, a one-step simulation at first_step k
+     * is step k of a routing.steps sequence, bit for bit. */
+    int first_step;
 } step_options;
 
 int step_simulate(const scenario *s, const step_options *opt, step_result *out, moe_error *err);
 /* Adds the step keys of SCENARIO.md (and "breakdown") to `obj`. */
 void step_result_to_json(const step_result *r, struct cJSON *obj);
 void step_result_free(step_result *r);
-/* The step time the run level replays: one step's (less the watchdog's timeout when it timed out:
- * the run level adds it as the failure's detection delay); with routing.steps > 1 the mean over the
- * steps that completed, since a run's days are the sum of its step times and a long run samples the
- * drift's whole distribution. *timeout_fraction: the share of the steps that timed out. */
+/* The step time the run level replays under run.step_sequence "mean" (and for one step): one step's
+ * (less the watchdog's timeout when it timed out: the run level adds it as the failure's detection
+ * delay); with routing.steps > 1 the mean over the steps that completed. *timeout_fraction: the share
+ * of the steps that timed out. */
 double step_result_run_step_s(const step_result *r, const scenario *s, double *timeout_fraction);
+/* The run level's time of series step t (routing.steps > 1, run.step_sequence "cycle"): its step time,
+ * less the watchdog's timeout when it timed out (the time until the hang began; the run level adds
+ * the timeout as the failure's detection delay). */
+double step_result_series_run_s(const step_result *r, const scenario *s, int t);
 
 #endif
