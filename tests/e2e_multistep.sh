@@ -4,8 +4,9 @@
 # redundant expert slots) is byte-identical across two runs with --reproducible, its results.json /
 # results.csv / results.db carry the step.steps keys and series, the table prints p50_s / p95_s /
 # max_s, the p50/p95/max agree with the series (GSL's interpolation, recomputed here with awk), the
-# run level replays their mean, the table's headline (mean_s, mfu, tok/s/gpu) is over all the steps
-# (step.steps.tflops_per_gpu solved from step 0 and the series by hand), output.plots draws the series
+# run level replays the series in order and says so (run.step_sequence "mean" takes its mean), the
+# table's headline (mean_s, mfu, tok/s/gpu) is over all the steps (step.steps.tflops_per_gpu solved
+# from step 0 and the series by hand), output.plots draws the series
 # (plots/step_series.dat holds it), and bad drift fields exit 2 naming the file, path and value.
 set -u
 BIN=${MOESIM_BIN:?MOESIM_BIN must point at the tools folder of the build}
@@ -51,6 +52,19 @@ done
 mean=$(echo "$series" | tr ';' '\n' | awk '{ s += $1 } END { printf "%.12g\n", s / NR }')
 near "$(col step.steps.step_time_s_mean)" "$mean" || fail "step_time_s_mean is not the series' mean $mean"
 [ "$(col run.steps)" != "" ] || fail "no run level"
+# the run replays the series in order (run.step_sequence "cycle", the default) and says so: the rule,
+# the series' length and its mean (no step timed out here)
+[ "$(col run.step_sequence.rule)" = cycle ] || fail "run.step_sequence.rule is '$(col run.step_sequence.rule)', expected cycle"
+[ "$(col run.step_sequence.series_steps)" = 8 ] || fail "run.step_sequence.series_steps is not 8"
+[ "$(col step.steps.series.timed_out)" = "false;false;false;false;false;false;false;false" ] ||
+    fail "step.steps.series.timed_out is '$(col step.steps.series.timed_out)'"
+near "$(col run.step_sequence.series_mean_s)" "$mean" || fail "run.step_sequence.series_mean_s is not the series' mean $mean"
+# "mean": the run takes the completed steps' mean instead, and says so
+sed 's|"run": { "tokens": 1e10, "trials": 20 }|"run": { "tokens": 1e10, "trials": 20, "step_sequence": "mean" }|' "$TMP/drift.json" > "$TMP/mean.json"
+grep -q '"step_sequence": "mean"' "$TMP/mean.json" || fail "could not write the mean-rule scenario"
+"$BIN/simrun" run "$TMP/mean.json" --levels step,run --reproducible --out "$TMP/m" -q -j 1 > "$TMP/logm" 2>&1 ||
+    { fail "the mean-rule run failed"; cat "$TMP/logm"; }
+[ "$(csv_col "$TMP/m/results.csv" run.step_sequence.rule 0)" = mean ] || fail "the mean rule's results do not say mean"
 hot=$(col step.steps.series.hot_share)
 # 0 before the onset; at it 0.5 moved by the bias the uniform steps before left (+-2 x 0.05 logit)
 echo "$hot" | awk -F';' '{ exit !($1 == 0 && $2 == 0 && $3 > 0.45 && $3 < 0.55 && $8 < $3) }' ||

@@ -42,4 +42,16 @@ static inline trainrun_result run_fixture_simulate(const scenario *s) {
 
 static inline double run_fixture_wall_s(const trainrun_result *r) { return r->days_mean * 86400.0; }
 
+/* The first RUN_FIXTURE_EVENTS events of a trial (trainrun_trial_events*: pass run_fixture_keep). */
+#define RUN_FIXTURE_EVENTS 256
+typedef struct {
+    int n;
+    trainrun_event ev[RUN_FIXTURE_EVENTS];
+} run_fixture_events;
+
+static inline void run_fixture_keep(const trainrun_event *ev, void *user) {
+    run_fixture_events *l = user;
+    if (l->n < RUN_FIXTURE_EVENTS) l->ev[l->n++] = *ev;
+}
+
 #endif

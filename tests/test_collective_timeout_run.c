@@ -17,25 +17,15 @@
 
 #include "tests/run_fixtures.h"
 
-typedef struct {
-    int n;
-    trainrun_event ev[64];
-} event_log;
-
-static void keep(const trainrun_event *ev, void *user) {
-    event_log *l = user;
-    if (l->n < 64) l->ev[l->n++] = *ev;
-}
-
 static void test_always_times_out(void **state) {
     (void)state;
     scenario s = run_fixture(NULL, 1000);
     s.run.max_days = 1;
     s.faults.collective_timeout_s = 600;
-    event_log log = {0};
+    run_fixture_events log = {0};
     trainrun_result r;
     moe_error err = {0};
-    assert_int_equal(trainrun_trial_events_timeouts(&s, NULL, RUN_FIXTURE_STEP_S, 1.0, 0, keep, &log, &r, &err), 0);
+    assert_int_equal(trainrun_trial_events_timeouts(&s, NULL, RUN_FIXTURE_STEP_S, 1.0, 0, run_fixture_keep, &log, &r, &err), 0);
     /* the first events: the timeout, the rollback to the start, the recovery (600 s hang + 600 s
      * restart), the resume */
     assert_true(log.n >= 4);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/alloc.h"
 #include "sim/plan/costmodel.h"
 #include "sim/plan/plan.h"
 #include "sim/point/point_warnings.h"
@@ -31,6 +32,8 @@ static void zero_wall_clock(cJSON *node) {
 
 cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const point_opts *opt, moe_error *err) {
     cJSON *pt = cJSON_CreateObject();
+    double *series_s = NULL;               /* routing.steps > 1: the series the run replays */
+    unsigned char *series_timed_out = NULL;
     cJSON_AddNumberToObject(pt, "id", id);
     cJSON_AddItemToObject(pt, "sweep", sweep_values ? sweep_values : cJSON_CreateObject());
     if (!opt->omit_scenario) cJSON_AddItemToObject(pt, "scenario", scenario_to_json(s));
@@ -54,7 +57,8 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         validate_band_add(po, "tokens_per_s_per_gpu", 0, &band);
         validate_band_add(po, "step_time_s", 1, &band);
     }
-    double step_time_s = plan.step_time_s, timeout_fraction = 0;
+    /* the step times the run replays: the plan's, else the step level's (and its series) */
+    trainrun_steps run_steps = {.step_time_s = plan.step_time_s};
     if (opt->levels & LEVEL_STEP) {
         step_result st;
         memset(&st, 0, sizeof st);
@@ -73,12 +77,21 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
             validate_band_add(steps, "tflops_per_gpu", 0, &band);
             validate_band_add(steps, "step_time_s_mean", 1, &band);
         }
-        step_time_s = step_result_run_step_s(&st, s, &timeout_fraction);
+        run_steps.step_time_s = step_result_run_step_s(&st, s, &run_steps.timeout_fraction);
+        if (st.n_steps > 1) {
+            series_s = moe_xmalloc((size_t)st.n_steps * sizeof *series_s);
+            series_timed_out = moe_xmalloc((size_t)st.n_steps);
+            for (int t = 0; t < st.n_steps; t++) series_s[t] = step_result_series_run_s(&st, s, t);
+            memcpy(series_timed_out, st.series_timed_out, (size_t)st.n_steps);
+            run_steps.series_n = st.n_steps;
+            run_steps.series_s = series_s;
+            run_steps.series_timed_out = series_timed_out;
+        }
         step_result_free(&st);
     }
     if (opt->levels & LEVEL_RUN) {
         trainrun_result tr;
-        if (trainrun_simulate_timeouts(s, &plan, step_time_s, timeout_fraction, &tr, err)) goto fail;
+        if (trainrun_simulate_steps(s, &plan, &run_steps, &tr, err)) goto fail;
         cJSON *run = cJSON_AddObjectToObject(pt, "run");
         trainrun_result_to_json(&tr, run);
         point_warn_run(s, &plan, &tr, cJSON_AddArrayToObject(run, "warnings"));
@@ -89,8 +102,12 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
         }
     }
     if (opt->reproducible) zero_wall_clock(pt);
+    free(series_s);
+    free(series_timed_out);
     return pt;
 fail:
+    free(series_s);
+    free(series_timed_out);
     cJSON_Delete(pt);
     return NULL;
 }

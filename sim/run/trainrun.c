@@ -15,6 +15,14 @@
  * return time only matters when a swap asks for one, so returns are applied then. Steady stretches
  * of checkpoint cycles between those events are jumped over in closed form (fast_forward).
  *
+ * Step times. Every step takes step_s; with a replayed series (routing.steps > 1 at the step level,
+ *   run.step_sequence "cycle") step i of the run takes series step (i mod n)'s time (sim/run/
+ *   step_clock.h): progress still grows linearly inside a step, event times are the clock's spans, a
+ *   slow step lands at its index, and a step redone after a rollback takes its index's time again.
+ *   The policy's interval in steps, the spike rate per day of training and the interval search use
+ *   the series' mean. A step of the series that timed out fails the job at the end of its time (where
+ *   its hang began): a collective timeout (below) before any boundary there; being its index's, a
+ *   redone step hangs again, so a run that reaches one never passes it.
  * Checkpoints. A boundary comes every k steps counted from the last snapshot (k from the policy:
  *   fixed interval_min, young/daly with delta = write time (sim/plan/checkpoint_write.h, the same
  *   delta as the plan's) and M = job MTBF, none = no checkpoints),
@@ -69,14 +77,16 @@
  *   the activation-norm monitor, armed once its window has filled after each (re)start; clipping;
  *   under FP16 compute a share of the batches overflow, which only the monitor catches).
  * Collective timeouts (faults.collective_timeout_s, with the share of steps that time out from the
- *   step level: trainrun_simulate_timeouts). Poisson in steps processed, like spikes: the job hangs
- *   in the collective until NCCL's watchdog fires (the timeout is the detection delay), then restarts
- *   in place (full_restart_min) from the last checkpoint, as a failure that takes no node down.
+ *   step level: trainrun_simulate_timeouts, Poisson in steps processed, like spikes; or at a replayed
+ *   series' timed-out steps, above): the job hangs in the collective until NCCL's watchdog fires (the
+ *   timeout is the detection delay), then restarts in place (full_restart_min) from the last
+ *   checkpoint, as a failure that takes no node down.
  *   Nothing is broken, so a step that always times out (fraction 1) never gets past it: the run hangs
  *   and restarts until run.max_days, the incident of seed 000 section 0.2 before its fix.
  * Ties between events at the same instant resolve in the order: write completion, end of a pause,
  *   recovery or training segment, spike, collective timeout, straggler detection, straggler onset,
- *   failure, cutoff.
+ *   failure, cutoff (a series' timed-out step ending at a boundary: the timeout; the boundary is not
+ *   reached).
  *
  * ---- Monte Carlo --------------------------------------------------------------------------------
  * Trial i draws from four gsl_rng mt19937 streams (failures, stragglers, spikes, timeouts) seeded with
@@ -103,6 +113,7 @@
 #include "sim/run/trainrun.h"
 #include "sim/base/alloc.h"
 #include "sim/base/rng_seed.h"
+#include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/scenario_paths.h"
 
 #include <math.h>
@@ -122,6 +133,7 @@
 #include "sim/plan/checkpoint_write.h"
 #include "sim/plan/reliability.h"
 #include "sim/run/failures.h"
+#include "sim/run/step_clock.h"
 
 #define INF INFINITY
 
@@ -134,7 +146,9 @@ enum { STREAM_FAILURES = 1, STREAM_STRAGGLERS = 2, STREAM_SPIKES = 3, STREAM_TIM
 
 /* Everything a trial needs, resolved once from the scenario. */
 typedef struct {
-    double step_s, slowdown;
+    double step_s, slowdown;       /* step_s: one step's time, or the replayed series' mean */
+    step_clock clock;              /* the time of the steps (step_clock.h): step_s, or the series */
+    int series_n;                  /* the step level's series length (0: none) */
     long n_steps;
     int async;
     double write_s, snapshot_s, reload_s, restart_s, swap_s;
@@ -216,6 +230,12 @@ typedef struct {
     double restore_start;               /* the recovery reads the state from then to its end */
 } trial_state;
 
+/* The pace of training: d, the time of one step at it with one step time; f, its factor over the
+ * steps' own times (straggler slowdown, replication) with a series (step_clock.h). */
+typedef struct {
+    double d, f;
+} pace;
+
 /* ---- seeding ---------------------------------------------------------------------------------- */
 
 static unsigned long stream_seed(uint64_t seed, int trial, int stream) {
@@ -284,12 +304,12 @@ static double clamp_overlap(double from, double t0, double dt) {
 
 /* Let time run to t_next in the current phase. */
 static void advance(trial_state *st, const run_params *pr, trial_totals *tot, double t_next,
-                    double step_dur_s) {
+                    const pace *pc) {
     double dt = t_next - st->t;
     if (dt < 0) dt = 0;
     switch (st->phase) {
     case PH_TRAIN: {
-        double dp = dt / step_dur_s;
+        double dp = pr->clock.n ? step_clock_after(&pr->clock, st->p, dt, pc->d, pc->f) - st->p : dt / pc->d;
         st->p += dp;
         if (st->p > st->p_next) st->p = st->p_next;   /* rounding only */
         st->pw += dp;
@@ -319,7 +339,8 @@ static void finish(trial_state *st, const run_params *pr, trial_totals *tot, int
     st->phase = PH_DONE;
     tot->completed = completed;
     tot->wall_s = st->t;
-    tot->useful_s = (completed ? (double)pr->n_steps : st->p_ckpt) * pr->step_s;
+    double kept = completed ? (double)pr->n_steps : st->p_ckpt;
+    tot->useful_s = pr->clock.n ? step_clock_at(&pr->clock, kept) : kept * pr->step_s;
     emit(cx, st->t, completed ? TR_EV_DONE : TR_EV_CUTOFF, -1, -1, 0, st->p_ckpt);
 }
 
@@ -581,7 +602,7 @@ static spike_outcome spike_defence(const trial_state *st, const run_params *pr, 
 }
 
 static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx,
-                     double step_dur_s) {
+                     const pace *pc) {
     st->pw = st->pw_spike;
     st->pw_spike += gsl_ran_exponential(cx->rng_spike, pr->spike_mean_steps);
     tot->spikes++;
@@ -609,7 +630,7 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
     double back = ceil(st->p) - 1.0;
     if (back < floor_p) back = floor_p;
     if (back >= st->p) return;
-    double wasted = (st->p - back) * step_dur_s;
+    double wasted = step_clock_span(&pr->clock, back, st->p, pc->d, pc->f);
     st->p = back;
     tot->lost_s += wasted;
     tot->spike_skip_s += wasted;
@@ -621,10 +642,16 @@ static void on_spike(trial_state *st, const run_params *pr, trial_totals *tot, t
 
 /* A step whose collective timed out (faults.collective_timeout_s, from the step level): the job hangs
  * in it until NCCL's watchdog fires, timeout_s later, and restarts in place from the last checkpoint,
- * like a failure that takes no node down (nothing is broken: the same routing can hang it again). */
-static void on_timeout(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx) {
-    st->pw = st->pw_timeout;
-    st->pw_timeout += gsl_ran_exponential(cx->rng_timeout, pr->timeout_mean_steps);
+ * like a failure that takes no node down (nothing is broken: the same routing can hang it again).
+ * hang_end: a replayed series' timed-out step ends there (the step's time ran to its hang); INF: a
+ * Poisson timeout at pw_timeout. */
+static void on_timeout(trial_state *st, const run_params *pr, trial_totals *tot, trial_ctx *cx, double hang_end) {
+    if (isfinite(hang_end)) {
+        st->p = hang_end;
+    } else {
+        st->pw = st->pw_timeout;
+        st->pw_timeout += gsl_ran_exponential(cx->rng_timeout, pr->timeout_mean_steps);
+    }
     tot->timeouts++;
     emit(cx, st->t, TR_EV_COLLECTIVE_TIMEOUT, -1, -1, 0, pr->timeout_s);
     interrupt(st, pr, tot, cx, 0, 0, pr->timeout_s, 0);
@@ -698,6 +725,50 @@ static void fast_forward_tiers(trial_ctx *cx, const run_params *pr, trial_state 
     st->p_next = next_boundary(pr, k, st->p);
 }
 
+/* The same with a replayed series (step_clock.h): the k steps of a cycle take the times of their own
+ * indexes, so cycles differ; the last whole cycle that ends by the next disruption is found by
+ * bisection over their count (n cycles take longer than n - 1), and none crosses the end of a step
+ * that timed out (the cycles stop at the boundary before it). Async: every k steps outlast the write
+ * (k x the shortest step >= write_s), so every write completes inside its cycle. With checkpoint tiers
+ * a series is not jumped over (the event loop runs every checkpoint). */
+static void fast_forward_series(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
+    const step_clock *c = &pr->clock;
+    double k = (double)st->k;
+    double f = st->slow_active > 0 ? pr->slowdown : 1.0, d = pr->step_s * f;
+    if (pr->tiers || (pr->async && !(pr->write_s <= k * c->min_s * f))) return;
+    double pause = pr->async ? pr->snapshot_s : pr->write_s;
+    double n_max = floor(((double)pr->n_steps - 1.0 - st->p) / k);   /* stay before the last boundary */
+    double n_spike = floor((st->pw_spike - st->pw) / k);
+    double n_hang = floor((step_clock_next_hang(c, st->p) - 1.0 - st->p) / k);
+    if (n_spike < n_max) n_max = n_spike;
+    if (n_hang < n_max) n_max = n_hang;
+    if (!(n_max >= 1)) return;
+    double te = next_disruption(cx, pr, st), lo = 0, hi = n_max;
+    while (lo < hi) {
+        double mid = floor((lo + hi + 1) / 2);
+        if (st->t + mid * pause + step_clock_span(c, st->p, st->p + mid * k, d, f) <= te) lo = mid;
+        else hi = mid - 1;
+    }
+    if (lo < 1) return;
+    double n = lo, train = step_clock_span(c, st->p, st->p + n * k, d, f);
+    st->t += n * pause + train;
+    st->p += n * k;
+    st->pw += n * k;
+    st->train_s += train;
+    tot->ckpt_s += n * pause;
+    if (pr->async) {   /* the snapshot just taken is being written; the one before it is complete */
+        st->w_end = st->t + pr->write_s;
+        st->p_ckpt = st->p - k;
+        st->train_s_at_ckpt = st->train_s - step_clock_span(c, st->p_ckpt, st->p, d, f);
+    } else {
+        st->p_ckpt = st->p;
+        st->train_s_at_ckpt = st->train_s;
+    }
+    st->p_snap = st->p;
+    st->train_s_at_snap = st->train_s;
+    st->p_next = next_boundary(pr, st->k, st->p);
+}
+
 /* Steady state in closed form. Right after a checkpoint pause, with nothing but checkpoints ahead
  * until the next failure, straggler event, spike or cutoff, the run repeats one cycle — k steps of
  * training and one pause (sync: the write; async: the snapshot, its write hidden behind the next
@@ -709,6 +780,7 @@ static void fast_forward_tiers(trial_ctx *cx, const run_params *pr, trial_state 
 static void fast_forward(trial_ctx *cx, const run_params *pr, trial_state *st, trial_totals *tot) {
     long k = st->k;
     if (k <= 0 || st->pending || cx->fn) return;
+    if (pr->clock.n) { fast_forward_series(cx, pr, st, tot); return; }
     if (pr->tiers) { fast_forward_tiers(cx, pr, st, tot); return; }
     double d = pr->step_s * (st->slow_active > 0 ? pr->slowdown : 1.0);
     double kd = (double)k * d;
@@ -743,16 +815,29 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
     trial_begin(cx, pr, trial, k, &st);
     memset(tot, 0, sizeof *tot);
     while (st.phase != PH_DONE) {
-        double d = pr->step_s * (st.slow_active > 0 ? pr->slowdown : 1.0);
-        if (replicating(&st, pr)) d *= pr->peer_slowdown;
+        double f = st.slow_active > 0 ? pr->slowdown : 1.0, d = pr->step_s * f;
+        if (replicating(&st, pr)) {
+            d *= pr->peer_slowdown;
+            f *= pr->peer_slowdown;
+        }
+        pace pc = {d, f};
+        const step_clock *c = &pr->clock;
+        /* a replayed series: the end of the next step that timed out (INF: none) */
+        double hang = st.phase == PH_TRAIN ? step_clock_next_hang(c, st.p) : INF;
         double when[N_EVENT_KINDS];
         int tier = st.tend[TIER_NVME] < st.tend[TIER_PEER] ? TIER_NVME : TIER_PEER;
         when[E_WRITE] = st.w_end;
         when[E_TIER] = pr->tiers ? st.tend[tier] : INF;
-        when[E_PHASE] = st.phase == PH_TRAIN ? st.t + (st.p_next - st.p) * d
+        when[E_PHASE] = st.phase == PH_TRAIN ? st.t + step_clock_span(c, st.p, st.p_next, d, f)
                         : st.phase == PH_DRAIN ? INF : st.phase_end;
-        when[E_SPIKE] = st.phase == PH_TRAIN ? st.t + (st.pw_spike - st.pw) * d : INF;
-        when[E_TIMEOUT] = st.phase == PH_TRAIN ? st.t + (st.pw_timeout - st.pw) * d : INF;
+        /* a boundary at or past a timed-out step's end is not reached: the hang comes first */
+        if (st.phase == PH_TRAIN && hang <= st.p_next) when[E_PHASE] = INF;
+        when[E_SPIKE] = st.phase != PH_TRAIN ? INF
+                        : c->n ? st.t + step_clock_span(c, st.p, st.p + (st.pw_spike - st.pw), d, f)
+                               : st.t + (st.pw_spike - st.pw) * d;
+        when[E_TIMEOUT] = st.phase != PH_TRAIN ? INF
+                          : isfinite(hang) ? st.t + step_clock_span(c, st.p, hang, d, f)
+                                           : st.t + (st.pw_timeout - st.pw) * d;
         when[E_DETECT] = st.next_detect < st.next_onset ? cx->onsets[st.next_detect] + pr->detect_s
                                                         : INF;
         when[E_ONSET] = st.next_onset < pr->n_stragglers ? cx->onsets[st.next_onset] : INF;
@@ -761,7 +846,8 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
         int e = 0;
         for (int i = 1; i < N_EVENT_KINDS; i++)
             if (when[i] < when[e]) e = i;
-        advance(&st, pr, tot, when[e], d);
+        advance(&st, pr, tot, when[e], &pc);
+        if (st.p > hang) st.p = hang;   /* rounding only */
         switch (e) {
         case E_WRITE: on_write_done(&st, pr, tot, cx); break;
         case E_TIER: on_tier_done(&st, pr, tier, cx); break;
@@ -780,8 +866,8 @@ static void run_trial(trial_ctx *cx, const run_params *pr, long k, int trial, tr
                 emit(cx, st.t, TR_EV_RESUME, -1, -1, 0, 0);
             }
             break;
-        case E_SPIKE: on_spike(&st, pr, tot, cx, d); break;
-        case E_TIMEOUT: on_timeout(&st, pr, tot, cx); break;
+        case E_SPIKE: on_spike(&st, pr, tot, cx, &pc); break;
+        case E_TIMEOUT: on_timeout(&st, pr, tot, cx, hang); break;
         case E_DETECT:
             st.next_detect++;
             st.slow_active--;
@@ -856,11 +942,27 @@ static int load_trace(const scenario *s, failure_trace *trace, moe_error *err) {
     return 0;
 }
 
-static int resolve_params(const scenario *s, const plan_result *plan, double step_time_s,
-                          double timeout_fraction, run_params *pr, moe_error *err) {
+/* run.step_sequence "cycle" with a series: the series replayed in order (step_clock.h), else one step
+ * time with Poisson timeouts. */
+static int replays(const scenario *s, const trainrun_steps *in) {
+    return in->series_n > 1 && s->run.step_sequence == RUN_STEPS_CYCLE;
+}
+
+static int resolve_params(const scenario *s, const plan_result *plan, const trainrun_steps *in, run_params *pr,
+                          moe_error *err) {
     const reliability_cfg *rc = &s->reliability;
     const checkpoint_cfg *ck = &rc->checkpoint;
     memset(pr, 0, sizeof *pr);
+    double step_time_s = in->step_time_s, timeout_fraction = in->timeout_fraction;
+    pr->series_n = in->series_n > 1 ? in->series_n : 0;
+    if (replays(s, in)) {
+        int at;
+        if (step_clock_series(&pr->clock, in->series_s, in->series_timed_out, in->series_n, &at))
+            return bad(err, s, "step.steps.series.step_time_s", at >= 0 ? in->series_s[at] : 0,
+                       "step times >= 0 s, > 0 s for a step that completed, summing to > 0 s");
+        step_time_s = pr->clock.step_s;   /* the series' mean: the policy's interval, spike rates */
+        timeout_fraction = 0;             /* the series' own timed-out steps instead */
+    }
     if (!(timeout_fraction >= 0 && timeout_fraction <= 1))
         return bad(err, s, "step.timeout_fraction", timeout_fraction, "a fraction of steps in [0, 1]");
     pr->timeout_s = s->faults.collective_timeout_s;
@@ -880,6 +982,7 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
         return bad(err, s, "reliability.stragglers.slowdown", rc->stragglers.slowdown, ">= 1");
 
     pr->step_s = step_time_s;
+    if (!pr->clock.n) step_clock_const(&pr->clock, step_time_s);
     pr->slowdown = rc->stragglers.slowdown >= 1.0 ? rc->stragglers.slowdown : 1.0;
     double tokens_per_step = (double)s->layout.global_batch * (double)s->model.seq_len;
     pr->n_steps = (long)ceil(s->run.tokens / tokens_per_step);
@@ -942,7 +1045,7 @@ static int resolve_params(const scenario *s, const plan_result *plan, double ste
     /* stragglers, spikes */
     pr->n_stragglers = rc->stragglers.fraction > 0
                            ? (int)lround(rc->stragglers.fraction * s->cluster.nodes) : 0;
-    pr->straggler_horizon_s = (double)pr->n_steps * pr->step_s;
+    pr->straggler_horizon_s = step_clock_at(&pr->clock, (double)pr->n_steps);
     pr->detect_s = rc->stragglers.detect_min * 60.0;
     pr->spike_mean_steps = rc->loss_spikes.per_day > 0
                                ? (86400.0 / pr->step_s) / rc->loss_spikes.per_day : INF;
@@ -1188,16 +1291,22 @@ static void fill_result(trainrun_result *out, const run_params *pr, const failur
     out->steps = pr->n_steps;
     out->daly_interval_min = isfinite(pr->mtbf_s) ? daly_interval(pr->write_s, pr->mtbf_s) / 60.0 : NAN;
     out->best_interval_min = NAN;
+    out->series_steps = pr->series_n;
+    out->step_sequence = pr->series_n ? scn_step_sequence_names[pr->clock.n ? RUN_STEPS_CYCLE : RUN_STEPS_MEAN] : NULL;
+    out->series_mean_s = pr->clock.n ? pr->clock.step_s : NAN;
+    out->series_timed_out_steps = pr->clock.n_hangs;
 }
 
-static int simulate(const scenario *s, const plan_result *plan, double step_time_s, double timeout_fraction,
-                    int first_trial, int trials, int search, trainrun_event_fn fn, void *user,
-                    trainrun_result *out, moe_error *err) {
+static int simulate(const scenario *s, const plan_result *plan, const trainrun_steps *in, int first_trial,
+                    int trials, int search, trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err) {
     run_params pr;
-    int rc = resolve_params(s, plan, step_time_s, timeout_fraction, &pr, err);
-    if (rc) return rc;
+    int rc = resolve_params(s, plan, in, &pr, err);
+    if (rc) { step_clock_free(&pr.clock); return rc; }
     failure_trace trace = {0, NULL};
-    if (s->reliability.failure_trace[0] && (rc = load_trace(s, &trace, err)) != 0) return rc;
+    if (s->reliability.failure_trace[0] && (rc = load_trace(s, &trace, err)) != 0) {
+        step_clock_free(&pr.clock);
+        return rc;
+    }
     trial_ctx cx;
     double *days = moe_xmalloc(sizeof(double) * (size_t)trials);
     rc = trial_ctx_init(&cx, &pr, s, trace.n || s->reliability.failure_trace[0] ? &trace : NULL, err);
@@ -1220,33 +1329,49 @@ static int simulate(const scenario *s, const plan_result *plan, double step_time
     free(days);
     trial_ctx_free(&cx);
     failure_trace_free(&trace);
+    step_clock_free(&pr.clock);
     return rc;
+}
+
+int trainrun_simulate_steps(const scenario *s, const plan_result *plan, const trainrun_steps *in,
+                            trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, in, 0, s->run.trials, 1, NULL, NULL, out, err);
 }
 
 int trainrun_simulate(const scenario *s, const plan_result *plan, double step_time_s,
                       trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, 0, 0, s->run.trials, 1, NULL, NULL, out, err);
+    trainrun_steps in = {.step_time_s = step_time_s};
+    return simulate(s, plan, &in, 0, s->run.trials, 1, NULL, NULL, out, err);
 }
 
 int trainrun_simulate_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
                                double timeout_fraction, trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, timeout_fraction, 0, s->run.trials, 1, NULL, NULL, out, err);
+    trainrun_steps in = {.step_time_s = step_time_s, .timeout_fraction = timeout_fraction};
+    return simulate(s, plan, &in, 0, s->run.trials, 1, NULL, NULL, out, err);
 }
 
 int trainrun_simulate_no_search(const scenario *s, const plan_result *plan, double step_time_s,
                                 trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, 0, 0, s->run.trials, 0, NULL, NULL, out, err);
+    trainrun_steps in = {.step_time_s = step_time_s};
+    return simulate(s, plan, &in, 0, s->run.trials, 0, NULL, NULL, out, err);
 }
 
 int trainrun_trial_events(const scenario *s, const plan_result *plan, double step_time_s, int trial,
                           trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, 0, trial, 1, 0, fn, user, out, err);
+    trainrun_steps in = {.step_time_s = step_time_s};
+    return simulate(s, plan, &in, trial, 1, 0, fn, user, out, err);
 }
 
 int trainrun_trial_events_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
                                    double timeout_fraction, int trial, trainrun_event_fn fn, void *user,
                                    trainrun_result *out, moe_error *err) {
-    return simulate(s, plan, step_time_s, timeout_fraction, trial, 1, 0, fn, user, out, err);
+    trainrun_steps in = {.step_time_s = step_time_s, .timeout_fraction = timeout_fraction};
+    return simulate(s, plan, &in, trial, 1, 0, fn, user, out, err);
+}
+
+int trainrun_trial_events_steps(const scenario *s, const plan_result *plan, const trainrun_steps *in, int trial,
+                                trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err) {
+    return simulate(s, plan, in, trial, 1, 0, fn, user, out, err);
 }
 
 static void add_number(cJSON *obj, const char *key, double v) {
@@ -1307,4 +1432,11 @@ void trainrun_result_to_json(const trainrun_result *r, cJSON *obj) {
     add_number(obj, "mtbf_cluster_h", r->mtbf_cluster_h);
     add_number(obj, "spare_nodes", r->spare_nodes);
     add_number(obj, "steps", (double)r->steps);
+    if (r->step_sequence) {   /* routing.steps > 1: how the run took the step level's series */
+        cJSON *sq = cJSON_AddObjectToObject(obj, "step_sequence");
+        cJSON_AddStringToObject(sq, "rule", r->step_sequence);
+        add_number(sq, "series_steps", r->series_steps);
+        add_number(sq, "series_mean_s", r->series_mean_s);
+        add_number(sq, "series_timed_out_steps", r->series_timed_out_steps);
+    }
 }

@@ -64,7 +64,31 @@ typedef struct {
     double mtbf_cluster_h;             /* M used by the young/daly policies */
     int spare_nodes;                   /* hot-spare pool size */
     long steps;                        /* steps to run.tokens */
+    /* routing.steps > 1: the rule the run took the step level's series by (run.step_sequence:
+     * "cycle" replays it in order, "mean" its completed steps' mean with Poisson timeouts; NULL: no
+     * series), its length, and with "cycle" its mean step time and its steps that timed out */
+    const char *step_sequence;
+    int series_steps;
+    double series_mean_s;              /* NAN unless "cycle" */
+    int series_timed_out_steps;
 } trainrun_result;
+
+/* The step times a run replays: one (step_time_s; timeout_fraction of the steps time out, Poisson in
+ * steps), and with routing.steps > 1 the step level's series. run.step_sequence decides which:
+ * "cycle" (the default) replays the series in order (sim/run/step_clock.h: step i of the run takes
+ * series step i mod n's time; a step that timed out fails the job where it happens; steps redone
+ * after a rollback take their own index's time again), "mean" takes step_time_s and
+ * timeout_fraction (the mean of the series' completed steps, and its share of timed-out steps). */
+typedef struct {
+    double step_time_s;
+    double timeout_fraction;
+    int series_n;                          /* 0 or 1: no series */
+    const double *series_s;                /* [series_n] the run's time of each step: a timed-out
+                                              step's until its hang (step_result_series_run_s) */
+    const unsigned char *series_timed_out; /* [series_n] 1: the step's collective timed out */
+} trainrun_steps;
+int trainrun_simulate_steps(const scenario *s, const plan_result *plan, const trainrun_steps *in,
+                            trainrun_result *out, moe_error *err);
 
 /* step_time_s: from the step level when computed, else the plan's. `plan` is read only for
  * checkpoint_state_bytes when reliability.checkpoint.state_bytes is "auto" (may be NULL otherwise). */
@@ -114,5 +138,7 @@ int trainrun_trial_events(const scenario *s, const plan_result *plan, double ste
 int trainrun_trial_events_timeouts(const scenario *s, const plan_result *plan, double step_time_s,
                                    double timeout_fraction, int trial, trainrun_event_fn fn, void *user,
                                    trainrun_result *out, moe_error *err);
+int trainrun_trial_events_steps(const scenario *s, const plan_result *plan, const trainrun_steps *in, int trial,
+                                trainrun_event_fn fn, void *user, trainrun_result *out, moe_error *err);
 
 #endif

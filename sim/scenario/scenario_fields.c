@@ -49,6 +49,7 @@ const char *const scn_level_names[] = {"plan", "step", "run", NULL};
 const char *const scn_failure_class_names[] = {"gpu", "hbm", "nic", "nvlink", "switch", "host",
                                                "software", NULL};
 const char *const scn_failure_model_names[] = {"classes", "components", NULL};
+const char *const scn_step_sequence_names[] = {"cycle", "mean", NULL};
 
 /* ---- row builders --------------------------------------------------------------------------------- */
 /* Each takes the field's documentation last: unit, meaning[, source of the default] (scn_doc). */
@@ -622,6 +623,11 @@ const scn_field scn_fields[] = {
     F_INT("run.trials", run.trials, 1, NOMAX, "", "Monte Carlo trials of the run level (p5/p50/p95 over them)"),
     F_FRAC("run.assumed_mfu", run.assumed_mfu, "fraction",
            "when > 0, the plan's pure_compute_days uses this MFU instead of the plan's own (the back-of-the-envelope); 0 = the plan's"),
+    F_ENUM("run.step_sequence", run.step_sequence, scn_step_sequence_names, "",
+           "with routing.steps > 1, how the run takes the step level's series: cycle = step i of the run takes series step "
+           "i mod routing.steps's time, in order (a slow step lands where it happened, a timed-out step fails the job at "
+           "its step, a step redone after a rollback takes its own index's time again); mean = every step takes the mean of "
+           "the series' completed steps and the timed-out share times out at random (Poisson in steps)"),
 
     {.path = "sweep", .type = SF_SWEEP,
      DOC("", "{\"dotted.path\": [values], ...}: the cartesian product of the lists, the first key varying slowest; "

@@ -95,7 +95,7 @@ extern const char *const scn_attention_names[], *const scn_ffn_act_names[], *con
     *const scn_dtype_names[], *const scn_compute_names[], *const scn_failure_dist_names[], *const scn_ckpt_policy_names[],
     *const scn_ckpt_mode_names[], *const scn_spike_action_names[], *const scn_link_kind_names[],
     *const scn_fidelity_names[], *const scn_a2a_impl_names[], *const scn_level_names[], *const scn_failure_class_names[],
-    *const scn_failure_model_names[];
+    *const scn_failure_model_names[], *const scn_step_sequence_names[];
 
 /* The leaf field with this exact dotted path, or NULL. */
 const scn_field *scn_field_find(const char *path);

@@ -371,11 +371,15 @@ typedef struct {
  * (point_warnings.h). */
 #define SCN_ASSUMED_RUN_TOKENS 15e12
 
+/* run.step_sequence: replay the step level's series in order, cycled (sim/run/step_clock.h), or its
+ * completed steps' mean with Poisson timeouts */
+typedef enum { RUN_STEPS_CYCLE = 0, RUN_STEPS_MEAN } run_step_sequence_kind;
 typedef struct {
     double tokens;
     double max_days;
     int trials;
     double assumed_mfu;  /* > 0: the plan's pure_compute_days uses this MFU (seed 003: 0.52) */
+    run_step_sequence_kind step_sequence;   /* routing.steps > 1: how the run takes the step series */
 } run_cfg;
 
 enum { LEVEL_PLAN = 1, LEVEL_STEP = 2, LEVEL_RUN = 4 };
