@@ -107,6 +107,11 @@ bad() {
 bad '{ "steps": -2 }' routing.steps -2
 bad '{ "drift": { "hot_decay_steps": 0 } }' routing.drift.hot_decay_steps 0
 bad '{ "steps": 3, "distribution": "zipf" }' routing.distribution zipf
+sed 's|"run": { "tokens": 1e10, "trials": 20 }|"run": { "tokens": 1e10, "trials": 20, "step_sequence": "cycled" }|' "$TMP/drift.json" > "$TMP/bad.json"
+"$BIN/simrun" run "$TMP/bad.json" --levels step,run --out "$TMP/bad" -q > "$TMP/bad.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q 'bad.json: run.step_sequence: got "cycled"' "$TMP/bad.log" ||
+    { fail "run.step_sequence \"cycled\": exit $rc, expected 2 naming the file, path and value"; cat "$TMP/bad.log"; }
 
 if [ $FAILS -gt 0 ]; then echo "$FAILS failure(s)"; exit 1; fi
 echo "ok: multi-step runs byte-identical, series and distribution consistent, bad fields exit 2"
