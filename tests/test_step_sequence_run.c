@@ -4,7 +4,8 @@
  *   - the clock: C(x) of a series and its inverse, and the next timed-out step's end, by hand;
  *   - a series [1, 1, 1, 10] s cycled over 1,000 steps with no checkpoint and no failure takes
  *     250 x 13 = 3,250 s exactly, and with a 300 s checkpoint every 8 steps (and one at the end)
- *     3,250 + 125 x 300 = 40,750 s, in the event loop and in its closed-form jumps alike;
+ *     3,250 + 125 x 300 = 40,750 s, in the event loop and in its closed-form jumps alike (async
+ *     checkpoints and slow nodes too: the jumps end where the event loop does);
  *   - a failure during a checkpoint's write: the steps redone take their own indexes' times;
  *   - a timed-out step k with checkpoints every 2 steps: the job hangs at the end of step k's time,
  *     rolls back to the checkpoint before it, and redoes step k-1 and step k, which hangs again,
