@@ -76,6 +76,9 @@ typedef struct {
     int worst_victim_src, worst_victim_dst;   /* its GPUs (the last hop's: a landing GPU for DeepEP RDMA) */
     int n_held_gpus;           /* GPUs with a flow (sent or received) that PFC delays; with a stalled
                                   receiver: that never completes */
+    int n_patterns;            /* pfc_spread_a2a_set: all-to-all i's flows are [pattern_first[i],
+                                  pattern_first[i + 1]); 0 and NULL from pfc_spread */
+    size_t *pattern_first;
 } pfc_result;
 
 /* Analyse flows v[0, n) on the fabric of c (faults f applied to link bandwidths). 0, or -1 when out
@@ -85,6 +88,24 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
 /* The same for one all-to-all (its DeepEP flows and its concurrent copies: deepep_flows.h). */
 int pfc_spread_a2a(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *p, const pfc_opts *o,
                    pfc_result *r);
+/* Several all-to-alls that run at the same time and share the fabric (the EP groups of one stage,
+ * each with its own routing sample): the union of their flows (each pattern's own concurrent copies
+ * included: give concurrent_groups = 1 when every group is listed). reversed[i] != 0 (reversed may be
+ * NULL): pattern i is a combine given as its mirror image (program.h "Routing"), and its flows are
+ * turned back into their real direction, because a pause is not direction-symmetric: the combine's
+ * hot GPU sends, and a sender's own link is never paused. r->pattern_first says which flows are
+ * whose. */
+int pfc_spread_a2a_set(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps,
+                       const unsigned char *reversed, int n, const pfc_opts *o, pfc_result *r);
+/* When all-to-all i of a set (pfc_spread_a2a_set) completes: its last flow's end without PFC
+ * (*lossy_s) and with it (*pfc_s); 0 for a pattern without flows. */
+void pfc_pattern_finish(const pfc_result *r, int i, double *lossy_s, double *pfc_s);
+/* The feed into the step: all-to-all i of the set, timed alone at own_s[i] by the step's comm model
+ * (comm.h: with concurrent copies of itself), ends no earlier than its flows' end under PFC in the
+ * union; pause_s[i] = max(0, that end - own_s[i]), the time PFC adds to it. 0, or -1 as
+ * pfc_spread_a2a_set. */
+int pfc_a2a_pauses(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps, const unsigned char *reversed,
+                   int n, const double *own_s, double *pause_s);
 void pfc_result_free(pfc_result *r);
 
 /* A link's name as the SimGrid platform spells it (rail_fabric.h: "nic-G_UP", "up-rR-lL_DOWN", ...). */
