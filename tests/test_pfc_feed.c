@@ -21,6 +21,15 @@
  * no switch queue sits behind and PFC does not pause; V then ends at 2 ms, no pause.
  * Nothing shared: V on GPUs 8 and 9 (leaf 2) or on GPUs 2 and 3 (leaf 0, NIC to NIC inside the leaf,
  * never on an uplink) ends at 2 ms beside H, no pause.
+ *
+ * In the step (tests/data/scenarios/pfc-feed.json: 6 nodes of 2 GPUs, 2 nodes per leaf, EP 6 x DP 2,
+ * so EP group 0 holds nodes 0-2 and group 1 nodes 3-5, and both send into leaf 1 through its uplink;
+ * a hot expert; each replica its own routing sample): every all-to-all of the fast executor lasts the
+ * comm model's time for its group plus its pause, worked out here from the flows of both groups as
+ * the program resolves them (program_replica_pattern: each replica's own sample; a combine turned back
+ * to its real direction) through pfc_spread, which tests/test_pfc_spread.c holds to hand-solved
+ * incasts; and the per-rank pause counts what was added. With shared samples, and without
+ * cluster.pfc, the step is the one without the feed, bit for bit.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,11 +37,16 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/exec/comm.h"
+#include "sim/exec/deepep_flows.h"
+#include "sim/exec/step_exec.h"
+#include "sim/scenario/scenario_load.h"
 #include "sim/exec/pfc_spread.h"
 #include "tests/fabric_fixtures.h"
+#include "tests/step_fixtures.h"
 
 #define B 100e6
 #define MS 1e-3
@@ -70,7 +84,7 @@ static void pauses(const scenario *s, const a2a_pattern *ps, const unsigned char
     assert_non_null(m.ctx);
     for (int i = 0; i < 2; i++) own[i] = m.a2a_s(m.ctx, &ps[i]);
     m.destroy(m.ctx);
-    assert_int_equal(pfc_a2a_pauses(&s->cluster, &s->faults, ps, rev, 2, own, pause), 0);
+    assert_int_equal(pfc_a2a_pauses(&s->cluster, &s->faults, ps, rev, 2, pause), 0);
 }
 
 static void test_victim_group_paused(void **state) {
@@ -120,10 +134,128 @@ static void test_nothing_shared(void **state) {
     }
 }
 
+/* ---- in the step ---------------------------------------------------------------------------------- */
+#define FEED_SCENARIO "tests/data/scenarios/pfc-feed.json"
+
+static void run_step(const program *p, const comm_model *cm, step_exec_result *r) {
+    static fx_compute_costs k = {1e-3, 1.5e-3, 5e-4, 4e-4};   /* F, B, W, expert */
+    step_exec_opts o = {.comm = cm, .price = fx_price, .price_ctx = &k, .shortcut = 1, .keep_timelines = 1};
+    moe_error err = {0};
+    assert_int_equal(step_exec_run(p, &o, r, &err), 0);
+}
+
+/* The pause of all-to-all op i (stage-list op `o`) of EP group g in stage s, from the flows of every
+ * EP group of the stage (tp = 1: one per replica), each with the sample its replica resolves to. */
+static double expected_pause(const program *p, const scenario *sc, const program_op *o, int s, int g) {
+    gpu_flow_list fl = {0};
+    size_t from = 0, to = 0;
+    for (int d = 0; d < p->dp; d++) {
+        int gd = program_group_of(p, program_rank(p, d, s, 0, 0), GROUP_EP);
+        int pattern = program_replica_pattern(p, d, o);
+        a2a_pattern pat;
+        step_a2a_buf buf;
+        step_a2a_pattern(p, pattern, gd, &pat, &buf);
+        pat.concurrent_groups = 1;
+        size_t first = fl.n;
+        assert_int_equal(a2a_flows_build(&sc->cluster, &pat, &fl), 0);
+        step_a2a_buf_free(&buf);
+        if (p->patterns[pattern].is_combine)
+            for (size_t k = first; k < fl.n; k++) {
+                int t = fl.v[k].src_gpu;
+                fl.v[k].src_gpu = fl.v[k].dst_gpu;
+                fl.v[k].dst_gpu = t;
+            }
+        if (gd == g) { from = first; to = fl.n; }
+    }
+    pfc_result r;
+    assert_int_equal(pfc_spread(&sc->cluster, &sc->faults, fl.v, fl.n, NULL, &r), 0);
+    double lossy = 0, pfc = 0;
+    for (size_t k = from; k < to; k++) {
+        lossy = fmax(lossy, r.finish_lossy_s[k]);
+        pfc = fmax(pfc, r.finish_s[k]);
+    }
+    pfc_result_free(&r);
+    gpu_flow_list_free(&fl);
+    return pfc - lossy;
+}
+
+static void test_step_all_to_alls(void **state) {
+    (void)state;
+    scenario sc;
+    moe_error err = {0};
+    assert_int_equal(scenario_load(FEED_SCENARIO, &sc, NULL, &err), 0);
+    sc.cluster.gpu.speed_cv = 0;
+    program *p = NULL;
+    assert_int_equal(program_build(&sc, &p, &err), 0);
+    assert_int_equal(p->n_sample_groups, 2);
+    comm_model cm = comm_analytic_create(&sc);
+    step_exec_result r;
+    run_step(p, &cm, &r);
+    assert_non_null(r.pfc_pause_s);
+    double fed = 0, paused = 0;
+    int n_paused = 0, n_a2a = 0;
+    for (int rank = 0; rank < p->n_ranks; rank++) {
+        int d, s, e, t;
+        program_coords(p, rank, &d, &s, &e, &t);
+        int g = program_group_of(p, rank, GROUP_EP);
+        const program_group *G = &p->groups[g];
+        double rank_pause = 0;
+        for (int i = 0; i < p->stage_n_ops[s]; i++) {
+            const program_op *o = &p->stage_ops[s][i];
+            if (o->kind != OP_A2A_DISPATCH && o->kind != OP_A2A_COMBINE) continue;
+            /* the instance starts at its last member's arrival */
+            double start = 0;
+            for (int m = 0; m < G->n; m++)
+                start = fmax(start, step_exec_time(&r, r.sim_rank[G->ranks[m]], i)->start_s);
+            double end = step_exec_time(&r, r.sim_rank[rank], i)->end_s;
+            a2a_pattern pat;
+            step_a2a_buf buf;
+            step_a2a_pattern(p, program_replica_pattern(p, d, o), g, &pat, &buf);
+            double own = cm.a2a_s(cm.ctx, &pat);
+            step_a2a_buf_free(&buf);
+            double pause = expected_pause(p, &sc, o, s, g);
+            assert_true(fabs((end - start) - (own + pause)) <= 1e-12 * (own + pause));
+            rank_pause += pause;
+            n_a2a++;
+            if (pause > 0) { n_paused++; paused += pause; }
+        }
+        assert_true(fabs(r.pfc_pause_s[rank] - rank_pause) <= 1e-12 * (rank_pause + 1e-9));
+        fed += r.pfc_pause_s[rank];
+    }
+    /* not vacuous: some all-to-alls are paused, others not */
+    assert_true(n_paused > 0 && n_paused < n_a2a && paused > 0 && fed > 0);
+    step_exec_result_free(&r);
+
+    /* without PFC: no pause, and every all-to-all as the comm model times it */
+    step_exec_result off, on_shared, off_shared;
+    sc.cluster.pfc = 0;
+    run_step(p, &cm, &off);
+    assert_null(off.pfc_pause_s);
+    program_free(p);
+    cm.destroy(cm.ctx);
+    /* shared samples: identical groups; the feed adds nothing, bit for bit */
+    sc.routing.group_samples = GROUP_SAMPLES_SHARED;
+    sc.cluster.pfc = 1;
+    assert_int_equal(program_build(&sc, &p, &err), 0);
+    cm = comm_analytic_create(&sc);
+    run_step(p, &cm, &on_shared);
+    sc.cluster.pfc = 0;
+    run_step(p, &cm, &off_shared);
+    assert_null(on_shared.pfc_pause_s);
+    assert_true(on_shared.step_time_s == off_shared.step_time_s);
+    for (int rank = 0; rank < p->n_ranks; rank++) assert_true(on_shared.a2a_s[rank] == off_shared.a2a_s[rank]);
+    step_exec_result_free(&off);
+    step_exec_result_free(&on_shared);
+    step_exec_result_free(&off_shared);
+    program_free(p);
+    cm.destroy(cm.ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_victim_group_paused),
         cmocka_unit_test(test_nothing_shared),
+        cmocka_unit_test(test_step_all_to_alls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

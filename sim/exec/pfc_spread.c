@@ -224,13 +224,13 @@ void pfc_pattern_finish(const pfc_result *r, int i, double *lossy_s, double *pfc
 }
 
 int pfc_a2a_pauses(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps, const unsigned char *reversed,
-                   int n, const double *own_s, double *pause_s) {
+                   int n, double *pause_s) {
     pfc_result r;
     int rc = pfc_spread_a2a_set(c, f, ps, reversed, n, NULL, &r);
     for (int i = 0; i < n; i++) {
-        double lossy, pfc = 0;
+        double lossy = 0, pfc = 0;
         if (rc == 0) pfc_pattern_finish(&r, i, &lossy, &pfc);
-        pause_s[i] = pfc > own_s[i] ? pfc - own_s[i] : 0.0;
+        pause_s[i] = pfc > lossy ? pfc - lossy : 0.0;
     }
     pfc_result_free(&r);
     return rc;

@@ -100,12 +100,15 @@ int pfc_spread_a2a_set(const cluster_cfg *c, const faults_cfg *f, const a2a_patt
 /* When all-to-all i of a set (pfc_spread_a2a_set) completes: its last flow's end without PFC
  * (*lossy_s) and with it (*pfc_s); 0 for a pattern without flows. */
 void pfc_pattern_finish(const pfc_result *r, int i, double *lossy_s, double *pfc_s);
-/* The feed into the step: all-to-all i of the set, timed alone at own_s[i] by the step's comm model
- * (comm.h: with concurrent copies of itself), ends no earlier than its flows' end under PFC in the
- * union; pause_s[i] = max(0, that end - own_s[i]), the time PFC adds to it. 0, or -1 as
- * pfc_spread_a2a_set. */
+/* The feed into the step (step_exec.h "Lossless fabric"): what PFC adds to all-to-all i of a set,
+ * pause_s[i] = its end with PFC less its end without, both with the whole set on the fabric (one
+ * model on both sides: the pause is PFC's doing alone, not the other groups' share of a port, which
+ * a lossy fabric would see too, nor the distance between this closed form and the caller's comm
+ * model). The caller adds it to the all-to-all's own time: with the closed form (comm_analytic.c) and
+ * nothing else on the shared ports, own + pause is the flows' end under PFC. 0, or -1 as
+ * pfc_spread_a2a_set (pauses then 0). */
 int pfc_a2a_pauses(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps, const unsigned char *reversed,
-                   int n, const double *own_s, double *pause_s);
+                   int n, double *pause_s);
 void pfc_result_free(pfc_result *r);
 
 /* A link's name as the SimGrid platform spells it (rail_fabric.h: "nic-G_UP", "up-rR-lL_DOWN", ...). */
