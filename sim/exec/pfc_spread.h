@@ -35,7 +35,14 @@
  *     waits for its hot receiver anyway, so the step time moves only through traffic that shares the
  *     paused ports and does not wait for it (other groups, other jobs), and through a receiver that
  *     stops draining altogether (stalled_gpu below: the pause storm of the cascading hang);
- *   - no PFC deadlock (cyclic buffer dependencies): routes on the rail fabric are up-down, acyclic.
+ *   - no PFC deadlock (cyclic buffer dependencies): routes on the rail fabric are up-down, acyclic;
+ *   - an InfiniBand fabric (not a scenario field: the fabric is RoCE) would give the same spreading:
+ *     its link-level flow control is credit-based per virtual lane, and a receive buffer out of credits
+ *     stops the sender on that lane for every packet queued behind (NVIDIA/Mellanox, "HowTo Prevent
+ *     InfiniBand Credit Loops", community.mellanox.com DOC-2774: lanes do not interfere, traffic within
+ *     one does), while NCCL puts all its traffic on one service level (NCCL User Guide, Environment
+ *     Variables: NCCL_IB_SL, default 0), hence one lane: the one lossless class modelled here. What
+ *     differs, PAUSE frames' reach to other priorities against per-lane credits, is outside one class.
  */
 #ifndef MOESIM_PFC_SPREAD_H
 #define MOESIM_PFC_SPREAD_H
