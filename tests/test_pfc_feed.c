@@ -137,12 +137,15 @@ static void test_nothing_shared(void **state) {
 /* ---- in the step ---------------------------------------------------------------------------------- */
 #define FEED_SCENARIO "tests/data/scenarios/pfc-feed.json"
 
-static void run_step(const program *p, const comm_model *cm, step_exec_result *r) {
+static void run_step_opts(const program *p, const comm_model *cm, int shortcut, step_exec_result *r) {
     static fx_compute_costs k = {1e-3, 1.5e-3, 5e-4, 4e-4};   /* F, B, W, expert */
-    step_exec_opts o = {.comm = cm, .price = fx_price, .price_ctx = &k, .shortcut = 1, .keep_timelines = 1};
+    step_exec_opts o = {.comm = cm, .price = fx_price, .price_ctx = &k, .shortcut = shortcut, .per_rank = !shortcut,
+                        .keep_timelines = 1};
     moe_error err = {0};
     assert_int_equal(step_exec_run(p, &o, r, &err), 0);
 }
+
+static void run_step(const program *p, const comm_model *cm, step_exec_result *r) { run_step_opts(p, cm, 1, r); }
 
 /* The pause of all-to-all op i (stage-list op `o`) of EP group g in stage s, from the flows of every
  * EP group of the stage (tp = 1: one per replica), each with the sample its replica resolves to. */
@@ -251,11 +254,45 @@ static void test_step_all_to_alls(void **state) {
     cm.destroy(cm.ctx);
 }
 
+/* Four replicas on 12 nodes (groups on nodes 0-2, 3-5, 6-8, 9-11; leaves of 2 nodes): the replica
+ * shortcut simulates replicas 0 and 1 and mirrors 2 and 3 onto them. Groups 0 and 1 share leaf 1's
+ * uplink as groups 2 and 3 share leaf 4's, so each mirrored group has its representative's pause, and
+ * the shortcut's step is the run of every rank's, bit for bit. */
+static void test_step_shortcut(void **state) {
+    (void)state;
+    scenario sc;
+    moe_error err = {0};
+    assert_int_equal(scenario_load(FEED_SCENARIO, &sc, NULL, &err), 0);
+    sc.cluster.gpu.speed_cv = 0;
+    sc.cluster.nodes = 12;
+    sc.layout.dp = 4;
+    program *p = NULL;
+    assert_int_equal(program_build(&sc, &p, &err), 0);
+    comm_model cm = comm_analytic_create(&sc);
+    step_exec_result a, b;
+    run_step_opts(p, &cm, 1, &a);
+    run_step_opts(p, &cm, 0, &b);
+    assert_int_equal(a.n_simulated_replicas, 2);
+    assert_int_equal(b.n_simulated_replicas, 4);
+    assert_true(a.step_time_s == b.step_time_s);
+    double fed = 0;
+    for (int r = 0; r < p->n_ranks; r++) {
+        assert_true(a.pfc_pause_s[r] == b.pfc_pause_s[r]);
+        fed += a.pfc_pause_s[r];
+    }
+    assert_true(fed > 0);
+    step_exec_result_free(&a);
+    step_exec_result_free(&b);
+    program_free(p);
+    cm.destroy(cm.ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_victim_group_paused),
         cmocka_unit_test(test_nothing_shared),
         cmocka_unit_test(test_step_all_to_alls),
+        cmocka_unit_test(test_step_shortcut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
