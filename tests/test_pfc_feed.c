@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@
 #include "sim/exec/comm.h"
 #include "sim/exec/deepep_flows.h"
 #include "sim/exec/step_exec.h"
+#include "sim/exec/trace.h"
 #include "sim/scenario/scenario_load.h"
 #include "sim/exec/pfc_spread.h"
 #include "tests/fabric_fixtures.h"
@@ -195,6 +197,10 @@ static void test_step_all_to_alls(void **state) {
     step_exec_result r;
     run_step(p, &cm, &r);
     assert_non_null(r.pfc_pause_s);
+    cJSON *trace = step_trace_build(p, &r, "simulated");
+    const cJSON *in_trace = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(trace, "otherData"),
+                                                             "rank_pfc_pause_s");
+    assert_int_equal(cJSON_GetArraySize(in_trace), p->n_ranks);
     double fed = 0, paused = 0;
     int n_paused = 0, n_a2a = 0;
     for (int rank = 0; rank < p->n_ranks; rank++) {
@@ -223,10 +229,13 @@ static void test_step_all_to_alls(void **state) {
             if (pause > 0) { n_paused++; paused += pause; }
         }
         assert_true(fabs(r.pfc_pause_s[rank] - rank_pause) <= 1e-12 * (rank_pause + 1e-9));
+        /* the trace's otherData carries it per rank (printed to round trip) */
+        assert_true(cJSON_GetArrayItem(in_trace, rank)->valuedouble == r.pfc_pause_s[rank]);
         fed += r.pfc_pause_s[rank];
     }
     /* not vacuous: some all-to-alls are paused, others not */
     assert_true(n_paused > 0 && n_paused < n_a2a && paused > 0 && fed > 0);
+    cJSON_Delete(trace);
     step_exec_result_free(&r);
 
     /* without PFC: no pause, and every all-to-all as the comm model times it */
@@ -234,6 +243,9 @@ static void test_step_all_to_alls(void **state) {
     sc.cluster.pfc = 0;
     run_step(p, &cm, &off);
     assert_null(off.pfc_pause_s);
+    trace = step_trace_build(p, &off, "simulated");
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(trace, "otherData"), "rank_pfc_pause_s"));
+    cJSON_Delete(trace);
     program_free(p);
     cm.destroy(cm.ctx);
     /* shared samples: identical groups; the feed adds nothing, bit for bit */
