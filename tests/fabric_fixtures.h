@@ -28,6 +28,22 @@ static inline scenario fx_fabric(const char *label, int nodes, int leaf_ports, d
     return s;
 }
 
+/* The lossless-fabric tests' hand-solvable fabric (tests/test_pfc_spread.c, test_pfc_feed.c): 12
+ * single-GPU nodes on one rail, 4 nodes per leaf, NIC 400 Gb/s = 50 GB/s, leaf uplink bundle 4 x 50 =
+ * 200 GB/s (non-blocking), NVLink 200 GB/s, latencies 0. */
+static inline cluster_cfg fx_one_rail(void) {
+    cluster_cfg c;
+    memset(&c, 0, sizeof c);
+    c.nodes = 12;
+    c.gpus_per_node = 1;
+    c.rails = 1;
+    c.leaf_down_ports = 4;
+    c.oversubscription = 1;
+    c.nic_gbps = 400;
+    c.nvlink_GBps = 200;
+    return c;
+}
+
 /* fn() in a fresh child process (its own SimGrid engine); its exit code, or 100 + the signal. */
 static inline int fx_run_in_child(int (*fn)(void)) {
     fflush(stdout);

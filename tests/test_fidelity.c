@@ -3,6 +3,13 @@
  * all groups sharing links for real) on a 128-GPU MoE layout: 16 nodes x 8 H800, tp1 pp2 ep32 dp2, a
  * small DeepSeek-like MoE, uniform and hot-expert routing. DESIGN.md: "tests hold the fast mode to it"
  * within 3%. One SimGrid platform serves both executors (same cluster), in this process.
+ *
+ * A lossless fabric (cluster.pfc) is a fast-executor model: SimGrid's flows share links by max-min
+ * fairness and nothing in it pauses a port, so --fidelity full gives the lossy (congestion-controlled)
+ * time with or without cluster.pfc, and the fast executor's time without the feed (step_exec.h
+ * "Lossless fabric") is what it is held to: on tests/data/scenarios/pfc-feed.json (two EP groups whose
+ * all-to-alls share a leaf's uplink, a hot expert, each replica its own sample), in a child process
+ * with that fabric's platform.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +27,7 @@
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/exec_full.h"
 #include "sim/exec/step_exec.h"
+#include "tests/fabric_fixtures.h"
 
 static const char *SCN_FMT =
     "{\"format\": \"moesim-scenario/1\", \"name\": \"fidelity-128\", \"seed\": 7,"
@@ -98,8 +106,48 @@ static void test_too_large(void **state) {
     program_free(p);
 }
 
+static int lossless_child(void) {
+    scenario s;
+    moe_error err = {0};
+    if (scenario_load("tests/data/scenarios/pfc-feed.json", &s, NULL, &err)) { printf("%s\n", err.msg); return 1; }
+    comm_model sg = sg_comm_create(&s, &err);
+    program *p = NULL;
+    if (!sg.ctx || program_build(&s, &p, &err)) { printf("%s\n", err.msg); return 1; }
+    costmodel cm = costmodel_from_cluster(&s.cluster);
+    step_exec_opts fo = {.comm = &sg, .price = NULL, .price_ctx = &cm, .shortcut = 1};
+    step_exec_opts xo = fo;
+    xo.shortcut = 0;
+    step_exec_result fast_on, fast_off, full_on, full_off;
+    int rc = step_exec_run(p, &fo, &fast_on, &err) || sg_exec_full_run(p, &xo, &full_on, &err);
+    s.cluster.pfc = 0;
+    rc = rc || step_exec_run(p, &fo, &fast_off, &err) || sg_exec_full_run(p, &xo, &full_off, &err);
+    if (rc) { printf("%s\n", err.msg); return 1; }
+    double rel = fabs(full_off.step_time_s - fast_off.step_time_s) / full_off.step_time_s, fed = 0;
+    for (int r = 0; r < p->n_ranks; r++) fed += fast_on.pfc_pause_s ? fast_on.pfc_pause_s[r] : 0;
+    printf("  lossless fabric: full %.6f ms (pfc on) / %.6f ms (off); fast lossy %.6f ms (diff %.2f%%), "
+           "fast with the PFC feed %.6f ms (%.3f us of pauses per rank)\n",
+           full_on.step_time_s * 1e3, full_off.step_time_s * 1e3, fast_off.step_time_s * 1e3, 100 * rel,
+           fast_on.step_time_s * 1e3, 1e6 * fed / p->n_ranks);
+    int bad = 0;
+    bad |= full_on.step_time_s != full_off.step_time_s;   /* full fidelity has no PFC */
+    bad |= full_on.pfc_pause_s != NULL;
+    bad |= !(fed > 0);                                     /* the fast executor does feed it */
+    bad |= !(rel <= 0.03);
+    step_exec_result_free(&fast_on); step_exec_result_free(&fast_off);
+    step_exec_result_free(&full_on); step_exec_result_free(&full_off);
+    program_free(p);
+    sg.destroy(sg.ctx);
+    return bad;
+}
+
+static void test_lossless_is_fast_only(void **state) {
+    (void)state;
+    assert_int_equal(fx_run_in_child(lossless_child), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lossless_is_fast_only),   /* first: its child forks before this process builds a platform */
         cmocka_unit_test(test_uniform),
         cmocka_unit_test(test_hot_expert),
         cmocka_unit_test(test_too_large),

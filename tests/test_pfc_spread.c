@@ -24,22 +24,10 @@
 #include <string.h>
 
 #include "sim/exec/pfc_spread.h"
+#include "tests/fabric_fixtures.h"
 
 #define B 100e6
 #define MS 1e-3
-
-static cluster_cfg one_rail(void) {
-    cluster_cfg c;
-    memset(&c, 0, sizeof c);
-    c.nodes = 12;
-    c.gpus_per_node = 1;
-    c.rails = 1;
-    c.leaf_down_ports = 4;
-    c.oversubscription = 1;
-    c.nic_gbps = 400;
-    c.nvlink_GBps = 200;
-    return c;
-}
 
 enum { F40, F50, F60, F71, F75, F89, NF };
 static const gpu_flow FLOWS[NF] = {
@@ -51,7 +39,7 @@ static void near_ms(double got, double want_ms) { assert_true(fabs(got - want_ms
 
 static void test_incast_victims(void **state) {
     (void)state;
-    cluster_cfg c = one_rail();
+    cluster_cfg c = fx_one_rail();
     faults_cfg f = {0};
     pfc_result r;
     assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, NULL, &r), 0);
@@ -94,7 +82,7 @@ static void test_incast_victims(void **state) {
  * the unrelated leaf is not. */
 static void test_stalled_receiver(void **state) {
     (void)state;
-    cluster_cfg c = one_rail();
+    cluster_cfg c = fx_one_rail();
     faults_cfg f = {0};
     pfc_opts o = {.stalled_gpu = 0};
     pfc_result r;
@@ -111,7 +99,7 @@ static void test_stalled_receiver(void **state) {
 /* A balanced all-to-all inside leaf 0: every NIC drains at the same time, so nothing is paused. */
 static void test_balanced_nothing_paused(void **state) {
     (void)state;
-    cluster_cfg c = one_rail();
+    cluster_cfg c = fx_one_rail();
     faults_cfg f = {0};
     gpu_flow v[12];
     int n = 0;
@@ -129,7 +117,7 @@ static void test_balanced_nothing_paused(void **state) {
 /* A degraded NIC (faults.links) is a root like an incast: its sender's other flow waits for it. */
 static void test_slow_link_root(void **state) {
     (void)state;
-    cluster_cfg c = one_rail();
+    cluster_cfg c = fx_one_rail();
     faults_cfg f = {0};
     f.n_links = 1;
     f.links[0] = (link_fault){.gpu = 2, .kind = LINK_NIC, .factor = 0.25};   /* nic-2 at 12.5 GB/s: B takes 8 ms */
@@ -151,7 +139,7 @@ static void test_slow_link_root(void **state) {
  * 32 ms. It never touches GPU 0 and is the only victim. */
 static void test_pairwise_pxn_victim(void **state) {
     (void)state;
-    cluster_cfg c = one_rail();
+    cluster_cfg c = fx_one_rail();
     c.nodes = 3;
     c.gpus_per_node = c.rails = 8;
     enum { N = 24 };

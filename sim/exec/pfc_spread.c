@@ -40,7 +40,7 @@ static int tables_init(link_tables *t, const cluster_cfg *c) {
 static double *slot(double *const tab[FL_NCLASSES], fabric_hop h) { return &tab[h.cls][h.index]; }
 
 void pfc_result_free(pfc_result *r) {
-    free(r->finish_lossy_s); free(r->finish_s); free(r->paused);
+    free(r->finish_lossy_s); free(r->finish_s); free(r->paused); free(r->pattern_first);
     memset(r, 0, sizeof *r);
 }
 
@@ -182,13 +182,56 @@ out:
 
 int pfc_spread_a2a(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *p, const pfc_opts *o,
                    pfc_result *r) {
+    return pfc_spread_a2a_set(c, f, p, NULL, 1, o, r);
+}
+
+int pfc_spread_a2a_set(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps,
+                       const unsigned char *reversed, int n, const pfc_opts *o, pfc_result *r) {
     gpu_flow_list fl = {0};
     memset(r, 0, sizeof *r);
-    if (a2a_flows_build(c, p, &fl)) {
-        gpu_flow_list_free(&fl);
-        return -1;
+    size_t *first = moe_xmalloc((size_t)(n > 0 ? n + 1 : 1) * sizeof *first);
+    int rc = -1;
+    if (!first) goto out;
+    for (int i = 0; i < n; i++) {
+        first[i] = fl.n;
+        if (a2a_flows_build(c, &ps[i], &fl)) goto out;
+        if (reversed && reversed[i])
+            for (size_t k = first[i]; k < fl.n; k++) {
+                int s = fl.v[k].src_gpu;
+                fl.v[k].src_gpu = fl.v[k].dst_gpu;
+                fl.v[k].dst_gpu = s;
+            }
     }
-    int rc = pfc_spread(c, f, fl.v, fl.n, o, r);
+    first[n > 0 ? n : 0] = fl.n;
+    rc = pfc_spread(c, f, fl.v, fl.n, o, r);
+    r->n_patterns = n > 0 ? n : 0;
+    r->pattern_first = first;
+    first = NULL;
+out:
+    free(first);
     gpu_flow_list_free(&fl);
+    return rc;
+}
+
+void pfc_pattern_finish(const pfc_result *r, int i, double *lossy_s, double *pfc_s) {
+    double l = 0, p = 0;
+    for (size_t k = r->pattern_first[i]; k < r->pattern_first[i + 1]; k++) {
+        if (r->finish_lossy_s[k] > l) l = r->finish_lossy_s[k];
+        if (r->finish_s[k] > p) p = r->finish_s[k];
+    }
+    *lossy_s = l;
+    *pfc_s = p;
+}
+
+int pfc_a2a_pauses(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps, const unsigned char *reversed,
+                   int n, double *pause_s) {
+    pfc_result r;
+    int rc = pfc_spread_a2a_set(c, f, ps, reversed, n, NULL, &r);
+    for (int i = 0; i < n; i++) {
+        double lossy = 0, pfc = 0;
+        if (rc == 0) pfc_pattern_finish(&r, i, &lossy, &pfc);
+        pause_s[i] = pfc > lossy ? pfc - lossy : 0.0;
+    }
+    pfc_result_free(&r);
     return rc;
 }

@@ -35,7 +35,14 @@
  *     waits for its hot receiver anyway, so the step time moves only through traffic that shares the
  *     paused ports and does not wait for it (other groups, other jobs), and through a receiver that
  *     stops draining altogether (stalled_gpu below: the pause storm of the cascading hang);
- *   - no PFC deadlock (cyclic buffer dependencies): routes on the rail fabric are up-down, acyclic.
+ *   - no PFC deadlock (cyclic buffer dependencies): routes on the rail fabric are up-down, acyclic;
+ *   - an InfiniBand fabric (not a scenario field: the fabric is RoCE) would give the same spreading:
+ *     its link-level flow control is credit-based per virtual lane, and a receive buffer out of credits
+ *     stops the sender on that lane for every packet queued behind (NVIDIA/Mellanox, "HowTo Prevent
+ *     InfiniBand Credit Loops", community.mellanox.com DOC-2774: lanes do not interfere, traffic within
+ *     one does), while NCCL puts all its traffic on one service level (NCCL User Guide, Environment
+ *     Variables: NCCL_IB_SL, default 0), hence one lane: the one lossless class modelled here. What
+ *     differs, PAUSE frames' reach to other priorities against per-lane credits, is outside one class.
  */
 #ifndef MOESIM_PFC_SPREAD_H
 #define MOESIM_PFC_SPREAD_H
@@ -76,6 +83,9 @@ typedef struct {
     int worst_victim_src, worst_victim_dst;   /* its GPUs (the last hop's: a landing GPU for DeepEP RDMA) */
     int n_held_gpus;           /* GPUs with a flow (sent or received) that PFC delays; with a stalled
                                   receiver: that never completes */
+    int n_patterns;            /* pfc_spread_a2a_set: all-to-all i's flows are [pattern_first[i],
+                                  pattern_first[i + 1]); 0 and NULL from pfc_spread */
+    size_t *pattern_first;
 } pfc_result;
 
 /* Analyse flows v[0, n) on the fabric of c (faults f applied to link bandwidths). 0, or -1 when out
@@ -85,6 +95,27 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
 /* The same for one all-to-all (its DeepEP flows and its concurrent copies: deepep_flows.h). */
 int pfc_spread_a2a(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *p, const pfc_opts *o,
                    pfc_result *r);
+/* Several all-to-alls that run at the same time and share the fabric (the EP groups of one stage,
+ * each with its own routing sample): the union of their flows (each pattern's own concurrent copies
+ * included: give concurrent_groups = 1 when every group is listed). reversed[i] != 0 (reversed may be
+ * NULL): pattern i is a combine given as its mirror image (program.h "Routing"), and its flows are
+ * turned back into their real direction, because a pause is not direction-symmetric: the combine's
+ * hot GPU sends, and a sender's own link is never paused. r->pattern_first says which flows are
+ * whose. */
+int pfc_spread_a2a_set(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps,
+                       const unsigned char *reversed, int n, const pfc_opts *o, pfc_result *r);
+/* When all-to-all i of a set (pfc_spread_a2a_set) completes: its last flow's end without PFC
+ * (*lossy_s) and with it (*pfc_s); 0 for a pattern without flows. */
+void pfc_pattern_finish(const pfc_result *r, int i, double *lossy_s, double *pfc_s);
+/* The feed into the step (step_exec.h "Lossless fabric"): what PFC adds to all-to-all i of a set,
+ * pause_s[i] = its end with PFC less its end without, both with the whole set on the fabric (one
+ * model on both sides: the pause is PFC's doing alone, not the other groups' share of a port, which
+ * a lossy fabric would see too, nor the distance between this closed form and the caller's comm
+ * model). The caller adds it to the all-to-all's own time: with the closed form (comm_analytic.c) and
+ * nothing else on the shared ports, own + pause is the flows' end under PFC. 0, or -1 as
+ * pfc_spread_a2a_set (pauses then 0). */
+int pfc_a2a_pauses(const cluster_cfg *c, const faults_cfg *f, const a2a_pattern *ps, const unsigned char *reversed,
+                   int n, double *pause_s);
 void pfc_result_free(pfc_result *r);
 
 /* A link's name as the SimGrid platform spells it (rail_fabric.h: "nic-G_UP", "up-rR-lL_DOWN", ...). */

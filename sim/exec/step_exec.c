@@ -1,6 +1,7 @@
 /* step_exec.c — the fast op-level executor (see step_exec.h for semantics and accounting). */
 #include "sim/exec/step_exec.h"
 #include "sim/base/alloc.h"
+#include "sim/exec/pfc_spread.h"
 
 #include "sim/plan/plan_costs.h"
 
@@ -105,6 +106,7 @@ typedef struct {
     double arr_t[STREAM_N];
     double a2a_s;                  /* time inside all-to-alls from the last arrival to the end (the
                                       transfer itself: what a slow link lengthens) */
+    double pfc_pause_s;            /* the part of a2a_s that PFC pauses added (cluster.pfc) */
 } rank_state;
 
 /* A gang: the simulated ranks of one replica and stage, which run one op list, advanced op by op
@@ -142,6 +144,7 @@ static inline op_time *time_of(const rank_state *r, int i) { return &r->t[(size_
 typedef struct {
     int n_arrived, expected, seq_done, last_rank;
     double max_arr, min_arr, start, end;
+    double pause;                  /* of its current all-to-all: what PFC adds to it (in end - start) */
     int instance;
 } group_state;
 
@@ -168,6 +171,11 @@ typedef struct {
                                       (the only ones asked about), else -1 */
     int n_live;                    /* how many groups have simulated members */
     double *a2a_memo;              /* n_patterns x n_live (EP groups only used) */
+    /* cluster.pfc (step_exec.h "Lossless fabric"): the pause of an all-to-all per (pattern kind, the
+     * sample streams' draws, group with simulated members), < 0 until worked out; NULL: no PFC */
+    double *pfc_memo;
+    int pfc_combos;                /* n_draws ^ n_sample_groups */
+    int *ep_rep;                   /* per group: the group of the rank its first member is mirrored onto */
     coll_memo_entry *coll_memo;    /* n_live x 3 x COLL_MEMO_SIZES */
     double **stage_price;          /* per stage x op: the price of an op that is not rank-relative
                                       (step_price_fn), < 0 until priced */
@@ -277,6 +285,61 @@ static double a2a_time(exec_ctx *x, int pattern, int g) {
     *m = x->o->comm->a2a_s(x->o->comm->ctx, &pat);
     step_a2a_buf_free(&buf);
     return *m;
+}
+
+/* cluster.pfc: the pauses of the all-to-all of kind `kind` with the sample streams' draws `draw`
+ * on every EP group of stage s (pfc_a2a_pauses over their flows together, each group with its own
+ * sample), into the memo row `row` (by group slot). A simulated group stands for the groups mirrored
+ * onto it: it takes the longest of their pauses (the fold of step_exec.h "Speed spread"). */
+static void pfc_stage_pauses(exec_ctx *x, int s, int kind, const int *draw, double *row) {
+    const program *p = x->p;
+    int n = p->dp * p->tp, m = 0;
+    a2a_pattern *pats = moe_xmalloc((size_t)n * sizeof *pats);
+    step_a2a_buf *bufs = moe_xcalloc((size_t)n, sizeof *bufs);
+    double *pause = moe_xmalloc((size_t)n * sizeof *pause);
+    unsigned char *rev = moe_xmalloc((size_t)n);
+    int *grp = moe_xmalloc((size_t)n * sizeof *grp);
+    for (int d = 0; d < p->dp; d++)
+        for (int t = 0; t < p->tp; t++) {
+            int g = program_group_of(p, program_rank(p, d, s, 0, t), GROUP_EP);
+            if (p->groups[g].n < 2) continue;
+            int pattern = draw[program_sample_group(p, d)] * A2A_NKINDS + kind;
+            step_a2a_pattern(p, pattern, g, &pats[m], &bufs[m]);
+            pats[m].concurrent_groups = 1;   /* the other groups are in the set themselves */
+            rev[m] = (unsigned char)p->patterns[pattern].is_combine;
+            grp[m++] = g;
+        }
+    for (int i = 0; i < m; i++)
+        if (x->group_slot[x->ep_rep[grp[i]]] >= 0) row[x->group_slot[x->ep_rep[grp[i]]]] = 0;
+    if (pfc_a2a_pauses(&p->scn->cluster, &p->scn->faults, pats, rev, m, pause) == 0)
+        for (int i = 0; i < m; i++) {
+            int slot = x->group_slot[x->ep_rep[grp[i]]];
+            if (slot >= 0 && pause[i] > row[slot]) row[slot] = pause[i];
+        }
+    for (int i = 0; i < m; i++) step_a2a_buf_free(&bufs[i]);
+    free(pats); free(bufs); free(pause); free(rev); free(grp);
+}
+
+/* What PFC adds to all-to-all op `op` (resolved) of EP group g: 0 without cluster.pfc and when every
+ * sample stream routes the op's (layer, micro-batch) with the same draw (identical groups: their
+ * pauses never outlast their own incasts, pfc_spread.h "work conservation"). */
+static double pfc_pause(exec_ctx *x, const program_op *op, int g) {
+    const program *p = x->p;
+    if (!x->pfc_memo || op->pattern < 0) return 0;
+    int S = p->n_sample_groups, draw[PROGRAM_SAMPLE_STREAMS], combo = 0, differ = 0;
+    for (int j = 0; j < S; j++) {
+        draw[j] = program_replica_draw_of(p, j, op->layer, op->mb);
+        differ |= draw[j] != draw[0];
+        combo = combo * p->n_draws + draw[j];
+    }
+    if (!differ) return 0;
+    int kind = op->pattern % A2A_NKINDS, st, d_, e_, t_;
+    double *row = &x->pfc_memo[((size_t)kind * (size_t)x->pfc_combos + (size_t)combo) * (size_t)x->n_live];
+    if (row[x->group_slot[g]] < 0) {
+        program_coords(p, p->groups[g].ranks[0], &d_, &st, &e_, &t_);
+        pfc_stage_pauses(x, st, kind, draw, row);
+    }
+    return row[x->group_slot[g]];
 }
 
 static coll_kind coll_kind_of(op_kind k) {
@@ -606,6 +669,8 @@ static void arrive(exec_ctx *x, rank_state *r, int st, const program_op *op, dou
     if (++G->n_arrived < G->expected) return;
     int a2a = op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE;
     double dur = a2a ? a2a_time(x, op->pattern, op->group) : coll_time(x, op->kind, op->group, op->bytes);
+    G->pause = a2a ? pfc_pause(x, op, op->group) : 0;
+    dur += G->pause;
     G->start = G->max_arr;
     G->end = G->max_arr + dur;
     G->seq_done++;
@@ -646,7 +711,10 @@ static int run_collective(exec_ctx *x, gang *g, int gi, int st, int i) {
         const program_op *op = head_op(x, r, st, i);
         const group_state *G = &x->gs[op->group];
         note_wait(x, r, op, r->arr_t[st], G->end - r->arr_t[st]);
-        if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) r->a2a_s += G->end - G->start;
+        if (op->kind == OP_A2A_DISPATCH || op->kind == OP_A2A_COMBINE) {
+            r->a2a_s += G->end - G->start;
+            r->pfc_pause_s += G->pause;
+        }
         r->arrived[st] = 0;
         row[k] = (op_time){r->arr_t[st], G->end};
         lane_done(g, free_t, k, G->end);
@@ -975,6 +1043,17 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     size_t n_a2a_memo = (size_t)(p->n_patterns > 0 ? p->n_patterns : 1) * (size_t)x.n_live;
     x.a2a_memo = moe_xmalloc((n_a2a_memo + 1) * sizeof(double));
     for (size_t i = 0; i < n_a2a_memo; i++) x.a2a_memo[i] = -1;
+    if (p->scn->cluster.pfc && p->n_sample_groups > 1 && p->n_patterns > 0) {
+        x.pfc_combos = 1;
+        for (int j = 0; j < p->n_sample_groups; j++) x.pfc_combos *= p->n_draws;
+        size_t n_pfc = (size_t)A2A_NKINDS * (size_t)x.pfc_combos * (size_t)x.n_live;
+        x.pfc_memo = moe_xmalloc((n_pfc + 1) * sizeof(double));
+        for (size_t i = 0; i < n_pfc; i++) x.pfc_memo[i] = -1;
+        x.ep_rep = moe_xmalloc((size_t)(p->n_groups + 1) * sizeof(int));
+        for (int g = 0; g < p->n_groups; g++)
+            x.ep_rep[g] = p->groups[g].n > 0 ? program_group_of(p, rep_of[p->groups[g].ranks[0]], p->groups[g].kind) : g;
+        res->pfc_pause_s = moe_xcalloc((size_t)p->n_ranks, sizeof(double));
+    }
     x.coll_memo = moe_xmalloc(((size_t)x.n_live * 3 * COLL_MEMO_SIZES + 1) * sizeof *x.coll_memo);
     for (size_t i = 0; i < (size_t)x.n_live * 3 * COLL_MEMO_SIZES; i++) x.coll_memo[i] = (coll_memo_entry){0, -1};
     /* as early as the simulated ranks are known: the model's helper starts before the ranks' state is
@@ -1117,6 +1196,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
             rank_state *rs = &x.rs[x.sim_index[sr]];
             res->split[r] = sim_split[x.sim_index[sr]];
             res->a2a_s[r] = rs->a2a_s;
+            if (res->pfc_pause_s) res->pfc_pause_s[r] = rs->pfc_pause_s;
             res->sim_rank[r] = sr;
             res->a2a_last_count[r] = x.a2a_last[sr];
         }
@@ -1163,6 +1243,7 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     for (int s = 0; s < p->pp; s++) free(x.stage_price[s]);
     free(x.stage_price);
     free(x.stream_lists); free(x.stream_len); free(x.gs); free(x.group_slot); free(x.a2a_memo); free(x.coll_memo);
+    free(x.pfc_memo); free(x.ep_rep);
     free(x.a2a_last); free(x.queue); free(x.sim_index); free(rep_sim); free(x.recv_slot); free(stage_n_recv);
     step_pricing_free(&x.own_pricing);
     step_host_free(x.hosts, p->pp);
@@ -1191,7 +1272,7 @@ void step_exec_trace(const program *p, step_exec_result *r, int n, const int *ra
 }
 
 void step_exec_result_free(step_exec_result *r) {
-    free(r->split); free(r->a2a_s);
+    free(r->split); free(r->a2a_s); free(r->pfc_pause_s);
     if (r->timelines && !r->timeline_block)
         for (int k = 0; k < r->n_ranks; k++) free(r->timelines[k]);
     free(r->timelines); free(r->timeline_stride);

@@ -69,6 +69,19 @@
  * over the per-op timeline this executor records for every simulated rank, with the priced compute
  * durations as busy times.
  *
+ * Lossless fabric (cluster.pfc, sim/exec/pfc_spread.h). The EP groups of one stage run each all-to-
+ * all at about the same time (the comm model's concurrent copies: comm.h), but with independent
+ * routing samples (program.h "Routing") their patterns differ, and a hot receiver of one group pauses
+ * ports that the other groups' flows cross. With every EP group of the stage on the fabric at once,
+ * each with its own sample, an all-to-all's pause is its flows' end under PFC less their end without
+ * (pfc_a2a_pauses); it is added to the comm model's time for the group and counted in pfc_pause_s.
+ * Worked out once per (pattern kind, the streams' draws); the groups a simulated group stands for
+ * (replica shortcut, TP twins) fold into it as the longest of their pauses. Not fed: the pause a
+ * group's pattern puts on its own flows (work conservation: identical groups, or streams that drew
+ * alike, are left as without PFC), and every other transfer in flight at the time (pipeline sends,
+ * data-parallel collectives), which the executor prices each on its own. --fidelity full (SimGrid's
+ * max-min sharing) has no PFC: it gives the lossy, congestion-controlled time.
+ *
  * Stalled ranks (program.faults.stop_at: faults.stalls, seed 000 §3.1 NCCL hang, semantics in
  * sim/program/faults.h): a stalled rank never starts its op stop_at nor any later one; everyone else
  * runs until blocked. When no
@@ -184,6 +197,9 @@ typedef struct {
     step_split *split;              /* step_accounting.h */
     double *a2a_s;                  /* time inside all-to-alls after the last member arrived (the
                                        transfers themselves; NULL from executors that do not count it) */
+    double *pfc_pause_s;            /* the part of a2a_s that PFC pauses added ("Lossless fabric"
+                                       above); NULL unless the fast executor ran with cluster.pfc and
+                                       several routing sample streams */
     int *sim_rank;                  /* the simulated rank whose timeline this rank has */
     int n_simulated_ranks, n_simulated_replicas;
     int slowest_rank;               /* step_split_slowest_rank */

@@ -523,6 +523,8 @@ static void other_data(text_buf *t, const program *p, const step_exec_result *r,
     free(v);
     /* time inside all-to-alls after the last arrival: what a slow link lengthens */
     if (r->a2a_s) put_nums(t, "rank_a2a_s", r->a2a_s, N);
+    /* the part of it PFC pauses added (a lossless fabric: step_exec.h "Lossless fabric") */
+    if (r->pfc_pause_s) put_nums(t, "rank_pfc_pause_s", r->pfc_pause_s, N);
     int E = p->n_moe_layers > 0 ? s->model.experts : 0;
     put_nums(t, "expert_tokens", p->step_expert_tokens, E);
     put_nums(t, "expert_tokens_routed", p->step_expert_routed, E);

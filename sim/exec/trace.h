@@ -46,6 +46,9 @@
  *   "rank_compute_s": [N]  busy time of rank r's compute stream (kernels + optimizer),  ALL ranks
  *   "rank_a2a_s":     [N]  time rank r spent inside all-to-alls after their last member arrived (the
  *                          transfers themselves: a slow link lengthens them),  ALL ranks
+ *   "rank_pfc_pause_s": [N]  the part of rank_a2a_s that PFC pauses added (cluster.pfc, the fast
+ *                          executor: step_exec.h "Lossless fabric"); absent unless it ran with cluster.pfc
+ *                          and several routing sample streams
  *   "expert_tokens":  [E]  token-expert pairs each expert id 0..E-1 received, summed over every MoE
  *                          layer of the model and every micro-batch of the step, for one replica
  *                          (the EP groups of replica 0, tp index 0; [] for a dense model). Every EP

@@ -253,7 +253,8 @@ const scn_field scn_fields[] = {
     F_BOOL("cluster.pfc", cluster.pfc, "",
            "the RoCE fabric is lossless (priority flow control): an incast pauses the switch ports upstream of the hot "
            "receiver and every flow queued behind them waits too (head-of-line blocking); the step reports the paused "
-           "links and the slowed flows (sim/exec/pfc_spread.h)",
+           "links and the slowed flows (sim/exec/pfc_spread.h), and the fast executor adds to each all-to-all the pause "
+           "the other EP groups of its stage put on its flows (step.breakdown.pfc_pause_s); --fidelity full has no PFC",
            "off; seed 000 section 0.2 incident 1: PFC back-pressure spread up the switch tree"),
     F_ENUM("cluster.retransmission", cluster.retransmission, scn_retx_names, "",
            "how the NICs recover a packet a lossy link (faults.links[].loss_rate) drops: go-back-n resends everything "

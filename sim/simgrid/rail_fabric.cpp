@@ -164,8 +164,12 @@ faults_cfg g_faults;
 
 extern "C" int rail_fabric_init(const scenario *s, moe_error *err) {
     if (g_zone) {
-        /* the platform is the cluster and its degraded links (slow GPUs and stalls are the executors') */
-        if (memcmp(&g_cluster, &s->cluster, sizeof g_cluster) == 0 && g_faults.n_links == s->faults.n_links &&
+        /* the platform is the cluster and its degraded links (slow GPUs and stalls are the executors';
+         * cluster.pfc too: SimGrid's max-min sharing has no pause, the fast executor models it) */
+        cluster_cfg want;
+        memcpy(&want, &s->cluster, sizeof want);   /* padding too: compared bytewise */
+        want.pfc = g_cluster.pfc;
+        if (memcmp(&g_cluster, &want, sizeof g_cluster) == 0 && g_faults.n_links == s->faults.n_links &&
             memcmp(g_faults.links, s->faults.links, sizeof g_faults.links[0] * (size_t)s->faults.n_links) == 0)
             return 0;
         return moe_error_set(err, EXIT_RUNTIME,

@@ -215,6 +215,18 @@ static cJSON *host_json(const scenario *s, const program *p, const step_host_pri
 
 /* step.fidelity picks the executor: "fast" = the op-level DES with SimGrid-memoized patterns
  * (step_exec.h), "full" = every transfer of every rank as SimGrid flows (exec_full.h, <= 256 GPUs). */
+/* The time PFC pauses added to the all-to-alls (step_exec.h "Lossless fabric"): per rank on
+ * average and on the rank with the most, seconds (0 when nothing was fed). */
+static void pfc_pause_json(const program *p, const step_exec_result *xr, cJSON *bd) {
+    double sum = 0, most = 0;
+    for (int r = 0; xr->pfc_pause_s && r < p->n_ranks; r++) {
+        sum += xr->pfc_pause_s[r];
+        if (xr->pfc_pause_s[r] > most) most = xr->pfc_pause_s[r];
+    }
+    cJSON_AddNumberToObject(bd, "pfc_pause_s", p->n_ranks > 0 ? sum / p->n_ranks : 0);
+    cJSON_AddNumberToObject(bd, "pfc_pause_max_s", most);
+}
+
 static int run_executor(const scenario *s, const program *p, const step_exec_opts *eo, step_exec_result *xr,
                         moe_error *err) {
     if (s->step.fidelity == FIDELITY_FULL) return sg_exec_full_run(p, eo, xr, err);
@@ -435,6 +447,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
         cJSON_AddItemToObject(bd, "hang", step_hang_summary_json(p, &xr.hang));
         cJSON_AddItemToObject(bd, "host", host_json(s, p, eo.host ? &host : NULL, &mean));
         if (pfc) { cJSON_AddItemToObject(bd, "pfc", pfc); pfc = NULL; }
+        if (s->cluster.pfc && s->step.fidelity != FIDELITY_FULL) pfc_pause_json(p, &xr, bd);
         cJSON *lossy = lossy_links_json(s, ferr.code == 0 ? &fab.cluster : &s->cluster);
         if (lossy) cJSON_AddItemToObject(bd, "lossy_links", lossy);
         out->breakdown = bd;
