@@ -190,6 +190,28 @@ static void stage_act(const scenario *s, const model_counts *mc, const act_profi
     *logits = cz->loss ? tokens * ap->head * (1 + s->model.mtp_layers) : 0.0;
 }
 
+void memory_expert_slot_bytes(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
+                              const stage_census *cz, int rank, mem_ledgers *out) {
+    const layout_cfg *lay = &s->layout;
+    memset(out, 0, sizeof *out);
+    if (s->model.experts <= 0 || lay->ep <= 0) return;
+    int dual = scn_schedule_run(lay) == SCHED_DUALPIPE, other = lay->pp - 1 - rank;
+    double per_rank = ceil((double)s->model.experts / lay->ep);   /* memory_block_params' experts per rank */
+    stage_params sp;
+    memory_stage_params(mc, &s->model, lay, &cz[rank], &sp);
+    double slot = sp.expert / per_rank, copies = 1.0;
+    if (dual && other != rank) {
+        memory_stage_params(mc, &s->model, lay, &cz[other], &sp);
+        slot += sp.expert / per_rank;
+        copies = 2.0;
+    }
+    double g_ex = (double)lay->dp * copies;   /* expert DP, as the ledger shards over it */
+    out->params = sb->weight * slot / (lay->zero >= 3 ? g_ex : 1.0);
+    out->grads = sb->grad * slot / (lay->zero >= 2 ? g_ex : 1.0);
+    out->optimizer = (sb->master + sb->moments) * slot / (lay->zero >= 1 ? g_ex : 1.0);
+    out->total = out->params + out->grads + out->optimizer;
+}
+
 void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act_profile *ap,
                             const mem_state_bytes *sb, int micro_batches, const stage_census *cz, int rank,
                             mem_ledgers *out) {
@@ -230,6 +252,16 @@ void memory_rank_ledgers_cz(const scenario *s, const model_counts *mc, const act
     out->params = sb->weight * (lay->zero >= 3 ? sharded + ZERO_UNITS_IN_FLIGHT * unit : held);
     out->grads = sb->grad * (lay->zero >= 2 ? sharded + ZERO_UNITS_IN_FLIGHT * unit : held);
     out->optimizer = (sb->master + sb->moments) * (lay->zero >= 1 ? sharded : held);
+    /* routing.redundant_experts: the rank's extra expert slots, each one expert's whole state */
+    int E = s->model.experts, R = s->routing.redundant_experts;
+    double extra_slots = E > 0 && R > 0 ? ceil((double)(E + R) / lay->ep) - ceil((double)E / lay->ep) : 0;
+    if (extra_slots > 0) {
+        mem_ledgers slot;
+        memory_expert_slot_bytes(s, mc, sb, cz, rank, &slot);
+        out->params += extra_slots * slot.params;
+        out->grads += extra_slots * slot.grads;
+        out->optimizer += extra_slots * slot.optimizer;
+    }
     double inflight = inflight_microbatches_of(lay, micro_batches, rank);
     out->activations = inflight * per_mb + work + logits;
     out->total = out->params + out->grads + out->optimizer + out->activations;

@@ -113,6 +113,14 @@ double memory_zero_unit_params(const model_counts *mc, const model_cfg *m, const
 void memory_stage_params(const model_counts *mc, const model_cfg *m, const layout_cfg *lay,
                          const stage_census *cz, stage_params *out);
 
+/* One routed-expert slot on one GPU of pipeline rank `rank`: one expert's weights, gradients and
+ * optimizer state in every MoE block and MoE MTP module the rank holds (both stages under DualPipe),
+ * by the ledger's rules: ZeRO-1 / 2 / 3 shard the optimizer / gradients / weights over the expert DP.
+ * Each redundant expert slot (routing.redundant_experts: ceil((E + R) / ep) - ceil(E / ep) more per
+ * rank) adds one to the rank's ledgers; an EPLB move carries its params and optimizer. */
+void memory_expert_slot_bytes(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
+                              const stage_census *cz, int rank, mem_ledgers *out);
+
 /* Ledgers of one GPU of pipeline rank `rank` (0..pp-1) with `micro_batches` micro-batches per step.
  * For DualPipe the rank holds stages rank and pp-1-rank. State bytes from memory_state_bytes(). */
 void memory_rank_ledgers(const scenario *s, const model_counts *mc, const act_profile *ap,

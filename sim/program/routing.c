@@ -8,6 +8,7 @@
 /* GSL's inline gsl_rng_get/uniform/uniform_int (gsl_rng.h): the draw loop calls them ~3M times. */
 #define HAVE_INLINE 1
 #include "sim/program/routing.h"
+#include "sim/program/eplb.h"
 #include "kernels/moe_capacity.h"
 #include "sim/base/alloc.h"
 #include "sim/base/hash.h"
@@ -346,7 +347,10 @@ static int cmp_int(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int build_placement(routing_ctx *c, const int *group_gpus, int gpus_per_node, moe_error *err) {
+/* phys: a placement (routing_law.placement, S slots per rank) whose first copy of each expert is its
+ * home for the node and group limits; NULL: the contiguous one */
+static int build_placement(routing_ctx *c, const int *group_gpus, int gpus_per_node, const int *phys, int S,
+                           moe_error *err) {
     int n = c->n, E = c->E;
     c->gpus = moe_xmalloc((size_t)n * sizeof *c->gpus);
     c->rank_node = moe_xmalloc((size_t)n * sizeof *c->rank_node);
@@ -369,8 +373,10 @@ static int build_placement(routing_ctx *c, const int *group_gpus, int gpus_per_n
         c->rank_node[i] = (int)(hit - c->nodes);
     }
     int group_size = c->groups_on ? E / c->n_groups : E;
+    for (int e = 0; e < E; e++) c->expert_rank[e] = phys ? -1 : e / c->experts_per_rank;
+    for (int k = 0; phys && k < n * S; k++)
+        if (c->expert_rank[phys[k]] < 0) c->expert_rank[phys[k]] = k / S;
     for (int e = 0; e < E; e++) {
-        c->expert_rank[e] = e / c->experts_per_rank;
         c->expert_node[e] = c->rank_node[c->expert_rank[e]];
         c->expert_group[e] = e / group_size;
     }
@@ -402,14 +408,6 @@ int routing_check_tokens(const scenario *s, long long tokens_per_rank, moe_error
 }
 
 /* ---- context: redundant experts (EPLB; see routing.h) ----------------------------------------------- */
-typedef struct { double w; int e, r; } replica;
-
-static int by_weight(const void *a, const void *b) {
-    const replica *x = a, *y = b;
-    if (x->w != y->w) return x->w > y->w ? -1 : 1;
-    return x->e != y->e ? x->e - y->e : x->r - y->r;
-}
-
 void routing_expected_load(const routing_law *law, int E, int top_k, double *load) {
     double h = law->hot_share > 0 ? law->hot_share : 0.0, total = 0;
     for (int e = 0; e < E; e++) {
@@ -423,60 +421,65 @@ void routing_expected_load(const routing_law *law, int E, int top_k, double *loa
     }
 }
 
+static void alloc_slots(routing_ctx *c, int R, int slots_per_rank) {
+    c->n_redundant = R;
+    c->slots_per_rank = slots_per_rank;
+    c->slot_first = moe_xcalloc((size_t)c->E, sizeof(int));
+    c->slot_count = moe_xcalloc((size_t)c->E, sizeof(int));
+    c->slot_rank = moe_xcalloc((size_t)(c->E + R), sizeof(int));
+    c->slot_index = moe_xcalloc((size_t)(c->E + R), sizeof(int));
+}
+
+/* The oracle (routing.h): the law's expected loads, EPLB's replicate capped at one copy per rank, the
+ * experts' own slots where they are, the replicas packed (eplb.h) */
 static int build_replicas(routing_ctx *c, int R, moe_error *err) {
     int E = c->E, n = c->n, epr = c->experts_per_rank, extra = (R + n - 1) / n;
-    c->n_redundant = R;
-    c->slots_per_rank = epr + extra;
-    c->slot_first = moe_xcalloc((size_t)E, sizeof(int));
-    c->slot_count = moe_xcalloc((size_t)E, sizeof(int));
-    c->slot_rank = moe_xcalloc((size_t)(E + R), sizeof(int));
-    c->slot_index = moe_xcalloc((size_t)(E + R), sizeof(int));
-    double *load = moe_xcalloc((size_t)E, sizeof(double)), *rank_load = moe_xcalloc((size_t)n, sizeof(double));
-    int *used = moe_xcalloc((size_t)n, sizeof(int));
-    replica *reps = moe_xcalloc((size_t)R, sizeof *reps);
+    alloc_slots(c, R, epr + extra);
+    double *load = moe_xcalloc((size_t)E, sizeof(double));
+    eplb_item *items = moe_xcalloc((size_t)(E + R), sizeof *items);
+    int *room = moe_xcalloc((size_t)n, sizeof(int));
     /* the law's expected loads: the hot share, the (law 0) popularities elsewhere */
     routing_law law = {.hot_share = c->dist == ROUTE_HOT ? c->hot_share : 0, .hot_expert = c->hot_expert,
                        .weights = c->weights};
     routing_expected_load(&law, E, c->K, load);
-    /* EPLB's replicate_experts: each extra slot to the expert with the most load per copy */
-    for (int e = 0; e < E; e++) c->slot_count[e] = 1;
-    for (int k = 0; k < R; k++) {
-        int best = -1;
-        for (int e = 0; e < E; e++)
-            if (c->slot_count[e] < n && (best < 0 || load[e] / c->slot_count[e] > load[best] / c->slot_count[best]))
-                best = e;
-        c->slot_count[best]++;
-    }
-    int at = 0, nr = 0;
+    eplb_replicate(load, E, R, n, c->slot_count, NULL);
+    /* the own slots first (placed: their load counts), then the replicas in (expert, copy) order */
+    int at = 0, nr = E;
     for (int e = 0; e < E; e++) {
+        double w = load[e] / c->slot_count[e];
         c->slot_first[e] = at;
         c->slot_rank[at] = c->expert_rank[e];
         c->slot_index[at] = e % epr;
-        rank_load[c->expert_rank[e]] += load[e] / c->slot_count[e];
-        for (int r = 1; r < c->slot_count[e]; r++) reps[nr++] = (replica){load[e] / c->slot_count[e], e, r};
+        items[e] = (eplb_item){w, e, c->expert_rank[e], 0};
+        for (int r = 1; r < c->slot_count[e]; r++) items[nr++] = (eplb_item){w, e, -1, 0};
         at += c->slot_count[e];
     }
-    /* EPLB's balanced packing of the replicas: heaviest first, onto the least loaded rank with a free
-     * extra slot that does not hold the expert yet (failing that, any with a free slot) */
-    qsort(reps, (size_t)nr, sizeof *reps, by_weight);
-    for (int k = 0; k < nr; k++) {
-        int e = reps[k].e, pick = -1, any = -1;
-        for (int j = 0; j < n; j++) {
-            if (used[j] == extra) continue;
-            int holds = 0;
-            for (int r = 0; r < reps[k].r; r++) holds |= c->slot_rank[c->slot_first[e] + r] == j;
-            if (any < 0 || rank_load[j] < rank_load[any]) any = j;
-            if (!holds && (pick < 0 || rank_load[j] < rank_load[pick])) pick = j;
-        }
-        if (pick < 0) pick = any;
-        int slot = c->slot_first[e] + reps[k].r;
-        c->slot_rank[slot] = pick;
-        c->slot_index[slot] = epr + used[pick]++;
-        rank_load[pick] += reps[k].w;
+    for (int j = 0; j < n; j++) room[j] = extra;
+    int rc = eplb_pack(items, nr, n, room, 1);
+    for (int k = E; rc == 0 && k < nr; k++) {
+        int e = items[k].key, r = 1;
+        while (k - r >= E && items[k - r].key == e) r++;
+        c->slot_rank[c->slot_first[e] + r] = items[k].pack;
+        c->slot_index[c->slot_first[e] + r] = epr + items[k].pos;
     }
-    free(load); free(rank_load); free(used); free(reps);
-    (void)err;
-    return 0;
+    free(load); free(items); free(room);
+    return rc ? moe_error_set(err, EXIT_RUNTIME, "routing: %d redundant experts do not fit %d per rank", R, extra) : 0;
+}
+
+/* A placement given by the law (routing_law.placement, eplb.h's phys array): every slot as it says */
+static void slots_from_placement(routing_ctx *c, int R, const int *phys) {
+    int E = c->E, n = c->n, S = (E + R) / n;
+    alloc_slots(c, R, S);
+    for (int k = 0; k < n * S; k++) c->slot_count[phys[k]]++;
+    for (int e = 0, at = 0; e < E; e++) { c->slot_first[e] = at; at += c->slot_count[e]; }
+    int *fill = moe_xcalloc((size_t)E, sizeof(int));
+    for (int j = 0; j < n; j++)
+        for (int p = 0; p < S; p++) {
+            int e = phys[j * S + p], slot = c->slot_first[e] + fill[e]++;
+            c->slot_rank[slot] = j;
+            c->slot_index[slot] = p;
+        }
+    free(fill);
 }
 
 /* ---- digest: FNV-1a (sim/base/hash.h) over what routing_draw reads ------------------------------------ */
@@ -547,7 +550,9 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     c->seed = routing_step_seed(s->seed, law ? law->draw_step : 0);
     c->capacity = moe_capacity(s->routing.capacity_factor, tpr, c->K, c->E);
     /* node-limited routing and DeepEP's per-node copies count NVLink domains */
-    if (build_placement(c, group_gpus, scn_domain_gpus(&s->cluster), err)) goto fail;
+    const int *phys = law && s->routing.redundant_experts > 0 ? law->placement : NULL;
+    int R = s->routing.redundant_experts;
+    if (build_placement(c, group_gpus, scn_domain_gpus(&s->cluster), phys, (c->E + R) / c->n, err)) goto fail;
     c->node_limit = s->routing.node_limit;
     c->nodes_on = c->node_limit > 0 && c->node_limit < c->n_nodes;
     if (c->nodes_on) {
@@ -587,7 +592,8 @@ routing_ctx *routing_ctx_create_opts(const scenario *s, const int *group_gpus, c
     }
     if (build_laws(c, s, law, err)) goto fail;
     uniform_below_init(c, c->dist == ROUTE_HOT ? c->E - 1 : c->E);
-    if (s->routing.redundant_experts > 0 && build_replicas(c, s->routing.redundant_experts, err)) goto fail;
+    if (phys) slots_from_placement(c, R, phys);
+    else if (R > 0 && build_replicas(c, R, err)) goto fail;
     /* a drifting step's law is new each step: its draws are not kept (digest 0) */
     c->digest = law ? 0 : ctx_digest(c);
     return c;

@@ -64,9 +64,11 @@
  * expert yet and has a free extra slot (ceil(R / ep) per rank). Split: the q-th pair a source rank
  * sends expert e goes to copy q mod copies, so each copy computes ceil or floor of 1/copies of every
  * source rank's pairs: a hot expert of load L with r replicas leaves L / (1 + r) on its holder.
- * Not modelled: the replicas' weights (memory, gradient sync) and the rebalancing itself (the law's
- * expected load is known at every step: an oracle EPLB); capacity and node-limited routing count
- * the logical expert (a replica on another node may take a token past its node limit).
+ * This is the oracle (the law's expected load is known at every step, the move is free); a step's law
+ * may give a placement instead (routing_law.placement: EPLB's full rebalance from measured loads,
+ * routing.eplb_interval_steps, eplb.h), whose slots are read as they are. Capacity and node-limited
+ * routing count the logical expert at its home (a replica on another node may take a token past its
+ * node limit; EPLB's hierarchical placement keeps every copy on its home's node).
  *
  * Capacity (routing.capacity_factor C > 0): the rule of kernels/moe_capacity.h, shared with the
  * kernels' dispatch layout and live mode. Every source rank applies it to its own tokens: expert e
@@ -158,6 +160,10 @@ typedef struct {
     int hot_expert;
     const double *weights;
     int draw_step;
+    /* routing.redundant_experts R > 0: the EP group's placement, expert of physical slot p of rank j at
+     * placement[j x (E + R) / ep + p] (eplb.h's eplb_rebalance), each expert's first copy its home for
+     * the node and group limits; NULL: the oracle from the law's expected loads (below) */
+    const int *placement;
 } routing_law;
 /* Expected token-expert pairs per token of each expert under `law` (sums to top_k): the hot expert
  * h, every other one (top_k - h) w_e / sum of the others' w (exact for top_k = 1). */

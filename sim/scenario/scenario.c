@@ -330,6 +330,11 @@ static int check_routing(const scenario *s, moe_error *err) {
                  "expert per EP rank at most)", (long long)s->model.experts * (s->layout.ep - 1));
         return bad_int(s, err, "routing.redundant_experts", r->redundant_experts, exp);
     }
+    if (r->eplb_interval_steps > 0 && (r->redundant_experts <= 0 || r->redundant_experts % s->layout.ep != 0)) {
+        snprintf(exp, sizeof exp, "routing.redundant_experts a positive multiple of layout.ep = %d for "
+                 "routing.eplb_interval_steps > 0 (EPLB spreads the physical experts evenly over the GPUs)", s->layout.ep);
+        return bad_int(s, err, "routing.redundant_experts", r->redundant_experts, exp);
+    }
     int domains = scn_gpus(s) / scn_domain_gpus(&s->cluster);
     if (r->node_limit > domains) {
         if (scn_domain_gpus(&s->cluster) == s->cluster.gpus_per_node)

@@ -373,8 +373,17 @@ const scn_field scn_fields[] = {
     F_INT("routing.redundant_experts", routing.redundant_experts, 0, 1 << 20, "expert slots",
           "redundant experts (DeepSeek's EPLB): extra expert slots per EP group, each holding a replica of the expert with "
           "the most expected load per copy (EPLB's replicate rule), packed onto the least loaded ranks; a replicated "
-          "expert's tokens are split evenly over its copies. Replica weights (memory, gradient sync) are not counted",
+          "expert's tokens are split evenly over its copies. With routing.eplb_interval_steps 0 the placement follows the "
+          "law's expected loads at every step, for free (an oracle)",
           "github deepseek-ai/EPLB (eplb.py: replicate_experts, balanced_packing); " DSV3_REPORT ", section 3.4 (redundant experts)"),
+    F_INT("routing.eplb_interval_steps", routing.eplb_interval_steps, 0, 1 << 20, "steps",
+          "EPLB as deployed: 0 = the oracle placement of routing.redundant_experts (the law's expected loads, every step, "
+          "free); K > 0 = EPLB's full rebalance (hierarchical when the EP group's nodes divide model.expert_groups, global "
+          "otherwise) from the per-expert token counts the steps since the last rebalance routed, at every K-th step of "
+          "routing.steps (step 0 starts from EPLB on equal loads), the placement held in between; the step of a rebalance "
+          "pays the moved experts' weights and optimizer state as point-to-point traffic (step.steps.series.eplb_rebalance_s). "
+          "Needs routing.redundant_experts a multiple of layout.ep",
+          "github deepseek-ai/EPLB (README: hierarchical and global load balancing; eplb.py: rebalance_experts)"),
     F_ENUM("routing.group_samples", routing.group_samples, scn_group_samples_names, "",
            "which routing sample the EP groups of each (MoE layer, micro-batch) take: independent = the data-parallel "
            "replicas route with 2 sample streams (replica d takes stream d mod 2; stream 0 is the shared mode's), each its "

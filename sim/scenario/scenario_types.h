@@ -200,6 +200,8 @@ typedef struct {
     char trace[SCN_PATH_MAX];/* per-expert token counts (distribution "trace"); relative path, see `file` */
     dispatcher_kind dispatcher;
     int redundant_experts;   /* extra expert slots per EP group holding replicas of hot experts (EPLB) */
+    int eplb_interval_steps; /* 0: the oracle placement every step; K: EPLB from the loads measured over the
+                                last K steps, every K steps, the moves paid (sim/program/eplb.h) */
     group_samples_kind group_samples;
     int steps;               /* consecutive steps simulated at the step level (1: one step) */
     routing_drift_cfg drift;

@@ -30,6 +30,7 @@
 #include "sim/program/program.h"
 #include "sim/program/routing_drift.h"
 #include "sim/exec/step_series.h"
+#include "sim/exec/eplb_series.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/exec_full.h"
 #include "sim/exec/step_accounting.h"
@@ -238,9 +239,10 @@ static int run_executor(const scenario *s, const program *p, const step_exec_opt
  * and the SimGrid platform and pattern memo are reused: only the routing is redrawn, and a pattern
  * whose bytes did not change is a memo hit. Fills the series and their distribution. */
 static int run_steps(const scenario *s, program *p, const comm_model *comm, const costmodel *cm, drift_state *d,
-                     const step_options *opt, step_result *out, moe_error *err) {
+                     eplb_series *eplb, const step_options *opt, step_result *out, moe_error *err) {
     int N = s->routing.steps;
     out->n_steps = N;
+    if (eplb) out->series_eplb_rebalance_s = moe_xcalloc((size_t)N, sizeof(double));
     out->series_step_time_s = moe_xcalloc((size_t)N, sizeof(double));
     out->series_max_expert_share = moe_xcalloc((size_t)N, sizeof(double));
     out->series_rank_load_max_mean = moe_xcalloc((size_t)N, sizeof(double));
@@ -260,8 +262,19 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
             step_s = out->step_time_s;
             timed = out->timed_out;
         } else {
+            /* EPLB as deployed: the step before's loads measured, a rebalance at every K-th step */
+            double pause_s = 0;
+            if (eplb) {
+                eplb_series_observe(eplb, p->step_expert_routed);
+                if (eplb_series_due(eplb, t)) pause_s = eplb_series_rebalance(eplb, comm);
+                out->series_eplb_rebalance_s[t] = pause_s;
+                out->steps_eplb_rebalances += eplb_series_due(eplb, t);
+                out->steps_eplb_moved_experts += eplb_series_due(eplb, t) ? eplb->last_moved : 0;
+            }
             drift_advance(d, p->step_expert_routed);
-            if (program_redraw(p, drift_law_of(d), err)) { free(completed_s); return err->code; }
+            routing_law law = *drift_law_of(d);
+            if (eplb) law.placement = eplb->phys;
+            if (program_redraw(p, &law, err)) { free(completed_s); return err->code; }
             step_pricing pricing;
             step_pricing_init(&pricing, p, cm);
             step_exec_opts eo = {.comm = comm, .price = step_price_costmodel, .price_ctx = &pricing, .shortcut = 1};
@@ -270,7 +283,7 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
             step_exec_result xr;
             int rc = run_executor(s, p, &eo, &xr, err);
             timed = rc == EXIT_RUNTIME && xr.timeout.found;
-            step_s = timed ? xr.timeout.fired_s : xr.step_time_s;
+            step_s = (timed ? xr.timeout.fired_s : xr.step_time_s) + pause_s;
             step_exec_result_free(&xr);
             step_pricing_free(&pricing);
             if (rc && !timed) { free(completed_s); return rc; }
@@ -317,21 +330,29 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
      * law of step 0, which without drift is exactly the scenario's */
     drift_state drift;
     int first_step = opt ? opt->first_step : 0;
-    int drifting = drift_enabled(s) || first_step > 0;
+    /* EPLB as deployed (routing.eplb_interval_steps, eplb_series.h): its placement rides on the law */
+    int measured = s->routing.eplb_interval_steps > 0 && s->model.experts > 0 && model_moe_layers(&s->model) > 0;
+    int drifting = drift_enabled(s) || first_step > 0 || measured;
+    eplb_series eplb;
+    if (measured && eplb_series_init(&eplb, s, err)) return err->code;
     if (drifting) {
         drift_params dp;
         drift_params_of(s, &dp);
-        if (drift_init(&drift, &dp, s->seed, err)) return err->code;
+        if (drift_init(&drift, &dp, s->seed, err)) { if (measured) eplb_series_free(&eplb); return err->code; }
         drift.step = first_step;
     }
-    if (program_build_law(s, drifting ? drift_law_of(&drift) : NULL, &p, err)) {
-        if (drifting) drift_free(&drift);
+    routing_law law0 = {0};
+    if (drifting) law0 = *drift_law_of(&drift);
+    if (measured) law0.placement = eplb.phys;
+#define STEP_SIM_FREE_LAW() do { if (drifting) drift_free(&drift); if (measured) eplb_series_free(&eplb); } while (0)
+    if (program_build_law(s, drifting ? &law0 : NULL, &p, err)) {
+        STEP_SIM_FREE_LAW();
         return err->code;
     }
     costmodel cm;
-    if (costmodel_for_scenario(s, &cm, err)) { program_free(p); if (drifting) drift_free(&drift); return err->code; }
+    if (costmodel_for_scenario(s, &cm, err)) { program_free(p); STEP_SIM_FREE_LAW(); return err->code; }
     comm_model comm = sg_comm_create(s, err);
-    if (!comm.a2a_s) { program_free(p); if (drifting) drift_free(&drift); return err->code ? err->code : EXIT_RUNTIME; }
+    if (!comm.a2a_s) { program_free(p); STEP_SIM_FREE_LAW(); return err->code ? err->code : EXIT_RUNTIME; }
 
     /* output.trace_ranks: a list, "all", "slowest:K" or the default subset (chosen after a first run) */
     int *trace_ranks = moe_xmalloc((size_t)(p->n_ranks + SCN_MAX_TRACE_RANKS + 8) * sizeof *trace_ranks), n_trace = 0;
@@ -456,8 +477,10 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     step_exec_result_free(&xr);
     free(trace_ranks);
     step_pricing_free(&pricing);
-    if (rc == 0 && drifting && s->routing.steps > 1) rc = run_steps(s, p, &comm, &cm, &drift, opt, out, err);
-    if (drifting) drift_free(&drift);
+    if (rc == 0 && drifting && s->routing.steps > 1)
+        rc = run_steps(s, p, &comm, &cm, &drift, measured ? &eplb : NULL, opt, out, err);
+    STEP_SIM_FREE_LAW();
+#undef STEP_SIM_FREE_LAW
     if (comm.destroy) comm.destroy(comm.ctx);
     program_free(p);
     out->sim_wall_s = wall_now() - t_start;
@@ -503,6 +526,14 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
         cJSON_AddItemToObject(se, "max_expert_share", cJSON_CreateDoubleArray(r->series_max_expert_share, r->n_steps));
         cJSON_AddItemToObject(se, "rank_load_max_mean", cJSON_CreateDoubleArray(r->series_rank_load_max_mean, r->n_steps));
         cJSON_AddItemToObject(se, "hot_share", cJSON_CreateDoubleArray(r->series_hot_share, r->n_steps));
+        if (r->series_eplb_rebalance_s) {   /* routing.eplb_interval_steps > 0 */
+            cJSON_AddItemToObject(se, "eplb_rebalance_s", cJSON_CreateDoubleArray(r->series_eplb_rebalance_s, r->n_steps));
+            cJSON_AddNumberToObject(st, "eplb_rebalances", r->steps_eplb_rebalances);
+            cJSON_AddNumberToObject(st, "eplb_moved_experts", r->steps_eplb_moved_experts);
+            double sum = 0;
+            for (int t = 0; t < r->n_steps; t++) sum += r->series_eplb_rebalance_s[t];
+            cJSON_AddNumberToObject(st, "eplb_rebalance_s_total", sum);
+        }
         cJSON *to = cJSON_AddArrayToObject(se, "timed_out");
         for (int t = 0; t < r->n_steps; t++) cJSON_AddItemToArray(to, cJSON_CreateBool(r->series_timed_out[t]));
     }
@@ -512,6 +543,8 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
 void step_result_free(step_result *r) {
     free(r->series_step_time_s); free(r->series_max_expert_share);
     free(r->series_rank_load_max_mean); free(r->series_hot_share); free(r->series_timed_out);
+    free(r->series_eplb_rebalance_s);
+    r->series_eplb_rebalance_s = NULL;
     r->series_step_time_s = r->series_max_expert_share = r->series_rank_load_max_mean = r->series_hot_share = NULL;
     r->series_timed_out = NULL;
     if (r->breakdown) cJSON_Delete(r->breakdown);

@@ -30,6 +30,9 @@ typedef struct {
     double *series_hot_share;           /* [n_steps] the law's hot share after its bias (0: none) */
     unsigned char *series_timed_out;    /* [n_steps] 1: the step's collective timed out (its time is
                                            then the time until the watchdog fired) */
+    double *series_eplb_rebalance_s;    /* [n_steps] routing.eplb_interval_steps > 0: the pause a rebalance
+                                           added to the step (its moves, eplb_series.h; 0 between); else NULL */
+    int steps_eplb_rebalances, steps_eplb_moved_experts;   /* rebalances, experts they moved (EP group 0) */
     int steps_timed_out;
     double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
     double steps_completed_mean_s;      /* mean over the steps that did not time out (the run level's) */
