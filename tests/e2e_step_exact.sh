@@ -8,8 +8,11 @@
 # Cases: the shipped step-level scenarios (seed-4096, hot-expert: uniform/hot x drop/dropless,
 # slow-gpu: a slow GPU and a degraded NIC, scaling: 1,024 to 8,192 GPUs) and small cases that reach
 # the executor's other paths (tests/data/exact/: 1F1B, interleaved, DualPipe, expert TP, context
-# parallelism, dp-inner placement, a hot expert dropless; slow GPU with NIC and NVLink faults; a
-# stalled rank whose step hangs, exit 1, with its trace still written).
+# parallelism, dp-inner placement, a hot expert dropless; slow GPU with NIC and NVLink faults; 11
+# redundant experts placed by the oracle EPLB, routing.eplb_interval_steps 0, whose results.json is
+# the one the build before that field gave, the field's echo in the scenario aside (its trace's memory
+# counters hold the replica slots, which the ledger counts since); a stalled rank whose step hangs,
+# exit 1, with its trace still written).
 #
 # results.json is compared whole except its "version" line (the build's git description); traces by
 # SHA-256 (a few MB each). A change that is meant to change step results regenerates the expected
@@ -31,6 +34,7 @@ CASES=(
     "scaling $SRC/scenarios/scaling.json 0"
     "small-variants $SRC/tests/data/exact/small-variants.json 0"
     "small-faults $SRC/tests/data/exact/small-faults.json 0"
+    "small-eplb-oracle $SRC/tests/data/exact/small-eplb-oracle.json 0"
     "small-stall $SRC/tests/data/exact/small-stall.json 1"
 )
 

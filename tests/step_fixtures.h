@@ -7,6 +7,18 @@
 #include "sim/scenario/presets.h"
 #include "sim/program/program.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_load.h"
+
+/* tests/data/scenarios/small-moe.json (32 GPUs, 16 experts, top-2) for the routing dynamics alone: no
+ * bias balancing, and no host side (host.framework), whose time would set this small model's step and
+ * hide a hot expert's imbalance behind it. Returns scenario_load's code. */
+static inline int fx_small_moe_routing(scenario *s) {
+    moe_error err = {0};
+    int rc = scenario_load("tests/data/scenarios/small-moe.json", s, NULL, &err);
+    s->routing.drift.bias_update_speed = 0;
+    s->host.framework = HOST_NONE;
+    return rc;
+}
 
 /* A dense model with one layer per model stage on pp*ep*dp single-GPU... nodes of `gpn` GPUs. */
 static inline void fx_scenario(scenario *s, int layers, int experts, int pp, int ep, int dp, int gpn,

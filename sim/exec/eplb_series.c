@@ -60,6 +60,8 @@ int eplb_series_init(eplb_series *es, const scenario *s, moe_error *err) {
         mem_ledgers slot;
         memory_expert_slot_bytes(s, &mc, &sb, cz, r, &slot);
         if (slot.params + slot.optimizer > es->move_bytes) es->move_bytes = slot.params + slot.optimizer;
+        double g = sb.grad * memory_expert_slot_params(s, &mc, cz, r, NULL);
+        if (g > es->grad_bytes) es->grad_bytes = g;
     }
     free(cz);
     for (int e = 0; e < E; e++) es->window[e] = 1.0;
@@ -80,6 +82,22 @@ void eplb_moves_bytes(const int *moves, int n, double move_bytes, double *bytes)
     for (int k = 0; k < n * n; k++) bytes[k] = moves[k] * move_bytes;
 }
 
+/* one pairwise all-to-all of EP group 0 (every group at once), priced by the comm model */
+static double price(const eplb_series *es, const comm_model *comm, const double *bytes) {
+    a2a_pattern pat = {.n = es->n, .gpus = es->gpus, .bytes = bytes, .node_bytes = NULL, .n_nodes = es->n_domains,
+                       .nodes = es->nodes, .concurrent_groups = es->concurrent_groups, .pairwise = 1};
+    return comm->a2a_s(comm->ctx, &pat);
+}
+
+double eplb_series_grad_sync(eplb_series *es, const comm_model *comm) {
+    int n = es->n;
+    double *bytes = moe_xmalloc((size_t)n * n * sizeof(double));
+    es->synced_experts = eplb_replica_sync_bytes(es->phys, n, es->S, es->E, es->grad_bytes, bytes);
+    es->grad_sync_s = es->synced_experts ? price(es, comm, bytes) : 0;
+    free(bytes);
+    return es->grad_sync_s;
+}
+
 double eplb_series_rebalance(eplb_series *es, const comm_model *comm) {
     int n = es->n;
     memcpy(es->old_phys, es->phys, (size_t)n * es->S * sizeof(int));
@@ -87,13 +105,12 @@ double eplb_series_rebalance(eplb_series *es, const comm_model *comm) {
     memset(es->window, 0, (size_t)es->E * sizeof(double));
     es->last_moved = eplb_moves(es->old_phys, es->phys, n, es->S, es->rank_node, es->moves);
     es->last_bytes = es->last_moved * es->move_bytes;
-    if (es->last_moved == 0) return 0;
+    if (es->last_moved == 0) return 0;   /* the placement did not change: neither does its sync */
     double *bytes = moe_xmalloc((size_t)n * n * sizeof(double));
     eplb_moves_bytes(es->moves, n, es->move_bytes, bytes);
-    a2a_pattern pat = {.n = n, .gpus = es->gpus, .bytes = bytes, .node_bytes = NULL, .n_nodes = es->n_domains,
-                       .nodes = es->nodes, .concurrent_groups = es->concurrent_groups, .pairwise = 1};
-    double t = comm->a2a_s(comm->ctx, &pat);
+    double t = price(es, comm, bytes);
     free(bytes);
+    eplb_series_grad_sync(es, comm);
     return t;
 }
 

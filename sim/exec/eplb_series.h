@@ -18,6 +18,12 @@
  * priced by the step's comm model like the step's own all-to-alls (the EP groups of the other replicas
  * and TP indexes moving at once: concurrent_groups dp x etp, as step_exec prices an EP all-to-all);
  * the training waits for it, so its time is added to that step.
+ * Every step also pays the replicas' gradient sum: the copies of an expert on m >= 2 ranks all-reduce
+ * its gradient (eplb_replica_sync_bytes: a ring among them, 2 (m - 1) / m of one copy's BF16 gradient,
+ * the ledger's grad bytes unsharded, per rank), all such rings at once as one pairwise all-to-all on
+ * the same comm model, added to the step whole (not overlapped with the backward: an upper bound; it
+ * precedes the expert DP reduction of the summed gradient). The oracle (interval 0) pays neither, as
+ * before: it is the free placement, an upper bound on what EPLB can give.
  *
  * Ownership: eplb_series owns its arrays (eplb_series_free).
  */
@@ -42,6 +48,9 @@ typedef struct {
     int *nodes;            /* [n_domains] domain ids, ascending */
     int n_domains;
     double move_bytes;     /* one expert move's bytes (params + optimizer, every MoE layer of the rank) */
+    double grad_bytes;     /* one expert copy's gradient (every MoE layer of the rank, unsharded) */
+    double grad_sync_s;    /* the replicas' gradient all-reduce of the placement now (every step) */
+    int synced_experts;    /* experts with copies on two ranks or more */
     int concurrent_groups; /* EP groups moving at once (dp x etp) */
     int last_moved;        /* experts moved by the last rebalance */
     double last_bytes;     /* bytes they carried (EP group 0) */
@@ -55,6 +64,8 @@ void eplb_series_observe(eplb_series *es, const double *expert_routed);
 int eplb_series_due(const eplb_series *es, int t);
 /* Rebalance from the window (the window restarts) and price the moves: seconds the step waits. */
 double eplb_series_rebalance(eplb_series *es, const comm_model *comm);
+/* The replicas' gradient all-reduce of the placement now (seconds; grad_sync_s and synced_experts set). */
+double eplb_series_grad_sync(eplb_series *es, const comm_model *comm);
 /* The byte matrix of a set of moves (n x n, moves[i x n + j] experts from rank i to j, move_bytes
  * each): what eplb_series_rebalance hands the comm model. */
 void eplb_moves_bytes(const int *moves, int n, double move_bytes, double *bytes);

@@ -190,22 +190,30 @@ static void stage_act(const scenario *s, const model_counts *mc, const act_profi
     *logits = cz->loss ? tokens * ap->head * (1 + s->model.mtp_layers) : 0.0;
 }
 
-void memory_expert_slot_bytes(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
-                              const stage_census *cz, int rank, mem_ledgers *out) {
+double memory_expert_slot_params(const scenario *s, const model_counts *mc, const stage_census *cz, int rank,
+                                 double *expert_dp) {
     const layout_cfg *lay = &s->layout;
-    memset(out, 0, sizeof *out);
-    if (s->model.experts <= 0 || lay->ep <= 0) return;
+    if (expert_dp) *expert_dp = lay->dp;
+    if (s->model.experts <= 0 || lay->ep <= 0) return 0;
     int dual = scn_schedule_run(lay) == SCHED_DUALPIPE, other = lay->pp - 1 - rank;
     double per_rank = ceil((double)s->model.experts / lay->ep);   /* memory_block_params' experts per rank */
     stage_params sp;
     memory_stage_params(mc, &s->model, lay, &cz[rank], &sp);
-    double slot = sp.expert / per_rank, copies = 1.0;
+    double slot = sp.expert / per_rank;
     if (dual && other != rank) {
         memory_stage_params(mc, &s->model, lay, &cz[other], &sp);
         slot += sp.expert / per_rank;
-        copies = 2.0;
+        if (expert_dp) *expert_dp = 2.0 * lay->dp;   /* each stage has twice the holders */
     }
-    double g_ex = (double)lay->dp * copies;   /* expert DP, as the ledger shards over it */
+    return slot;
+}
+
+void memory_expert_slot_bytes(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
+                              const stage_census *cz, int rank, mem_ledgers *out) {
+    const layout_cfg *lay = &s->layout;
+    double g_ex;   /* expert DP, as the ledger shards over it */
+    double slot = memory_expert_slot_params(s, mc, cz, rank, &g_ex);
+    memset(out, 0, sizeof *out);
     out->params = sb->weight * slot / (lay->zero >= 3 ? g_ex : 1.0);
     out->grads = sb->grad * slot / (lay->zero >= 2 ? g_ex : 1.0);
     out->optimizer = (sb->master + sb->moments) * slot / (lay->zero >= 1 ? g_ex : 1.0);

@@ -120,6 +120,10 @@ void memory_stage_params(const model_counts *mc, const model_cfg *m, const layou
  * rank) adds one to the rank's ledgers; an EPLB move carries its params and optimizer. */
 void memory_expert_slot_bytes(const scenario *s, const model_counts *mc, const mem_state_bytes *sb,
                               const stage_census *cz, int rank, mem_ledgers *out);
+/* The parameters behind it (one expert in every MoE block of the rank), and the expert DP group the
+ * ledger shards over (*expert_dp, NULL: not wanted). */
+double memory_expert_slot_params(const scenario *s, const model_counts *mc, const stage_census *cz, int rank,
+                                 double *expert_dp);
 
 /* Ledgers of one GPU of pipeline rank `rank` (0..pp-1) with `micro_batches` micro-batches per step.
  * For DualPipe the rank holds stages rank and pp-1-rank. State bytes from memory_state_bytes(). */

@@ -130,7 +130,7 @@ int eplb_rebalance(const double *load, int E, int n_groups, int n_nodes, int n_r
     /* rebalance_experts: hierarchical when the nodes divide the groups (and, as its asserts ask, the
      * groups the experts and the nodes the GPUs), else global */
     int hier = n_groups % n_nodes == 0 && E % n_groups == 0 && n_ranks % n_nodes == 0;
-    if (hier && hierarchical(load, E, n_groups, n_nodes, n_ranks, slots_per_rank, phys) == 0) return 1;
+    if (hier && hierarchical(load, E, n_groups, n_nodes, n_ranks, slots_per_rank, phys) == 0) return n_nodes > 1;
     return hierarchical(load, E, 1, 1, n_ranks, slots_per_rank, phys) ? -1 : 0;
 }
 
@@ -157,4 +157,23 @@ int eplb_moves(const int *old_phys, const int *new_phys, int n_ranks, int slots_
             moved++;
         }
     return moved;
+}
+
+int eplb_replica_sync_bytes(const int *phys, int n_ranks, int slots_per_rank, int E, double grad_bytes, double *bytes) {
+    int S = slots_per_rank, synced = 0;
+    int *on = moe_xmalloc((size_t)n_ranks * sizeof(int));
+    memset(bytes, 0, (size_t)n_ranks * n_ranks * sizeof *bytes);
+    for (int e = 0; e < E; e++) {
+        int m = 0;
+        for (int j = 0; j < n_ranks; j++) {
+            int holds = 0;
+            for (int k = 0; k < S && !holds; k++) holds = phys[j * S + k] == e;
+            if (holds) on[m++] = j;
+        }
+        if (m < 2) continue;
+        synced++;
+        for (int k = 0; k < m; k++) bytes[(size_t)on[k] * n_ranks + on[(k + 1) % m]] += 2.0 * (m - 1) / m * grad_bytes;
+    }
+    free(on);
+    return synced;
 }

@@ -55,8 +55,9 @@ int eplb_pack(eplb_item *items, int n_items, int n_packs, const int *room, int a
  * (k + 1) x n_ranks / n_nodes - 1; n_groups expert groups of E / n_groups consecutive experts (1: no
  * groups). Hierarchical when n_groups % n_nodes == 0 (and, as EPLB asserts, E % n_groups == 0 and
  * n_ranks % n_nodes == 0); global otherwise. phys[rank x slots_per_rank + pos] (out) = the logical
- * expert of that slot. Returns 1 when it took the hierarchical policy, 0 for global, -1 for a shape it
- * cannot place (fewer slots than experts). */
+ * expert of that slot. Returns 1 when it took the hierarchical policy over several nodes, 0 for global
+ * (one node's hierarchical policy is the global one), -1 for a shape it cannot place (fewer slots
+ * than experts). */
 int eplb_rebalance(const double *load, int E, int n_groups, int n_nodes, int n_ranks, int slots_per_rank, int *phys);
 
 /* The expert weights a rebalance moves between two placements of one EP group (phys arrays as
@@ -66,5 +67,12 @@ int eplb_rebalance(const double *load, int E, int n_groups, int n_nodes, int n_r
  * sends rank j. Returns the experts moved. */
 int eplb_moves(const int *old_phys, const int *new_phys, int n_ranks, int slots_per_rank, const int *rank_node,
                int *moves);
+
+/* The replicas' gradient sum of one placement: every expert whose copies sit on m >= 2 distinct ranks
+ * all-reduces its gradient among them (copies on one rank add up locally), as a ring over those ranks
+ * in ascending order, each sending 2 (m - 1) / m of grad_bytes to the next (NCCL's ring all-reduce:
+ * a reduce-scatter and an all-gather, each (m - 1) / m of the buffer). bytes[i x n_ranks + j] (out,
+ * n_ranks^2, zeroed here). Returns the experts that sync. */
+int eplb_replica_sync_bytes(const int *phys, int n_ranks, int slots_per_rank, int E, double grad_bytes, double *bytes);
 
 #endif

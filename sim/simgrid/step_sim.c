@@ -242,7 +242,11 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
                      eplb_series *eplb, const step_options *opt, step_result *out, moe_error *err) {
     int N = s->routing.steps;
     out->n_steps = N;
-    if (eplb) out->series_eplb_rebalance_s = moe_xcalloc((size_t)N, sizeof(double));
+    if (eplb) {
+        out->series_eplb_rebalance_s = moe_xcalloc((size_t)N, sizeof(double));
+        out->series_eplb_grad_sync_s = moe_xcalloc((size_t)N, sizeof(double));
+        eplb_series_grad_sync(eplb, comm);   /* step 0's placement */
+    }
     out->series_step_time_s = moe_xcalloc((size_t)N, sizeof(double));
     out->series_max_expert_share = moe_xcalloc((size_t)N, sizeof(double));
     out->series_rank_load_max_mean = moe_xcalloc((size_t)N, sizeof(double));
@@ -293,6 +297,10 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
                 snprintf(text, sizeof text, "step %d of %d simulated", t + 1, N);
                 say(opt, text);
             }
+        }
+        if (eplb) {   /* every step: the replicas' gradient sum of its placement (eplb_series.h) */
+            out->series_eplb_grad_sync_s[t] = eplb->grad_sync_s;
+            step_s += eplb->grad_sync_s;
         }
         out->series_step_time_s[t] = step_s;
         out->series_max_expert_share[t] = p->max_expert_share;
@@ -528,6 +536,7 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
         cJSON_AddItemToObject(se, "hot_share", cJSON_CreateDoubleArray(r->series_hot_share, r->n_steps));
         if (r->series_eplb_rebalance_s) {   /* routing.eplb_interval_steps > 0 */
             cJSON_AddItemToObject(se, "eplb_rebalance_s", cJSON_CreateDoubleArray(r->series_eplb_rebalance_s, r->n_steps));
+            cJSON_AddItemToObject(se, "eplb_grad_sync_s", cJSON_CreateDoubleArray(r->series_eplb_grad_sync_s, r->n_steps));
             cJSON_AddNumberToObject(st, "eplb_rebalances", r->steps_eplb_rebalances);
             cJSON_AddNumberToObject(st, "eplb_moved_experts", r->steps_eplb_moved_experts);
             double sum = 0;
@@ -543,8 +552,8 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
 void step_result_free(step_result *r) {
     free(r->series_step_time_s); free(r->series_max_expert_share);
     free(r->series_rank_load_max_mean); free(r->series_hot_share); free(r->series_timed_out);
-    free(r->series_eplb_rebalance_s);
-    r->series_eplb_rebalance_s = NULL;
+    free(r->series_eplb_rebalance_s); free(r->series_eplb_grad_sync_s);
+    r->series_eplb_rebalance_s = r->series_eplb_grad_sync_s = NULL;
     r->series_step_time_s = r->series_max_expert_share = r->series_rank_load_max_mean = r->series_hot_share = NULL;
     r->series_timed_out = NULL;
     if (r->breakdown) cJSON_Delete(r->breakdown);

@@ -32,6 +32,7 @@ typedef struct {
                                            then the time until the watchdog fired) */
     double *series_eplb_rebalance_s;    /* [n_steps] routing.eplb_interval_steps > 0: the pause a rebalance
                                            added to the step (its moves, eplb_series.h; 0 between); else NULL */
+    double *series_eplb_grad_sync_s;    /* [n_steps] the same: the replicas' gradient all-reduce the step paid */
     int steps_eplb_rebalances, steps_eplb_moved_experts;   /* rebalances, experts they moved (EP group 0) */
     int steps_timed_out;
     double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
