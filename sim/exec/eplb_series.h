@@ -25,6 +25,12 @@
  * precedes the expert DP reduction of the summed gradient). The oracle (interval 0) pays neither, as
  * before: it is the free placement, an upper bound on what EPLB can give.
  *
+ * One placement for every MoE layer (the routing's one law per step, routing_drift.h): a move carries
+ * the expert of every MoE layer the rank holds, and the loads EPLB reads are summed over the layers,
+ * where DeepSeek's EPLB places each layer on its own loads. A one-step simulation at first_step k
+ * (step_options) starts from step 0's placement: the history that would have placed step k is not
+ * replayed.
+ *
  * Ownership: eplb_series owns its arrays (eplb_series_free).
  */
 #ifndef MOESIM_EPLB_SERIES_H

@@ -246,6 +246,8 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
         out->series_eplb_rebalance_s = moe_xcalloc((size_t)N, sizeof(double));
         out->series_eplb_grad_sync_s = moe_xcalloc((size_t)N, sizeof(double));
         eplb_series_grad_sync(eplb, comm);   /* step 0's placement */
+        out->steps_eplb_move_bytes = eplb->move_bytes;
+        out->steps_eplb_hierarchical = eplb->hierarchical;
     }
     out->series_step_time_s = moe_xcalloc((size_t)N, sizeof(double));
     out->series_max_expert_share = moe_xcalloc((size_t)N, sizeof(double));
@@ -539,6 +541,8 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
             cJSON_AddItemToObject(se, "eplb_grad_sync_s", cJSON_CreateDoubleArray(r->series_eplb_grad_sync_s, r->n_steps));
             cJSON_AddNumberToObject(st, "eplb_rebalances", r->steps_eplb_rebalances);
             cJSON_AddNumberToObject(st, "eplb_moved_experts", r->steps_eplb_moved_experts);
+            cJSON_AddNumberToObject(st, "eplb_expert_move_bytes", r->steps_eplb_move_bytes);
+            cJSON_AddStringToObject(st, "eplb_policy", r->steps_eplb_hierarchical ? "hierarchical" : "global");
             double sum = 0;
             for (int t = 0; t < r->n_steps; t++) sum += r->series_eplb_rebalance_s[t];
             cJSON_AddNumberToObject(st, "eplb_rebalance_s_total", sum);

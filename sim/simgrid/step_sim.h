@@ -34,6 +34,8 @@ typedef struct {
                                            added to the step (its moves, eplb_series.h; 0 between); else NULL */
     double *series_eplb_grad_sync_s;    /* [n_steps] the same: the replicas' gradient all-reduce the step paid */
     int steps_eplb_rebalances, steps_eplb_moved_experts;   /* rebalances, experts they moved (EP group 0) */
+    double steps_eplb_move_bytes;       /* one expert move's bytes (its params + optimizer, every MoE layer of a rank) */
+    int steps_eplb_hierarchical;        /* EPLB took its hierarchical policy (else global) */
     int steps_timed_out;
     double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
     double steps_completed_mean_s;      /* mean over the steps that did not time out (the run level's) */
