@@ -8,7 +8,8 @@
  *   - a rebalance's moves and bytes by hand: which rank sends which expert to which (a source on the
  *     receiver's node preferred), and the bytes one move carries from the model and the precision
  *     (weights FP8 1 B + FP32 master and Adam moments 12 B sharded by ZeRO-1 over the expert DP of 2,
- *     per parameter of one expert in the 2 MoE blocks of a pipeline rank); the replicas' gradient ring
+ *     per parameter of one expert in the 2 MoE blocks of a pipeline rank); a rebalance's pause is the
+ *     comm model's answer for those bytes as one pairwise all-to-all; the replicas' gradient ring
  *     all-reduce in bytes by hand; the replica slots in the plan's memory ledger by hand;
  *   - with K = 1 and a law that does not drift, the placement EPLB computes from the measured token
  *     counts of a step is, from the first rebalance on, the one it computes from the law's expected
@@ -136,6 +137,54 @@ static void moves_by_hand(void **state) {
     assert_true(es.move_bytes == 22020096.0);
     assert_true(es.grad_bytes == 6291456.0);
     assert_int_equal(es.S, 3);
+    eplb_series_free(&es);
+}
+
+/* A comm model that records what it is asked: the patterns a rebalance hands it */
+typedef struct { int calls, pairwise[2], concurrent[2]; double bytes[2][64]; } asked;
+static double record_a2a(void *ctx, const a2a_pattern *p) {
+    asked *a = ctx;
+    int k = a->calls++ % 2;
+    a->pairwise[k] = p->pairwise;
+    a->concurrent[k] = p->concurrent_groups;
+    for (int i = 0; i < p->n * p->n && i < 64; i++) a->bytes[k][i] = p->bytes[i];
+    return 1.25;
+}
+
+/* A rebalance on small-moe (EP 8 on one node) after a step whose loads put expert 3 first (9,000 pairs
+ * against 1,000-1,150): the pause is the comm model's answer for one pairwise all-to-all (NCCL
+ * send/recv, the dp x etp = 2 groups at once) whose bytes are the moves x 22,020,096 B; then the new
+ * placement's gradient ring (expert 3 on several ranks) is asked for as a second pattern. */
+static void rebalance_asks_the_comm_model(void **state) {
+    (void)state;
+    scenario s;
+    load_eplb(&s, ROUTE_HOT, 1);
+    eplb_series es;
+    moe_error err = {0};
+    assert_int_equal(eplb_series_init(&es, &s, &err), 0);
+    asked a = {0};
+    comm_model cm = {.ctx = &a, .name = "record", .a2a_s = record_a2a};
+    double counts[16];
+    for (int e = 0; e < 16; e++) counts[e] = e == 3 ? 9000 : 1000 + 10 * e;
+    eplb_series_observe(&es, counts);
+    assert_true(eplb_series_due(&es, 1) && !eplb_series_due(&es, 0));
+    double pause = eplb_series_rebalance(&es, &cm);
+    assert_true(pause == 1.25);
+    assert_true(es.last_moved > 0);
+    assert_int_equal(a.calls, 2);   /* the moves, then the new placement's gradient ring */
+    assert_int_equal(a.pairwise[0], 1);
+    assert_int_equal(a.concurrent[0], 2);
+    for (int k = 0; k < 64; k++) assert_true(a.bytes[0][k] == es.moves[k] * 22020096.0);
+    int ranks_of_3 = 0;
+    for (int j = 0; j < 8; j++) {
+        int holds = 0;
+        for (int p = 0; p < 3; p++) holds |= es.phys[j * 3 + p] == 3;
+        ranks_of_3 += holds;
+    }
+    assert_true(ranks_of_3 >= 2 && es.synced_experts >= 1 && es.grad_sync_s == 1.25);
+    double ring[64];
+    eplb_replica_sync_bytes(es.phys, 8, 3, 16, 6291456.0, ring);
+    assert_memory_equal(a.bytes[1], ring, sizeof ring);
     eplb_series_free(&es);
 }
 
@@ -277,6 +326,7 @@ int main(void) {
         cmocka_unit_test(global_policy_by_hand),
         cmocka_unit_test(hierarchical_policy_by_hand),
         cmocka_unit_test(moves_by_hand),
+        cmocka_unit_test(rebalance_asks_the_comm_model),
         cmocka_unit_test(replica_sync_by_hand),
         cmocka_unit_test(replica_slots_in_the_ledger),
         cmocka_unit_test(measured_converges_to_the_law),
