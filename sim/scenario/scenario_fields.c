@@ -381,7 +381,8 @@ const scn_field scn_fields[] = {
           "free); K > 0 = EPLB's full rebalance (hierarchical when the EP group's nodes divide model.expert_groups, global "
           "otherwise) from the per-expert token counts the steps since the last rebalance routed, at every K-th step of "
           "routing.steps (step 0 starts from EPLB on equal loads), the placement held in between; the step of a rebalance "
-          "pays the moved experts' weights and optimizer state as point-to-point traffic (step.steps.series.eplb_rebalance_s). "
+          "pays the moved experts' weights and optimizer state as point-to-point traffic (step.steps.series.eplb_rebalance_s), "
+          "and every step the gradient all-reduce among each replicated expert's copies (step.steps.series.eplb_grad_sync_s). "
           "Needs routing.redundant_experts a multiple of layout.ep",
           "github deepseek-ai/EPLB (README: hierarchical and global load balancing; eplb.py: rebalance_experts)"),
     F_ENUM("routing.group_samples", routing.group_samples, scn_group_samples_names, "",
