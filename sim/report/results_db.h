@@ -105,6 +105,9 @@ typedef struct {
     int n;
     double *step_time_s, *max_expert_share, *rank_load_max_mean, *hot_share, *max_collective_wait_s;
     int *timed_out, *max_expert, *busiest_ep_rank;
+    /* the point's step.steps statistics (points table; NAN / -1 where the column is absent) */
+    double p50_s, p95_s, p99_s, max_s, slow_above_s;
+    int slow_steps, slow_run_steps, slow_run_first;
 } results_step_series;
 
 /* n = 0 for a point without steps; EXIT_BADINPUT when the database has no step_series table. */

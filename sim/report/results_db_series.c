@@ -6,6 +6,7 @@
 #include "sim/base/alloc.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,26 @@ void results_step_series_free(results_step_series *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* The point's step.steps.KEY column as a number (NAN when absent or not a number). */
+static double point_stat(results_db *db, long point_id, const char *key) {
+    char name[128];
+    snprintf(name, sizeof name, "step.steps.%s", key);
+    if (db_find_column(db, name) < 0) return NAN;
+    char *q = db_quote_ident(name), sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM points WHERE id = ?", q);
+    free(q);
+    sqlite3_stmt *st;
+    double v = NAN;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, point_id);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) v = sqlite3_column_double(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int as_int(double v) { return v == v ? (int)v : -1; }
+
 int results_db_step_series(results_db *db, long point_id, results_step_series *out, moe_error *err) {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
@@ -169,6 +190,14 @@ int results_db_step_series(results_db *db, long point_id, results_step_series *o
         results_step_series_free(out);
         return db_fail(db, rc, "read the step series", err);
     }
+    out->p50_s = point_stat(db, point_id, "step_time_s_p50");
+    out->p95_s = point_stat(db, point_id, "step_time_s_p95");
+    out->p99_s = point_stat(db, point_id, "step_time_s_p99");
+    out->max_s = point_stat(db, point_id, "step_time_s_max");
+    out->slow_above_s = point_stat(db, point_id, "slow_above_s");
+    out->slow_steps = as_int(point_stat(db, point_id, "slow_steps"));
+    out->slow_run_steps = as_int(point_stat(db, point_id, "slow_run_steps"));
+    out->slow_run_first = as_int(point_stat(db, point_id, "slow_run_first_step"));
     return 0;
 }
 
