@@ -67,6 +67,7 @@ for p in 1 2 3; do
     [ "$t" -eq -1 ] || [ "$t" -gt "$t0" ] || fail "defended point $p times out at step $t, not later than the undefended $t0"
     [ "$(csv_col "$csv" run.completed_fraction_pct $p)" = 100 ] || fail "defended point $p's run did not complete"
 done
+grep -qF "simdiag steps $TMP/r --point 0" "$TMP/log" || fail "the run does not point to simdiag steps for point 0"
 "$BIN/simdiag" steps "$TMP/r" --point 0 > "$TMP/diag0.txt"; rc=$?
 [ $rc -eq 3 ] || fail "simdiag steps exited $rc on the incident (expected 3)"
 want=$(awk 'BEGIN { for (t = 8; t < 20; t++) if (0.9 * (t - 7) / 13 > 0.25) { print t; exit } }')

@@ -431,14 +431,15 @@ static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) 
     int n = snprintf(body, sizeof body,
                      "set title '%s: step time of each simulated step (routing.steps), and the most routed expert'\n"
                      "set xlabel 'step'\nset ylabel 'step time (s)'\nset y2label 'most routed expert: share of the "
-                     "tokens (dashed); x: the step timed out'\nset y2tics\nset ytics nomirror\nset grid\nset key outside right top\n"
+                     "tokens (dashed)'\nset y2tics\nset ytics nomirror\nset grid\nset key outside below\n"
                      "set yrange [0:*]\nset y2range [0:*]\nplot ", c->scenario);
     for (int s = 0; s < ns; s++)
         n += snprintf(body + n, sizeof body - (size_t)n,
                       "%sdatafile index %d using 1:2 with linespoints lw 2 pt 7 lc %d title '%s', "
                       "datafile index %d using 1:3 axes x1y2 with lines dt 2 lc %d notitle, "
-                      "datafile index %d using 1:5 with points pt 2 ps 2.5 lw 2 lc %d notitle",
-                      s ? ", " : "", s, s + 1, labels[s], s, s + 1, s, s + 1);
+                      "datafile index %d using 1:5 with points pt 2 ps 2.5 lw 2 lc %d %s",
+                      s ? ", " : "", s, s + 1, labels[s], s, s + 1, s, s + 1,
+                      s ? "notitle" : "title 'x: timed out (its time until the watchdog fired)'");
     return render(c, "step_series", "the step time of each simulated step (routing.steps) per point, the most routed "
                   "expert's share beside", body, err);
 }
