@@ -62,6 +62,10 @@ echo "undefended: first timed-out step $t0 (onset $onset); defended: $(first_to 
 [ "$t0" -ge "$onset" ] || fail "the undefended point's first timed-out step is $t0, expected one at or after the onset $onset"
 [ "$(csv_col "$csv" run.completed_fraction_pct 0)" = 0 ] || fail "the undefended run completed although a step of its cycle times out"
 awk -v v="$(csv_col "$csv" run.collective_timeouts_mean 0)" 'BEGIN { exit !(v > 0) }' || fail "the undefended run counts no collective timeouts"
+# a timed-out step counts as slow: the spike's longest slow run holds the first timed-out step
+f=$(csv_col "$csv" step.steps.slow_run_first_step 0); l=$(csv_col "$csv" step.steps.slow_run_steps 0)
+[ "$f" -ge 0 ] && [ "$f" -le "$t0" ] && [ "$t0" -lt $((f + l)) ] ||
+    fail "the longest slow run ($l steps from $f) does not hold the first timed-out step $t0"
 for p in 1 2 3; do
     t=$(first_to $p)
     [ "$t" -eq -1 ] || [ "$t" -gt "$t0" ] || fail "defended point $p times out at step $t, not later than the undefended $t0"

@@ -436,7 +436,7 @@ static void test_step_series_table(void **state) {
     assert_int_equal(r.onset_expert, 5);
     assert_int_equal(r.onset_ep_rank, 1);
     assert_int_equal(r.peak_step, 4);
-    assert_true(r.peak_share == 0.9 && r.peak_step_time_s == 4);
+    assert_true(r.peak_share == 0.9 && r.peak_step_time_s == 4 && r.peak_timed_out);
     assert_int_equal(r.first_timeout_step, 4);
     assert_int_equal(r.timed_out_steps, 1);
     assert_true(diag_series_problem(&r));

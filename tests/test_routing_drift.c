@@ -152,7 +152,7 @@ static void series_stats_known(void **state) {
     double copy[20];
     memcpy(copy, x, sizeof x);
     step_series_stats st;
-    assert_int_equal(step_series_summarize(x, 20, &st), 0);
+    assert_int_equal(step_series_summarize(x, NULL, 20, &st), 0);
     assert_memory_equal(copy, x, sizeof x);   /* the input is not sorted in place */
     assert_true(fabs(st.mean_s - 10.5) < 1e-12);
     assert_true(fabs(st.p50_s - 10.5) < 1e-12);
@@ -166,37 +166,47 @@ static void series_stats_known(void **state) {
     assert_int_equal(st.slow_run_steps, 1);
     assert_int_equal(st.slow_run_first, 5);
     double one = 3.25;
-    assert_int_equal(step_series_summarize(&one, 1, &st), 0);
+    assert_int_equal(step_series_summarize(&one, NULL, 1, &st), 0);
     assert_true(st.p50_s == 3.25 && st.p95_s == 3.25 && st.max_s == 3.25);
-    assert_int_equal(step_series_summarize(x, 0, &st), -1);
+    assert_int_equal(step_series_summarize(x, NULL, 0, &st), -1);
 }
 
 /* slow steps on hand-made series: the median (not the mean) sets the bar, the longest run wins, the
- * earliest of equal runs */
+ * earliest of equal runs, a timed-out step counted slow */
 static void slow_run_hand_series(void **state) {
     (void)state;
     /* median 10 (eight 10s of 13), slow above 15: runs [6, 7] and [9, 11] */
     double a[13] = {10, 10, 10, 10, 10, 10, 16, 16, 10, 16, 16, 16, 10};
     step_series_stats st;
-    assert_int_equal(step_series_summarize(a, 13, &st), 0);
+    assert_int_equal(step_series_summarize(a, NULL, 13, &st), 0);
     assert_true(st.p50_s == 10 && st.slow_above_s == 15);
     assert_int_equal(st.slow_steps, 5);
     assert_int_equal(st.slow_run_steps, 3);
     assert_int_equal(st.slow_run_first, 9);
     /* two runs of 2: the earliest */
     double b[9] = {20, 20, 10, 20, 20, 10, 10, 10, 10};
-    assert_int_equal(step_series_summarize(b, 9, &st), 0);
+    assert_int_equal(step_series_summarize(b, NULL, 9, &st), 0);
     assert_int_equal(st.slow_run_steps, 2);
     assert_int_equal(st.slow_run_first, 0);
     /* exactly 1.5 x the median is not slow; a flat series has no run */
     double c[3] = {2, 3, 2};
-    assert_int_equal(step_series_summarize(c, 3, &st), 0);
+    assert_int_equal(step_series_summarize(c, NULL, 3, &st), 0);
     assert_int_equal(st.slow_steps, 0);
     assert_int_equal(st.slow_run_steps, 0);
     assert_int_equal(st.slow_run_first, -1);
     int first;
-    assert_int_equal(step_series_longest_run_above(a, 13, 100, &first), 0);
+    assert_int_equal(step_series_longest_run_above(a, NULL, 13, 100, &first), 0);
     assert_int_equal(first, -1);
+    /* a timed-out step (its short time until the watchdog fired) is slow: step 8 joins [6, 7] and
+     * [9, 11] into one run of 6 from step 6; the median is the recorded times' (10) */
+    unsigned char to[13] = {0};
+    to[8] = 1;
+    a[8] = 0.5;
+    assert_int_equal(step_series_summarize(a, to, 13, &st), 0);
+    assert_true(st.p50_s == 10);
+    assert_int_equal(st.slow_steps, 6);
+    assert_int_equal(st.slow_run_steps, 6);
+    assert_int_equal(st.slow_run_first, 6);
 }
 
 /* the rise: (t - t0 + 1) / (R + 1) of the peak for R steps from the onset, the peak at t0 + R, the

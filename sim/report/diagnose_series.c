@@ -29,6 +29,7 @@ int diag_series(const results_step_series *s, long point_id, double hot_share, d
             out->peak_ep_rank = s->busiest_ep_rank[t];
             out->peak_rank_load_max_mean = s->rank_load_max_mean[t];
             out->peak_step_time_s = s->step_time_s[t];
+            out->peak_timed_out = s->timed_out[t];
         }
         if (s->timed_out[t]) {
             if (out->first_timeout_step < 0) out->first_timeout_step = t;
@@ -57,9 +58,9 @@ void diag_series_print(FILE *f, const diag_series_report *r) {
                 r->peak_share * 100, r->peak_expert, r->peak_step);
     if (r->onset_step >= 0)
         fprintf(f, "  peak: step %d, expert %d with %.1f%% of the tokens, busiest EP rank %d at %.2f x the mean; "
-                   "that step took %.4g s\n",
+                   "that step %s %.4g s\n",
                 r->peak_step, r->peak_expert, r->peak_share * 100, r->peak_ep_rank, r->peak_rank_load_max_mean,
-                r->peak_step_time_s);
+                r->peak_timed_out ? "timed out, the watchdog firing after" : "took", r->peak_step_time_s);
     if (r->slow_steps > 0)
         fprintf(f, "  slow steps (> %.4g s, step.steps.slow_above_s): %d; the longest run %d step%s from step %d\n",
                 r->slow_above_s, r->slow_steps, r->slow_run_steps,
@@ -92,6 +93,7 @@ cJSON *diag_series_json(const diag_series_report *r) {
     cJSON_AddNumberToObject(pk, "share", r->peak_share);
     cJSON_AddNumberToObject(pk, "rank_load_max_mean", r->peak_rank_load_max_mean);
     cJSON_AddNumberToObject(pk, "step_time_s", r->peak_step_time_s);
+    cJSON_AddBoolToObject(pk, "timed_out", r->peak_timed_out);
     if (r->first_timeout_step >= 0) cJSON_AddNumberToObject(o, "first_timed_out_step", r->first_timeout_step);
     else cJSON_AddNullToObject(o, "first_timed_out_step");
     cJSON_AddNumberToObject(o, "timed_out_steps", r->timed_out_steps);

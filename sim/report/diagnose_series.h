@@ -29,6 +29,7 @@ typedef struct {
     double onset_share;
     int peak_step, peak_expert, peak_ep_rank;      /* the largest share, over all steps */
     double peak_share, peak_rank_load_max_mean, peak_step_time_s;
+    int peak_timed_out;                            /* the peak step timed out (its time: until the watchdog fired) */
     int first_timeout_step, timed_out_steps;       /* -1 / 0 when none */
     double p50_s, p95_s, p99_s, max_s, slow_above_s;
     int slow_steps, slow_run_steps, slow_run_first;

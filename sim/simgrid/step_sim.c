@@ -302,13 +302,13 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     }
     out->per_step_wall_s = N > 1 ? (wall_now() - t_begin) / (N - 1) : 0;
     step_series_stats st;
-    step_series_summarize(out->series_step_time_s, N, &st);
+    step_series_summarize(out->series_step_time_s, out->series_timed_out, N, &st);
     out->steps_mean_s = st.mean_s; out->steps_p50_s = st.p50_s; out->steps_p95_s = st.p95_s;
     out->steps_p99_s = st.p99_s; out->steps_min_s = st.min_s; out->steps_max_s = st.max_s;
     out->steps_slow_above_s = st.slow_above_s; out->steps_slow = st.slow_steps;
     out->steps_slow_run = st.slow_run_steps; out->steps_slow_run_first = st.slow_run_first;
     /* the steps that completed: their mean is the run level's step time */
-    if (completed && step_series_summarize(completed_s, completed, &st) == 0) out->steps_completed_mean_s = st.mean_s;
+    if (completed && step_series_summarize(completed_s, NULL, completed, &st) == 0) out->steps_completed_mean_s = st.mean_s;
     free(completed_s);
     out->steps_tokens_per_s_per_gpu = total_s > 0 ? done_tokens / total_s / p->n_ranks : 0;
     /* the same work as model FLOPs (step 0's rule: the routed-expert FLOPs of dropped pairs left out) */
