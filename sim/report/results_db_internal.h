@@ -47,6 +47,7 @@ struct results_db {
     int ins_cols;
     sqlite3_stmt *get;           /* SELECT of one point, for merge */
     sqlite3_stmt *series_ins, *series_del;   /* step_series rows (results_db_series.c) */
+    int series_rows;             /* step_series may hold rows (an existing table with some, or written since) */
     int get_cols;
     int in_txn;
     long pending;

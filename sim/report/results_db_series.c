@@ -19,7 +19,7 @@ typedef struct {
 
 static const series_column SERIES[] = {
     {"step_time_s", "REAL NOT NULL"},
-    {"timed_out", "INTEGER NOT NULL"},
+    {"timed_out", "INTEGER"},
     {"max_expert_share", "REAL"},
     {"max_expert", "INTEGER"},
     {"rank_load_max_mean", "REAL"},
@@ -45,6 +45,13 @@ int db_series_create(results_db *db, moe_error *err) {
     int rc = db_exec(db, ddl, err);
     free(ddl);
     if (rc) return rc;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "SELECT EXISTS(SELECT 1 FROM step_series)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        db->series_rows = sqlite3_column_int(st, 0);
+    else
+        db->series_rows = 1;   /* unknown: replace rows as if there were some */
+    sqlite3_finalize(st);
     char v[64];
     snprintf(v, sizeof v, "PRAGMA user_version = %d;", RESULTS_DB_SCHEMA_VERSION);
     return db_exec(db, v, err);
@@ -76,17 +83,22 @@ static cJSON *series_array(results_db *db, const char *key) {
 }
 
 int db_series_store(results_db *db, long id, moe_error *err) {
-    if (prepare(db, err)) return err->code;
-    sqlite3_bind_int64(db->series_del, 1, id);
-    int rc = sqlite3_step(db->series_del);
-    sqlite3_reset(db->series_del);
-    if (rc != SQLITE_DONE) return db_fail(db, rc, "store a point's step series", err);
-    cJSON *col[N_SERIES];
-    for (int i = 0; i < N_SERIES; i++) col[i] = series_array(db, SERIES[i].key);
+    /* most sweeps have no steps: nothing to remove, nothing to write (a point costs one lookup) */
+    cJSON *col[N_SERIES] = {series_array(db, SERIES[0].key)};
+    if (!col[0] && !db->series_rows) return 0;
+    if (prepare(db, err)) { cJSON_Delete(col[0]); return err->code; }
+    int rc = SQLITE_DONE;
+    if (db->series_rows) {
+        sqlite3_bind_int64(db->series_del, 1, id);
+        rc = sqlite3_step(db->series_del);
+        sqlite3_reset(db->series_del);
+    }
+    if (rc != SQLITE_DONE) { cJSON_Delete(col[0]); return db_fail(db, rc, "store a point's step series", err); }
+    for (int i = 1; i < N_SERIES; i++) col[i] = col[0] ? series_array(db, SERIES[i].key) : NULL;
+    if (col[0]) db->series_rows = 1;
     const cJSON *cell[N_SERIES];
     for (int i = 0; i < N_SERIES; i++) cell[i] = col[i] ? col[i]->child : NULL;
     /* one row per step of the step-time series; a shorter array (none today) leaves NULLs */
-    rc = SQLITE_DONE;
     for (int t = 0; cell[0] && rc == SQLITE_DONE; t++) {
         sqlite3_stmt *st = db->series_ins;
         sqlite3_bind_int64(st, 1, id);
