@@ -106,6 +106,7 @@ bad() {
 }
 bad '{ "steps": -2 }' routing.steps -2
 bad '{ "drift": { "hot_decay_steps": 0 } }' routing.drift.hot_decay_steps 0
+bad '{ "drift": { "hot_rise_steps": -1 } }' routing.drift.hot_rise_steps -1
 bad '{ "steps": 3, "distribution": "zipf" }' routing.distribution zipf
 sed 's|"run": { "tokens": 1e10, "trials": 20 }|"run": { "tokens": 1e10, "trials": 20, "step_sequence": "cycled" }|' "$TMP/drift.json" > "$TMP/bad.json"
 "$BIN/simrun" run "$TMP/bad.json" --levels step,run --out "$TMP/bad" -q > "$TMP/bad.log" 2>&1

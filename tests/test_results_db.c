@@ -1,6 +1,9 @@
 /* test_results_db.c — the results database on hand-made points: records, exports, column order, kinds,
  * fingerprints and merge. The truths are written by hand (the expected CSV text) or come from cJSON's
- * own printer (results.json must be what cJSON_Print writes of the document). */
+ * own printer (results.json must be what cJSON_Print writes of the document). The step_series table holds
+ * a hand-made point's series row by row (read back by SQL and by results_db_step_series), a replaced
+ * point's rows are replaced, and simdiag's series findings (diagnose_series.h) on that hand-made
+ * series are the steps picked out by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
+#include "sim/report/diagnose_series.h"
 #include "sim/report/results_export.h"
 #include "sim/base/fileio.h"
 #include "sim/report/results_db.h"
@@ -359,12 +365,104 @@ static void test_parallel_csv(void **state) {
     free(csv[1]);
 }
 
+/* a point with a 6-step series: quiet steps, expert 5 passing 25% at step 2 (EP rank 1), its peak at
+ * step 4 (timed out), a slow run of steps 2-4 by hand (median 1.25 s: slow above 1.875 s) */
+static const char SERIES_POINT[] =
+    "{\"step\":{\"step_time_s\":1,\"steps\":{\"count\":6,\"step_time_s_p50\":1.25,\"step_time_s_p95\":3.75,"
+    "\"step_time_s_p99\":3.95,\"step_time_s_max\":4,\"slow_above_s\":1.875,\"slow_steps\":3,\"slow_run_steps\":3,"
+    "\"slow_run_first_step\":2,\"series\":{\"step\":[0,1,2,3,4,5],\"step_time_s\":[1,1,2,3,4,1.5],"
+    "\"max_expert_share\":[0.13,0.2,0.3,0.6,0.9,0.25],\"max_expert\":[7,2,5,5,5,5],"
+    "\"rank_load_max_mean\":[1.01,1.1,1.6,2.9,4.1,1.5],\"busiest_ep_rank\":[3,1,1,1,1,1],"
+    "\"hot_share\":[0,0,0.3,0.6,0.9,0.25],\"max_collective_wait_s\":[0.01,0.01,0.02,0.05,0.2,0.02],"
+    "\"timed_out\":[false,false,false,false,true,false]}}}}";
+
+static void test_step_series_table(void **state) {
+    (void)state;
+    results_db *db = open_run("series", 1, 3, DB_FRESH, 0, NULL);
+    put(db, 0, RECORD_OK, NULL, NULL, SERIES_POINT, 0, 0);
+    put(db, 1, RECORD_OK, NULL, NULL, "{\"step\":{\"step_time_s\":1}}", 0, 0);   /* one step: no rows */
+    /* point 2 stored with the series, then replaced by a point without steps: its rows go */
+    put(db, 2, RECORD_OK, NULL, NULL, SERIES_POINT, 0, 0);
+    put(db, 2, RECORD_OK, NULL, NULL, "{\"step\":{\"step_time_s\":2}}", 0, 0);
+    moe_error err = {0};
+    assert_int_equal(results_db_close(db, &err), 0);
+    char path[300];
+    snprintf(path, sizeof path, "%s/series/results.db", tmpdir);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT point_id, step, step_time_s, timed_out, max_expert, busiest_ep_rank, "
+                                           "hot_share, max_collective_wait_s FROM step_series ORDER BY point_id, step",
+                                        -1, &st, NULL), SQLITE_OK);
+    static const double t_s[6] = {1, 1, 2, 3, 4, 1.5}, wait_s[6] = {0.01, 0.01, 0.02, 0.05, 0.2, 0.02};
+    static const int expert[6] = {7, 2, 5, 5, 5, 5}, ep[6] = {3, 1, 1, 1, 1, 1};
+    int rows = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int t = rows++;
+        assert_int_equal(sqlite3_column_int(st, 0), 0);
+        assert_int_equal(sqlite3_column_int(st, 1), t);
+        assert_true(sqlite3_column_double(st, 2) == t_s[t]);
+        assert_int_equal(sqlite3_column_int(st, 3), t == 4);
+        assert_int_equal(sqlite3_column_type(st, 4), SQLITE_INTEGER);
+        assert_int_equal(sqlite3_column_int(st, 4), expert[t]);
+        assert_int_equal(sqlite3_column_int(st, 5), ep[t]);
+        assert_true(sqlite3_column_double(st, 7) == wait_s[t]);
+    }
+    sqlite3_finalize(st);
+    assert_int_equal(rows, 6);
+    assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), RESULTS_DB_SCHEMA_VERSION);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+
+    /* read back, and simdiag's findings on it */
+    assert_int_equal(results_db_open_existing(path, 0, &db, &err), 0);
+    int n = 0;
+    long *ids = results_db_series_points(db, &n, &err);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 0);
+    free(ids);
+    results_step_series s;
+    assert_int_equal(results_db_step_series(db, 1, &s, &err), 0);
+    assert_int_equal(s.n, 0);
+    results_step_series_free(&s);
+    assert_int_equal(results_db_step_series(db, 0, &s, &err), 0);
+    assert_int_equal(s.n, 6);
+    assert_true(s.p50_s == 1.25 && s.slow_run_steps == 3 && s.slow_run_first == 2);
+    diag_series_report r;
+    assert_int_equal(diag_series(&s, 0, DIAG_SERIES_HOT_SHARE, &r), 0);
+    assert_int_equal(r.onset_step, 2);          /* 0.3 > 0.25; step 1's 0.2 and step 5's 0.25 are not */
+    assert_int_equal(r.onset_expert, 5);
+    assert_int_equal(r.onset_ep_rank, 1);
+    assert_int_equal(r.peak_step, 4);
+    assert_true(r.peak_share == 0.9 && r.peak_step_time_s == 4 && r.peak_timed_out);
+    assert_int_equal(r.first_timeout_step, 4);
+    assert_int_equal(r.timed_out_steps, 1);
+    assert_true(diag_series_problem(&r));
+    assert_int_equal(diag_series(&s, 0, 0.95, &r), 0);   /* nothing passes 95%: only the timeout remains */
+    assert_int_equal(r.onset_step, -1);
+    assert_true(diag_series_problem(&r));
+    results_step_series_free(&s);
+    assert_int_equal(results_db_close(db, &err), 0);
+
+    /* a database without the table (an older schema): the reader says so */
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "DROP TABLE step_series; PRAGMA user_version = 0;", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    assert_int_equal(results_db_open_existing(path, 0, &db, &err), 0);
+    assert_int_equal(results_db_step_series(db, 0, &s, &err), EXIT_BADINPUT);
+    assert_non_null(strstr(err.msg, "no step_series table"));
+    assert_int_equal(results_db_close(db, &err), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_exports),
         cmocka_unit_test(test_order_and_kinds),   cmocka_unit_test(test_never_mixed),
         cmocka_unit_test(test_merge),             cmocka_unit_test(test_merge_error_points),
         cmocka_unit_test(test_parallel_csv),      cmocka_unit_test(test_created_whole),
+        cmocka_unit_test(test_step_series_table),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,7 +3,8 @@
  * the hot expert's exp(-(t - t0) / tau) share, the odds form of its bias, DeepSeek-V3's +-gamma update
  * on a hand case, the steps that bias balancing needs to bring a 50% expert of 8 under its 1/8 share
  * (ceil(ln 7 / 2 gamma)), the random walk's variance t sigma^2 (and the AR(1) walk's), determinism
- * of the walk, and p50 / p95 / max of a known series by GSL's interpolation rule. */
+ * of the walk, p50 / p95 / p99 / max of a known series by GSL's interpolation rule, the hot expert's
+ * linear rise to its peak, and the longest run of slow steps on hand-made series. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -151,16 +152,75 @@ static void series_stats_known(void **state) {
     double copy[20];
     memcpy(copy, x, sizeof x);
     step_series_stats st;
-    assert_int_equal(step_series_summarize(x, 20, &st), 0);
+    assert_int_equal(step_series_summarize(x, NULL, 20, &st), 0);
     assert_memory_equal(copy, x, sizeof x);   /* the input is not sorted in place */
     assert_true(fabs(st.mean_s - 10.5) < 1e-12);
     assert_true(fabs(st.p50_s - 10.5) < 1e-12);
     assert_true(fabs(st.p95_s - 19.05) < 1e-12);
+    assert_true(fabs(st.p99_s - 19.81) < 1e-12);   /* 19 x 0.99 = 18.81 -> 19 + 0.81 */
     assert_true(st.min_s == 1 && st.max_s == 20);
+    /* 1.5 x the median is 15.75: 16..20 are slow, the permutation puts them at i = 5, 8, 11, 14, 17
+     * (apart): five slow steps, runs of one, the first at 5 */
+    assert_true(fabs(st.slow_above_s - 15.75) < 1e-12);
+    assert_int_equal(st.slow_steps, 5);
+    assert_int_equal(st.slow_run_steps, 1);
+    assert_int_equal(st.slow_run_first, 5);
     double one = 3.25;
-    assert_int_equal(step_series_summarize(&one, 1, &st), 0);
+    assert_int_equal(step_series_summarize(&one, NULL, 1, &st), 0);
     assert_true(st.p50_s == 3.25 && st.p95_s == 3.25 && st.max_s == 3.25);
-    assert_int_equal(step_series_summarize(x, 0, &st), -1);
+    assert_int_equal(step_series_summarize(x, NULL, 0, &st), -1);
+}
+
+/* slow steps on hand-made series: the median (not the mean) sets the bar, the longest run wins, the
+ * earliest of equal runs, a timed-out step counted slow */
+static void slow_run_hand_series(void **state) {
+    (void)state;
+    /* median 10 (eight 10s of 13), slow above 15: runs [6, 7] and [9, 11] */
+    double a[13] = {10, 10, 10, 10, 10, 10, 16, 16, 10, 16, 16, 16, 10};
+    step_series_stats st;
+    assert_int_equal(step_series_summarize(a, NULL, 13, &st), 0);
+    assert_true(st.p50_s == 10 && st.slow_above_s == 15);
+    assert_int_equal(st.slow_steps, 5);
+    assert_int_equal(st.slow_run_steps, 3);
+    assert_int_equal(st.slow_run_first, 9);
+    /* two runs of 2: the earliest */
+    double b[9] = {20, 20, 10, 20, 20, 10, 10, 10, 10};
+    assert_int_equal(step_series_summarize(b, NULL, 9, &st), 0);
+    assert_int_equal(st.slow_run_steps, 2);
+    assert_int_equal(st.slow_run_first, 0);
+    /* exactly 1.5 x the median is not slow; a flat series has no run */
+    double c[3] = {2, 3, 2};
+    assert_int_equal(step_series_summarize(c, NULL, 3, &st), 0);
+    assert_int_equal(st.slow_steps, 0);
+    assert_int_equal(st.slow_run_steps, 0);
+    assert_int_equal(st.slow_run_first, -1);
+    int first;
+    assert_int_equal(step_series_longest_run_above(a, NULL, 13, 100, &first), 0);
+    assert_int_equal(first, -1);
+    /* a timed-out step (its short time until the watchdog fired) is slow: step 8 joins [6, 7] and
+     * [9, 11] into one run of 6 from step 6; the median is the recorded times' (10) */
+    unsigned char to[13] = {0};
+    to[8] = 1;
+    a[8] = 0.5;
+    assert_int_equal(step_series_summarize(a, to, 13, &st), 0);
+    assert_true(st.p50_s == 10);
+    assert_int_equal(st.slow_steps, 6);
+    assert_int_equal(st.slow_run_steps, 6);
+    assert_int_equal(st.slow_run_first, 6);
+}
+
+/* the rise: (t - t0 + 1) / (R + 1) of the peak for R steps from the onset, the peak at t0 + R, the
+ * decay from there; R = 0 is the jump */
+static void hot_share_rise(void **state) {
+    (void)state;
+    drift_params p = params(16, 2);
+    p.hot_onset_step = 10; p.hot_peak_share = 0.8; p.hot_decay_steps = 5; p.hot_rise_steps = 3;
+    assert_true(drift_hot_share(&p, 9) == 0.0);
+    assert_true(fabs(drift_hot_share(&p, 10) - 0.2) < 1e-15);
+    assert_true(fabs(drift_hot_share(&p, 11) - 0.4) < 1e-15);
+    assert_true(fabs(drift_hot_share(&p, 12) - 0.6) < 1e-15);
+    assert_true(fabs(drift_hot_share(&p, 13) - 0.8) < 1e-15);
+    assert_true(fabs(drift_hot_share(&p, 18) - 0.8 / M_E) < 1e-15);
 }
 
 int main(void) {
@@ -173,6 +233,8 @@ int main(void) {
         cmocka_unit_test(walk_variance_closed_form),
         cmocka_unit_test(walk_deterministic),
         cmocka_unit_test(series_stats_known),
+        cmocka_unit_test(slow_run_hand_series),
+        cmocka_unit_test(hot_share_rise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  *
  *   simdiag check TRACE.json|DIR [--out OUT] [--min-excess PCT] [--top K] [--quiet]
  *   simdiag compare PREDICTED MEASURED [--out OUT] [--tolerance PCT] [--quiet]
+ *   simdiag steps DIR|results.db [--point N] [--hot-share F] [--out OUT] [--quiet]
  *
  * Exit codes: 0 healthy (compare: within tolerance), 1 runtime failure, 2 bad input or usage,
  * 3 a problem was found (check: straggler, severe expert imbalance or hang; compare: an op class
@@ -18,6 +19,8 @@
 #include "sim/base/cli_args.h"
 #include "sim/base/alloc.h"
 #include "sim/report/diagnose.h"
+#include "sim/report/diagnose_series.h"
+#include "sim/report/results_db.h"
 #include "sim/report/results.h"
 
 static const char ABOUT[] =
@@ -33,7 +36,8 @@ static const char EPILOG[] =
     "  simrun scenarios/slow-gpu.json --levels step --out results/slow && simdiag check results/slow\n"
     "  simdiag check trace.json --out diagnosis.json --quiet || echo \"exit $?: see diagnosis.json\"\n"
     "  simdiag check trace.json --min-excess 0          # the seed's straggler rule, unmodified\n"
-    "  simdiag compare results/tiny/trace.json live/trace.json --tolerance 25\n";
+    "  simdiag compare results/tiny/trace.json live/trace.json --tolerance 25\n"
+    "  simdiag steps results/incident-hot-expert-steps --point 0\n";
 
 static const char CHECK_OPTIONS[] =
     "  -o, --out FILE       also write the report as JSON to FILE, atomically (also --json FILE)\n"
@@ -48,6 +52,13 @@ static const char COMPARE_OPTIONS[] =
     "      --tolerance PCT  exit 3 when an op class's |error| exceeds PCT% (default 20)\n"
     "  -j, --jobs N         accepted; the comparison runs in one process\n"
     "  -q, --quiet          no report on stdout\n";
+
+static const char STEPS_OPTIONS[] =
+    "  -o, --out FILE       also write the findings as JSON to FILE, atomically (also --json FILE)\n"
+    "      --point N        only point N (default: every point with a series)\n"
+    "      --hot-share F    an expert is hot above this share of the tokens (default 0.25)\n"
+    "  -j, --jobs N         accepted; the diagnosis runs in one process\n"
+    "  -q, --quiet          no report on stdout (the exit code and --out only)\n";
 
 typedef struct {
     const char *files[2];
@@ -257,11 +268,73 @@ static int cmd_compare(cli_parser *cli, int argc, char **argv) {
     return rc;
 }
 
+/* `simdiag steps`: the step_series table of a run's results.db (routing.steps > 1). */
+static int cmd_steps(cli_parser *p, int argc, char **argv) {
+    enum { O_JSON = 256, O_POINT, O_HOT_SHARE };
+    static const struct option steps_opts[] = {
+        {"json", required_argument, NULL, O_JSON}, {"point", required_argument, NULL, O_POINT},
+        {"hot-share", required_argument, NULL, O_HOT_SHARE}, CLI_COMMON_OPTIONS};
+    const char *json = NULL;
+    int point = -1;
+    double hot_share = DIAG_SERIES_HOT_SHARE;
+    for (int c; (c = cli_next(p, argc, argv, steps_opts)) != -1;) {
+        int bad = 0;
+        switch (c) {
+        case CLI_STOP: return p->rc;
+        case O_JSON: json = optarg; break;
+        case O_POINT: bad = cli_int_opt(p, optarg, 0, 1 << 30, &point); break;
+        case O_HOT_SHARE: bad = cli_double_opt(p, optarg, 0, 1, &hot_share); break;
+        }
+        if (bad) return p->rc;
+    }
+    if (cli_positionals(p, argc, argv, 1, 1, "one output folder or results.db")) return p->rc;
+    if (p->common.out) json = p->common.out;
+    const char *path = argv[optind];
+    moe_error err = {0};
+    results_db *db;
+    if (results_db_open_existing(path, 0, &db, &err)) {
+        fprintf(stderr, "simdiag: %s\n", err.msg);
+        return err.code;
+    }
+    int n = 0, rc = EXIT_OK, found = 0;
+    long one = point, *ids = point >= 0 ? &one : results_db_series_points(db, &n, &err);
+    if (point >= 0) n = 1;
+    if (point < 0 && !ids && err.code) rc = err.code;
+    else if (n == 0) rc = moe_error_set(&err, EXIT_BADINPUT, "%s: no point has a step series (routing.steps > 1)", path);
+    cJSON *doc = json ? cJSON_CreateObject() : NULL, *arr = NULL;
+    if (doc) {
+        cJSON_AddStringToObject(doc, "format", "moesim-series-diagnosis/1");
+        arr = cJSON_AddArrayToObject(doc, "points");
+    }
+    for (int i = 0; i < n && rc == EXIT_OK; i++) {
+        results_step_series s;
+        if ((rc = results_db_step_series(db, ids[i], &s, &err))) break;
+        diag_series_report r;
+        if (diag_series(&s, ids[i], hot_share, &r)) {
+            rc = moe_error_set(&err, EXIT_BADINPUT, "%s: point %ld has no step series (routing.steps > 1)", path, ids[i]);
+        } else {
+            if (!p->common.quiet) diag_series_print(stdout, &r);
+            if (arr) cJSON_AddItemToArray(arr, diag_series_json(&r));
+            found += diag_series_problem(&r);
+        }
+        results_step_series_free(&s);
+    }
+    if (rc) fprintf(stderr, "simdiag: %s\n", err.msg);
+    if (rc == EXIT_OK && doc) rc = write_json(json, doc);
+    cJSON_Delete(doc);
+    if (ids != &one) free(ids);
+    results_db_close(db, &err);
+    return rc ? rc : found ? DIAG_EXIT_PROBLEM : EXIT_OK;
+}
+
 static const cli_command COMMANDS[] = {
     {"check", cmd_check, "TRACE.json|DIR [options]",
      "Stragglers, expert load imbalance, slow links and hangs in one step trace.", CHECK_OPTIONS},
     {"compare", cmd_compare, "PREDICTED.json MEASURED.json [options]",
      "Predicted (simulated) vs measured (live) mean op time per op class, with the error.", COMPARE_OPTIONS},
+    {"steps", cmd_steps, "DIR|results.db [options]",
+     "When and where a hot expert appeared in a multi-step run (routing.steps > 1): the first step over the "
+     "hot share, its expert and EP rank, the peak, slow steps and the first timed-out step.", STEPS_OPTIONS},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -310,12 +310,17 @@ static int build_routing(program *p, const routing_law *law, moe_error *err) {
         if (!capped) memcpy(p->step_expert_routed, p->step_expert_tokens, (size_t)E * sizeof(double));
         /* the hottest expert's share of the routed tokens, and the busiest EP index's pairs over the mean */
         double top = 0, *rank_load = moe_xcalloc((size_t)n, sizeof(double));
-        for (int e = 0; e < E; e++) top = p->step_expert_routed[e] > top ? p->step_expert_routed[e] : top;
+        p->max_expert = p->busiest_ep_rank = 0;
+        for (int e = 0; e < E; e++)
+            if (p->step_expert_routed[e] > top) top = p->step_expert_routed[e], p->max_expert = e;
         p->max_expert_share = p->routed_pairs > 0 ? top * s->model.top_k / (double)p->routed_pairs : 0;
         for (int d = 0; d < n_distinct; d++)
             for (int j = 0; j < n; j++) rank_load[j] += uses[d] * p->recv_tokens[(size_t)d * n + j];
         double most = 0, sum = 0;
-        for (int j = 0; j < n; j++) { sum += rank_load[j]; most = rank_load[j] > most ? rank_load[j] : most; }
+        for (int j = 0; j < n; j++) {
+            sum += rank_load[j];
+            if (rank_load[j] > most) most = rank_load[j], p->busiest_ep_rank = j;
+        }
         p->rank_load_max_mean = sum > 0 ? most * n / sum : 1.0;
         free(rank_load);
         p->dropped_token_fraction = p->routed_pairs > 0 ? (double)p->dropped_pairs / p->routed_pairs : 0;

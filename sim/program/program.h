@@ -247,6 +247,7 @@ typedef struct program {
     /* the most routed expert's pairs over the routed tokens (its share of the tokens, as
      * routing.hot_share counts), and the busiest EP index's computed pairs over the mean */
     double max_expert_share, rank_load_max_mean;
+    int max_expert, busiest_ep_rank;   /* which: the expert id and the EP index (lowest on ties) */
     /* where MoE layers start and which routing sample each (MoE layer, micro-batch) uses */
     int moe_first_layer;      /* first MoE transformer block (model.dense_layers) */
     int n_moe_layers;

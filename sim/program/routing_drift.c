@@ -19,7 +19,7 @@ void drift_params_of(const scenario *s, drift_params *out) {
         .hot_expert = s->routing.hot_expert,
         .hot_constant = s->routing.distribution == ROUTE_HOT, .hot_share = s->routing.hot_share,
         .hot_onset_step = d->hot_onset_step, .hot_peak_share = d->hot_peak_share,
-        .hot_decay_steps = d->hot_decay_steps,
+        .hot_decay_steps = d->hot_decay_steps, .hot_rise_steps = d->hot_rise_steps,
         .walk_sigma = d->walk_sigma, .walk_reversion = d->walk_reversion,
         .bias_gamma = d->bias_update_speed,
     };
@@ -28,7 +28,9 @@ void drift_params_of(const scenario *s, drift_params *out) {
 double drift_hot_share(const drift_params *p, int step) {
     if (p->hot_constant) return p->hot_share;
     if (!(p->hot_peak_share > 0) || step < p->hot_onset_step) return 0.0;
-    return p->hot_peak_share * exp(-(double)(step - p->hot_onset_step) / p->hot_decay_steps);
+    int since = step - p->hot_onset_step, R = p->hot_rise_steps;
+    if (since < R) return p->hot_peak_share * (since + 1) / (R + 1.0);
+    return p->hot_peak_share * exp(-(double)(since - R) / p->hot_decay_steps);
 }
 
 double drift_biased_share(double h, double b_hot, double s0, double sb) {

@@ -13,9 +13,11 @@
  *   hot expert  expert routing.hot_expert heads a token's ranking with probability h(t) (routing.h's
  *               "hot" law: h is its share of the TOKENS). Unbiased,
  *                 h(t) = 0                                   for t < t0
- *                 h(t) = h_peak exp(-(t - t0) / tau)         for t >= t0
+ *                 h(t) = h_peak (t - t0 + 1) / (R + 1)       for t0 <= t < t0 + R   (the rise)
+ *                 h(t) = h_peak exp(-(t - t0 - R) / tau)     for t >= t0 + R
  *               t0 = routing.drift.hot_onset_step, h_peak = routing.drift.hot_peak_share, tau =
- *               routing.drift.hot_decay_steps (steps); with routing.distribution "hot", h(t) =
+ *               routing.drift.hot_decay_steps (steps), R = routing.drift.hot_rise_steps (0: the peak
+ *               at the onset, the rise left out); with routing.distribution "hot", h(t) =
  *               routing.hot_share at every step instead (a hot expert that does not go away by itself).
  *   bias        DeepSeek-V3's auxiliary-loss-free balancing (arXiv:2412.19437, section 2.1.2): every
  *               expert has a bias b_i added to its affinity for the top-k selection only; after each
@@ -64,6 +66,7 @@ typedef struct {
     int hot_onset_step;        /* t0 */
     double hot_peak_share;     /* h_peak (0: no hot expert appears) */
     double hot_decay_steps;    /* tau, steps */
+    int hot_rise_steps;        /* R, steps */
     double walk_sigma;         /* logit per step */
     double walk_reversion;     /* per step, 0..1 */
     double bias_gamma;         /* logit per step */

@@ -385,7 +385,9 @@ static int count_step_series(const cJSON *doc) {
 }
 
 /* The step time of each simulated step (routing.steps), one line per point (the first MAX_SERIES
- * points that have steps), with the most routed expert's share of the tokens on the right axis. */
+ * points that have steps), with the most routed expert's share of the tokens on the right axis and a
+ * cross on every step whose collective timed out (the NCCL watchdog fired: its time is then the time
+ * until it fired). */
 static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) {
     static const char *const cols[] = {"step_time_s", "max_expert_share", "hot_share"};
     char path[4096], labels[MAX_SERIES][128];
@@ -393,8 +395,8 @@ static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) 
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    fprintf(f, "# step step.steps.series.step_time_s step.steps.series.max_expert_share step.steps.series.hot_share; "
-               "one block per point\n");
+    fprintf(f, "# step step.steps.series.step_time_s step.steps.series.max_expert_share step.steps.series.hot_share "
+               "timed_out_step_time_s (the step time where step.steps.series.timed_out, else NaN); one block per point\n");
     int ns = 0;
     for (const cJSON *p = points_of(doc)->child; p && ns < MAX_SERIES; p = p->next) {
         const cJSON *v[3];
@@ -404,6 +406,9 @@ static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) 
         if (!labels[ns][0]) snprintf(labels[ns], sizeof labels[ns], "point %.0f", num(p, "id"));
         fprintf(f, "# point %.0f: %s\n", num(p, "id"), labels[ns]);
         int n = cJSON_GetArraySize(v[0]);
+        const cJSON *to = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "step"), "steps"), "series");
+        to = cJSON_GetObjectItemCaseSensitive(to, "timed_out");
         for (int i = 0; i < n; i++) {
             fprintf(f, "%d", i);
             for (int k = 0; k < 3; k++) {
@@ -411,6 +416,8 @@ static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) 
                 if (cJSON_IsNumber(x)) fprintf(f, " %.10g", x->valuedouble);
                 else fprintf(f, " NaN");
             }
+            if (cJSON_IsTrue(cJSON_GetArrayItem(to, i))) fprintf(f, " %.10g", cJSON_GetArrayItem(v[0], i)->valuedouble);
+            else fprintf(f, " NaN");
             fputc('\n', f);
         }
         fputs("\n\n", f);
@@ -424,13 +431,15 @@ static int fig_step_series(const plot_ctx *c, const cJSON *doc, moe_error *err) 
     int n = snprintf(body, sizeof body,
                      "set title '%s: step time of each simulated step (routing.steps), and the most routed expert'\n"
                      "set xlabel 'step'\nset ylabel 'step time (s)'\nset y2label 'most routed expert: share of the "
-                     "tokens (dashed)'\nset y2tics\nset ytics nomirror\nset grid\nset key outside right top\n"
+                     "tokens (dashed)'\nset y2tics\nset ytics nomirror\nset grid\nset key outside below\n"
                      "set yrange [0:*]\nset y2range [0:*]\nplot ", c->scenario);
     for (int s = 0; s < ns; s++)
         n += snprintf(body + n, sizeof body - (size_t)n,
                       "%sdatafile index %d using 1:2 with linespoints lw 2 pt 7 lc %d title '%s', "
-                      "datafile index %d using 1:3 axes x1y2 with lines dt 2 lc %d notitle",
-                      s ? ", " : "", s, s + 1, labels[s], s, s + 1);
+                      "datafile index %d using 1:3 axes x1y2 with lines dt 2 lc %d notitle, "
+                      "datafile index %d using 1:5 with points pt 2 ps 2.5 lw 2 lc %d %s",
+                      s ? ", " : "", s, s + 1, labels[s], s, s + 1, s, s + 1,
+                      s ? "notitle" : "title 'x: timed out (its time until the watchdog fired)'");
     return render(c, "step_series", "the step time of each simulated step (routing.steps) per point, the most routed "
                   "expert's share beside", body, err);
 }

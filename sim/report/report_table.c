@@ -119,6 +119,9 @@ static void print_failed_steps(FILE *out, const row *rows, int n, const char *di
                                  cJSON_GetObjectItemCaseSensitive(p, "scenario"), "output"), "trace"))
                     ? ""
                     : "   (it reads the step's trace: rerun with output.trace: true first)");
+        if (many_steps(p))
+            fprintf(out, "  which steps, and the hot expert behind them: simdiag steps %s --point %.0f\n", dir ? dir : "DIR",
+                    num(p, "id"));
     }
 }
 

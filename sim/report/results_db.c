@@ -121,7 +121,7 @@ static int add_column_mem(results_db *db, const char *name, const char *path, in
     return db->n_cols++;
 }
 
-static int find_column(results_db *db, const char *name) {
+int db_find_column(results_db *db, const char *name) {
     ENTRY e = {.key = (char *)name}, *found = NULL;
     if (!hsearch_r(e, FIND, &found, &db->names) || !found) return -1;
     return (int)(intptr_t)found->data - 1;
@@ -178,6 +178,7 @@ static void db_free(results_db *db) {
     if (!db) return;
     sqlite3_finalize(db->ins);
     sqlite3_finalize(db->get);
+    db_series_finalize(db);
     if (db->h) sqlite3_close(db->h);
     for (int i = 0; i < db->n_cols; i++) {
         free(db->cols[i].name);
@@ -210,7 +211,8 @@ int results_db_open_existing(const char *path, int writable, results_db **out, m
     if (access(file, R_OK) != 0)
         return moe_error_input(err, file, NULL, NULL, "a moesim results database (results.db, or a folder holding one)");
     results_db *db = db_alloc(file);
-    if (db_connect(db, writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE, err) || read_run(db, err)) {
+    if (db_connect(db, writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE, err) || read_run(db, err) ||
+        (writable && db_series_create(db, err))) {
         db_free(db);
         return err->code;
     }
@@ -386,7 +388,9 @@ static int create_db(results_db *db, const cJSON *definition, long n_points, moe
 }
 
 static int fill_new_db(results_db *db, const cJSON *definition, long n_points, moe_error *err) {
-    if (db_connect(db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err) || db_exec(db, SCHEMA, err)) return err->code;
+    if (db_connect(db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err) || db_exec(db, SCHEMA, err) ||
+        db_series_create(db, err))
+        return err->code;
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(db->h, "INSERT INTO run VALUES(?,?,?,?,?,?,strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
                                 -1, &st, NULL);
@@ -628,7 +632,7 @@ int db_load_record(results_db *db, long id, const record_reader *rr, record_entr
             name[e->path_len] = '\0';
             for (char *p = name; *p; p++)
                 if (*p == RECORD_PATH_SEP) *p = '.';
-            ci = find_column(db, name);
+            ci = db_find_column(db, name);
             if (ci >= 0 && (db->cols[ci].path_len != e->path_len || memcmp(db->cols[ci].path, e->path, e->path_len)))
                 return moe_error_set(err, EXIT_RUNTIME, "point %ld: two results keys are both named %s", id, name);
             if (ci < 0 && (ci = create_column(db, name, e, id, pos, err)) < 0) return err->code;
@@ -779,7 +783,7 @@ int results_db_put(results_db *db, long id, const void *rec, size_t len, int mer
         if (d < 0) return err->code;
         if (d == 0) return 0;
     }
-    if (insert_row(db, id, &r, err)) return err->code;
+    if (insert_row(db, id, &r, err) || db_series_store(db, id, err)) return err->code;
     if (++db->pending >= DB_BATCH_POINTS || mono_s() - db->txn_t0 >= db->commit_every_s) return results_db_commit(db, err);
     return 0;
 }

@@ -14,6 +14,13 @@
  *     (number, bool, string or json: arrays and values of mixed kinds, as JSON text), and where it
  *     first appears; the exports order columns by (first_id, pos), so the order depends only on the
  *     points stored, never on the order in which workers finished them.
+ *   step_series(point_id, step, step_time_s, timed_out, max_expert_share, max_expert,
+ *     rank_load_max_mean, busiest_ep_rank, hot_share, max_collective_wait_s) — one row per point per
+ *     simulated step (routing.steps > 1: the point's step.steps.series arrays, step_sim.h), primary key
+ *     (point_id, step) (WITHOUT ROWID: the key is the index), written in the point's transaction; a
+ *     replaced point's rows are replaced with it. Added in schema 2.
+ * PRAGMA user_version is the schema: RESULTS_DB_SCHEMA_VERSION (0 before step_series; such a database
+ * gains the table when opened for writing, and readers of the series say it lacks it).
  * Writes go in batched transactions (WAL): a killed process loses at most the uncommitted batch, and
  * the database stays readable and resumable (also after a full disk). */
 #ifndef MOESIM_RESULTS_DB_H
@@ -32,6 +39,9 @@ typedef struct results_db results_db;
 /* results.csv likewise up to this many points (or on request): a million-point sweep's CSV is another
  * 0.8 GB beside its 0.6 GB database, which SQL (or pandas.read_sql) reads directly. */
 #define RESULTS_CSV_MAX_POINTS 250000
+
+/* PRAGMA user_version of the databases this build writes (2: the step_series table). */
+#define RESULTS_DB_SCHEMA_VERSION 2
 
 /* How a run treats an existing DIR/results.db. */
 typedef enum {
@@ -88,6 +98,23 @@ long results_db_missing(results_db *db, char *desc, size_t cap, moe_error *err);
 /* The first `max` points of status s ("error", "infeasible") as "id: reason" lines. */
 void results_db_reasons(results_db *db, const char *status, int max, FILE *out);
 long results_db_count_all(results_db *db);
+
+/* One point's step series from the step_series table, in step order; -1 in max_expert /
+ * busiest_ep_rank where unknown. */
+typedef struct {
+    int n;
+    double *step_time_s, *max_expert_share, *rank_load_max_mean, *hot_share, *max_collective_wait_s;
+    int *timed_out, *max_expert, *busiest_ep_rank;
+    /* the point's step.steps statistics (points table; NAN / -1 where the column is absent) */
+    double p50_s, p95_s, p99_s, max_s, slow_above_s;
+    int slow_steps, slow_run_steps, slow_run_first;
+} results_step_series;
+
+/* n = 0 for a point without steps; EXIT_BADINPUT when the database has no step_series table. */
+int results_db_step_series(results_db *db, long point_id, results_step_series *out, moe_error *err);
+void results_step_series_free(results_step_series *s);
+/* The ids of the points that have a series, ascending (caller frees; NULL and *n = 0 when none). */
+long *results_db_series_points(results_db *db, int *n, moe_error *err);
 
 /* Remove a folder's result files: results.db and its WAL, results.json, results.csv, the point files
  * of earlier versions (points/), step traces (trace.json, traces/). */

@@ -46,6 +46,8 @@ struct results_db {
     sqlite3_stmt *ins;           /* INSERT OR REPLACE over the first ins_cols columns */
     int ins_cols;
     sqlite3_stmt *get;           /* SELECT of one point, for merge */
+    sqlite3_stmt *series_ins, *series_del;   /* step_series rows (results_db_series.c) */
+    int series_rows;             /* step_series may hold rows (an existing table with some, or written since) */
     int get_cols;
     int in_txn;
     long pending;
@@ -53,6 +55,14 @@ struct results_db {
     double commit_every_s;   /* a batch is committed after this long (DB_BATCH_S unless set) */
 };
 
+/* The column named `name` (its index), or -1. */
+int db_find_column(results_db *db, const char *name);
+/* The step_series table (IF NOT EXISTS) and user_version RESULTS_DB_SCHEMA_VERSION. */
+int db_series_create(results_db *db, moe_error *err);
+/* Replace point `id`'s step_series rows by the step.steps.series arrays of the loaded values (none:
+ * only removed), in the open transaction. */
+int db_series_store(results_db *db, long id, moe_error *err);
+void db_series_finalize(results_db *db);
 /* Open db->path on db->h with the store's pragmas. */
 int db_connect(results_db *db, int flags, moe_error *err);
 /* A new database at `path` (an existing file there is replaced). */

@@ -413,6 +413,10 @@ const scn_field scn_fields[] = {
            "(routing.distribution \"uniform\" only; 0 = no hot expert appears)", "assumption: 0"),
     F_POS("routing.drift.hot_decay_steps", routing.drift.hot_decay_steps, "steps",
           "e-folding time of the hot expert's share after its onset", "assumption: 50 steps"),
+    F_INT("routing.drift.hot_rise_steps", routing.drift.hot_rise_steps, 0, 100000, "steps",
+          "steps the hot expert's share takes to grow to its peak: (t - onset + 1) / (rise + 1) of hot_peak_share at "
+          "onset <= t < onset + rise, the peak at onset + rise, then the decay from there (0 = the peak at the onset)",
+          "assumption: 0"),
     F_NONNEG("routing.drift.bias_update_speed", routing.drift.bias_update_speed, "logit/step",
              "DeepSeek-V3's auxiliary-loss-free balancing: after each step every expert's routing bias (added to its "
              "affinity for the top-k choice only) moves by +this when the expert was underloaded, -this when overloaded; "

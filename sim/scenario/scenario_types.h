@@ -186,6 +186,7 @@ typedef struct {
     int hot_onset_step;       /* the step routing.hot_expert turns hot */
     double hot_peak_share;    /* its share of the tokens then (0: none) */
     double hot_decay_steps;   /* e-folding time of that share, steps */
+    int hot_rise_steps;       /* steps its share takes to grow to the peak (0: at once) */
     double bias_update_speed; /* DeepSeek-V3's gamma, logit per step */
 } routing_drift_cfg;
 

@@ -252,6 +252,9 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     out->series_step_time_s = moe_xcalloc((size_t)N, sizeof(double));
     out->series_max_expert_share = moe_xcalloc((size_t)N, sizeof(double));
     out->series_rank_load_max_mean = moe_xcalloc((size_t)N, sizeof(double));
+    out->series_max_expert = moe_xcalloc((size_t)N, sizeof(int));
+    out->series_busiest_ep_rank = moe_xcalloc((size_t)N, sizeof(int));
+    out->series_max_collective_wait_s = moe_xcalloc((size_t)N, sizeof(double));
     out->series_hot_share = moe_xcalloc((size_t)N, sizeof(double));
     out->series_timed_out = moe_xcalloc((size_t)N, 1);
     double tokens = (double)s->layout.global_batch * s->model.seq_len;
@@ -262,11 +265,12 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     int completed = 0;
     double t_begin = wall_now();
     for (int t = 0; t < N; t++) {
-        double step_s;
+        double step_s, wait_s;
         int timed;
         if (t == 0) {
             step_s = out->step_time_s;
             timed = out->timed_out;
+            wait_s = out->max_collective_wait_s;
         } else {
             /* EPLB as deployed: the step before's loads measured, a rebalance at every K-th step */
             double pause_s = 0;
@@ -290,6 +294,7 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
             int rc = run_executor(s, p, &eo, &xr, err);
             timed = rc == EXIT_RUNTIME && xr.timeout.found;
             step_s = (timed ? xr.timeout.fired_s : xr.step_time_s) + pause_s;
+            wait_s = xr.max_collective_wait_s;
             step_exec_result_free(&xr);
             step_pricing_free(&pricing);
             if (rc && !timed) { free(completed_s); return rc; }
@@ -307,6 +312,9 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
         out->series_step_time_s[t] = step_s;
         out->series_max_expert_share[t] = p->max_expert_share;
         out->series_rank_load_max_mean[t] = p->rank_load_max_mean;
+        out->series_max_expert[t] = p->max_expert;
+        out->series_busiest_ep_rank[t] = p->busiest_ep_rank;
+        out->series_max_collective_wait_s[t] = wait_s;
         out->series_hot_share[t] = d->law.hot_share;
         out->series_timed_out[t] = (unsigned char)timed;
         total_s += step_s;
@@ -317,11 +325,13 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
     }
     out->per_step_wall_s = N > 1 ? (wall_now() - t_begin) / (N - 1) : 0;
     step_series_stats st;
-    step_series_summarize(out->series_step_time_s, N, &st);
+    step_series_summarize(out->series_step_time_s, out->series_timed_out, N, &st);
     out->steps_mean_s = st.mean_s; out->steps_p50_s = st.p50_s; out->steps_p95_s = st.p95_s;
-    out->steps_min_s = st.min_s; out->steps_max_s = st.max_s;
+    out->steps_p99_s = st.p99_s; out->steps_min_s = st.min_s; out->steps_max_s = st.max_s;
+    out->steps_slow_above_s = st.slow_above_s; out->steps_slow = st.slow_steps;
+    out->steps_slow_run = st.slow_run_steps; out->steps_slow_run_first = st.slow_run_first;
     /* the steps that completed: their mean is the run level's step time */
-    if (completed && step_series_summarize(completed_s, completed, &st) == 0) out->steps_completed_mean_s = st.mean_s;
+    if (completed && step_series_summarize(completed_s, NULL, completed, &st) == 0) out->steps_completed_mean_s = st.mean_s;
     free(completed_s);
     out->steps_tokens_per_s_per_gpu = total_s > 0 ? done_tokens / total_s / p->n_ranks : 0;
     /* the same work as model FLOPs (step 0's rule: the routed-expert FLOPs of dropped pairs left out) */
@@ -522,9 +532,15 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
         cJSON_AddNumberToObject(st, "step_time_s_mean", r->steps_mean_s);
         cJSON_AddNumberToObject(st, "step_time_s_p50", r->steps_p50_s);
         cJSON_AddNumberToObject(st, "step_time_s_p95", r->steps_p95_s);
+        cJSON_AddNumberToObject(st, "step_time_s_p99", r->steps_p99_s);
         cJSON_AddNumberToObject(st, "step_time_s_min", r->steps_min_s);
         cJSON_AddNumberToObject(st, "step_time_s_max", r->steps_max_s);
         cJSON_AddNumberToObject(st, "timed_out", r->steps_timed_out);
+        /* slow: above STEP_SERIES_SLOW_FACTOR x the median (step_series.h) */
+        cJSON_AddNumberToObject(st, "slow_above_s", r->steps_slow_above_s);
+        cJSON_AddNumberToObject(st, "slow_steps", r->steps_slow);
+        cJSON_AddNumberToObject(st, "slow_run_steps", r->steps_slow_run);
+        cJSON_AddNumberToObject(st, "slow_run_first_step", r->steps_slow_run_first);
         cJSON_AddNumberToObject(st, "tokens_per_s_per_gpu", r->steps_tokens_per_s_per_gpu);
         cJSON_AddNumberToObject(st, "tflops_per_gpu", r->steps_tflops_per_gpu);
         cJSON_AddNumberToObject(st, "mfu", r->steps_mfu);
@@ -534,7 +550,11 @@ void step_result_to_json(const step_result *r, cJSON *obj) {
         for (int t = 0; t < r->n_steps; t++) cJSON_AddItemToArray(idx, cJSON_CreateNumber(t));
         cJSON_AddItemToObject(se, "step_time_s", cJSON_CreateDoubleArray(r->series_step_time_s, r->n_steps));
         cJSON_AddItemToObject(se, "max_expert_share", cJSON_CreateDoubleArray(r->series_max_expert_share, r->n_steps));
+        cJSON_AddItemToObject(se, "max_expert", cJSON_CreateIntArray(r->series_max_expert, r->n_steps));
         cJSON_AddItemToObject(se, "rank_load_max_mean", cJSON_CreateDoubleArray(r->series_rank_load_max_mean, r->n_steps));
+        cJSON_AddItemToObject(se, "busiest_ep_rank", cJSON_CreateIntArray(r->series_busiest_ep_rank, r->n_steps));
+        cJSON_AddItemToObject(se, "max_collective_wait_s",
+                              cJSON_CreateDoubleArray(r->series_max_collective_wait_s, r->n_steps));
         cJSON_AddItemToObject(se, "hot_share", cJSON_CreateDoubleArray(r->series_hot_share, r->n_steps));
         if (r->series_eplb_rebalance_s) {   /* routing.eplb_interval_steps > 0 */
             cJSON_AddItemToObject(se, "eplb_rebalance_s", cJSON_CreateDoubleArray(r->series_eplb_rebalance_s, r->n_steps));
@@ -560,6 +580,9 @@ void step_result_free(step_result *r) {
     r->series_eplb_rebalance_s = r->series_eplb_grad_sync_s = NULL;
     r->series_step_time_s = r->series_max_expert_share = r->series_rank_load_max_mean = r->series_hot_share = NULL;
     r->series_timed_out = NULL;
+    free(r->series_max_expert); free(r->series_busiest_ep_rank); free(r->series_max_collective_wait_s);
+    r->series_max_expert = r->series_busiest_ep_rank = NULL;
+    r->series_max_collective_wait_s = NULL;
     if (r->breakdown) cJSON_Delete(r->breakdown);
     r->breakdown = NULL;
 }

@@ -26,7 +26,11 @@ typedef struct {
     int n_steps;
     double *series_step_time_s;         /* [n_steps] */
     double *series_max_expert_share;    /* [n_steps] the most routed expert's share of the tokens */
+    int *series_max_expert;             /* [n_steps] which expert that is */
     double *series_rank_load_max_mean;  /* [n_steps] busiest EP index's expert pairs / the mean */
+    int *series_busiest_ep_rank;        /* [n_steps] which EP index that is */
+    double *series_max_collective_wait_s; /* [n_steps] the longest wait of a rank inside a completed
+                                           collective (what faults.collective_timeout_s is held to) */
     double *series_hot_share;           /* [n_steps] the law's hot share after its bias (0: none) */
     unsigned char *series_timed_out;    /* [n_steps] 1: the step's collective timed out (its time is
                                            then the time until the watchdog fired) */
@@ -37,7 +41,9 @@ typedef struct {
     double steps_eplb_move_bytes;       /* one expert move's bytes (its params + optimizer, every MoE layer of a rank) */
     int steps_eplb_hierarchical;        /* EPLB took its hierarchical policy (else global) */
     int steps_timed_out;
-    double steps_mean_s, steps_p50_s, steps_p95_s, steps_min_s, steps_max_s;
+    double steps_mean_s, steps_p50_s, steps_p95_s, steps_p99_s, steps_min_s, steps_max_s;
+    double steps_slow_above_s;          /* STEP_SERIES_SLOW_FACTOR x the median (step_series.h) */
+    int steps_slow, steps_slow_run, steps_slow_run_first;   /* slow steps; their longest run, its first step */
     double steps_completed_mean_s;      /* mean over the steps that did not time out (the run level's) */
     double steps_tokens_per_s_per_gpu;  /* all the steps' tokens over all their time */
     double steps_tflops_per_gpu, steps_mfu;   /* all the steps' model FLOPs over all their time (per GPU;
