@@ -12,6 +12,8 @@
  *   - every GPU pair's SimGrid route takes the hashed port of fabric_flow_route, per queue pair;
  *   - a DeepEP dispatch over two leaves: SimGrid and the closed form within 1%, neither below the most
  *     loaded port's drain computed by hand from the hash;
+ *   - the fast executor's replica shortcut simulates every DP replica under ecmp (their flows hash onto
+ *     other ports), one per routing sample stream under adaptive;
  *   - the hash against balls into bins: over 20,000 seeds, the mean of the largest number of n flows
  *     on one of U ports matches E[max load] computed exactly by enumerating all U^n assignments,
  *     within 4 standard errors, for (n, U) = (6, 4) and (8, 8) (the second a power of two, where the low
@@ -35,6 +37,9 @@
 #include "platforms/fabric_geometry.h"
 #include "platforms/platform_xml.h"
 #include "sim/exec/comm.h"
+#include "sim/exec/step_exec.h"
+#include "sim/plan/costmodel.h"
+#include "sim/program/program.h"
 #include "sim/scenario/scenario_load.h"
 #include "sim/simgrid/comm_simgrid.h"
 #include "sim/simgrid/rail_fabric.h"
@@ -45,6 +50,15 @@
 #define NIC 50e9         /* B/s: the H800 preset's 400 Gb/s at line rate (the fixture's cost model) */
 #define LAT_SPINE 3.7e-6 /* s: the preset's latency_us.cross_leaf */
 #define BYTES (64 * MB)
+
+/* A scenario from JSON text, validated. */
+static int parse(const char *json, scenario *s, moe_error *err) {
+    sweep *sw = NULL;
+    int rc = scenario_parse("t.json", json, s, &sw, err);
+    sweep_free(sw);
+    if (rc == 0) rc = scenario_validate(s, err);
+    return rc;
+}
 
 /* Rail 0: node 0 -> node 4 and node 1 -> node 5 (leaf 0 -> leaf 1), GPU = node x 8. */
 static const int SRC[2] = {0, 8}, DST[2] = {32, 40};
@@ -258,6 +272,43 @@ static void test_dispatch_simgrid_vs_closed_form(void **st) {
     assert_int_equal(fx_run_in_child(child_dispatch), 0);
 }
 
+/* The replica shortcut: DP replicas stand for one another under adaptive (a healthy replica per
+ * routing sample stream is simulated), not under ecmp, whose replicas hash onto other ports. 64 GPUs,
+ * EP16 over 2 nodes, DP4; the closed-form comm model. */
+static int simulated_replicas(path_selection_kind ps) {
+    const char *json =
+        "{\"seed\": 7, \"model\": {\"preset\": \"deepseek-v3\", \"layers\": 3, \"dense_layers\": 1, \"hidden\": 1024,"
+        " \"heads\": 8, \"experts\": 32, \"top_k\": 4, \"expert_hidden\": 512, \"ffn_hidden\": 4096,"
+        " \"expert_groups\": 0, \"topk_groups\": 0, \"vocab\": 32000, \"seq_len\": 1024},"
+        " \"cluster\": {\"preset\": \"h800-8rail\", \"nodes\": 8, \"leaf_down_ports\": 2},"
+        " \"layout\": {\"tp\": 1, \"pp\": 1, \"ep\": 16, \"dp\": 4, \"micro_batch\": 1, \"global_batch\": 64,"
+        "   \"schedule\": \"1f1b\"}, \"routing\": {\"node_limit\": 2}}";
+    scenario s;
+    moe_error err = {0};
+    if (parse(json, &s, &err)) fail_msg("%s", err.msg);
+    s.cluster.path_selection = ps;
+    program *p = NULL;
+    if (program_build(&s, &p, &err)) fail_msg("%s", err.msg);
+    comm_model an = comm_analytic_create(&s);
+    costmodel cm = costmodel_from_cluster(&s.cluster);
+    step_exec_opts o = {.comm = &an, .price_ctx = &cm, .shortcut = 1};
+    step_exec_result r;
+    if (step_exec_run(p, &o, &r, &err)) fail_msg("%s", err.msg);
+    int n = r.n_simulated_replicas;
+    printf("  %s: %d of %d replicas simulated, step %.6f ms\n", ps == PATH_ECMP ? "ecmp" : "adaptive", n, p->dp,
+           r.step_time_s * 1e3);
+    step_exec_result_free(&r);
+    an.destroy(an.ctx);
+    program_free(p);
+    return n;
+}
+
+static void test_every_replica_under_ecmp(void **st) {
+    (void)st;
+    assert_true(simulated_replicas(PATH_ADAPTIVE) < 4);
+    assert_int_equal(simulated_replicas(PATH_ECMP), 4);
+}
+
 /* ---- the hash against balls into bins ------------------------------------------------------------ */
 /* E[max load] of n balls thrown independently and uniformly into U bins, by enumerating all U^n
  * assignments (an independent truth: no hashing, no sampling). */
@@ -309,14 +360,6 @@ static void test_balls_into_bins(void **st) {
 }
 
 /* ---- the scenario --------------------------------------------------------------------------------- */
-static int parse(const char *json, scenario *s, moe_error *err) {
-    sweep *sw = NULL;
-    int rc = scenario_parse("t.json", json, s, &sw, err);
-    sweep_free(sw);
-    if (rc == 0) rc = scenario_validate(s, err);
-    return rc;
-}
-
 static void expect_bad(const char *cluster, const char *path, const char *expect) {
     char json[512];
     snprintf(json, sizeof json, "{\"cluster\": %s}", cluster);
@@ -364,6 +407,7 @@ int main(void) {
         cmocka_unit_test(test_queue_pairs),
         cmocka_unit_test(test_routes_agree),
         cmocka_unit_test(test_dispatch_simgrid_vs_closed_form),
+        cmocka_unit_test(test_every_replica_under_ecmp),
         cmocka_unit_test(test_balls_into_bins),
         cmocka_unit_test(test_scenario),
     };
