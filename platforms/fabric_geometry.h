@@ -13,10 +13,16 @@
  *     direction. Intra-domain route: nvl(src).up, nvl(dst).down. The switch itself is non-blocking.
  *   - Rails: NIC link per GPU (full duplex, nic_gbps line rate) into the leaf switch of its rail;
  *     leaf_down_ports nodes share a leaf; every leaf has an uplink bundle to its rail's spine layer of
- *     leaf_down_ports x NIC bandwidth / oversubscription (ECMP over the bundle assumed perfect: the
- *     rail design exists to avoid hash collisions). The spine layer of a rail is non-blocking.
+ *     leaf_down_ports x NIC bandwidth / oversubscription. The spine layer of a rail is non-blocking.
  *     Same-leaf route: nic(src).up, nic(dst).down; cross-leaf adds uplink(leaf src).up, spine(rail),
  *     uplink(leaf dst).down.
+ *   - Path selection over the bundle (cluster.path_selection). "adaptive" (adaptive routing, packet
+ *     spraying): every port carries an even share, so the bundle is one link (the routes above).
+ *     "ecmp" (static hashing): the bundle is U = leaf_down_ports / oversubscription ports at the NIC's
+ *     line rate; each queue pair q < cluster.qps_per_connection of a GPU pair carries 1/Q of the pair's
+ *     bytes and is hashed once onto a port p = fabric_ecmp_port(); its route takes up-port p of the
+ *     source leaf and down-port p of the destination leaf (spine p of the rail, whose spine layer stays
+ *     non-blocking): fabric_flow_route(). Two queue pairs on one port share it while other ports idle.
  *   - Cross-rail inter-node traffic (GPU (n,a) -> GPU (m,b), a != b) is forwarded over NVLink to GPU
  *     (n,b) first, then sent on rail b (NCCL's PXN; rails are separate planes in seed 003).
  *   - Storage: per GPU a PCIe link to host memory (pcie_GBps); per node one storage NIC (a 400 Gb/s
@@ -33,6 +39,8 @@
 #ifndef MOESIM_FABRIC_GEOMETRY_H
 #define MOESIM_FABRIC_GEOMETRY_H
 
+#include "sim/base/hash.h"
+#include "sim/base/rng_seed.h"
 #include "sim/scenario/link_loss.h"
 #include "sim/scenario/scenario.h"
 
@@ -104,6 +112,7 @@ typedef enum {
     FL_NIC_UP, FL_NIC_DOWN,       /* index: GPU */
     FL_UPLINK_UP, FL_UPLINK_DOWN, /* index: rail * leaves_per_rail + leaf */
     FL_SPINE,                     /* index: rail */
+    FL_PORT_UP, FL_PORT_DOWN,     /* ecmp: one port of an uplink bundle, index: bundle index * U + port */
     FL_NCLASSES
 } fabric_link_class;
 
@@ -146,6 +155,51 @@ static inline int fabric_gpu_route(const cluster_cfg *c, int src, int dst, fabri
     return fabric_rail_route_(c, relay, dst, h, 2);
 }
 
+/* ---- path selection over a leaf's uplink bundle (cluster.path_selection) ------------------------ */
+static inline int fabric_ecmp(const cluster_cfg *c) { return c->path_selection == PATH_ECMP; }
+/* Queue pairs per GPU pair that ecmp hashes separately (1 under adaptive: spraying needs none). */
+static inline int fabric_qps(const cluster_cfg *c) {
+    return fabric_ecmp(c) && c->qps_per_connection > 1 ? c->qps_per_connection : 1;
+}
+/* U, the ports of one uplink bundle (scn_uplink_ports; a whole number under ecmp, checked by
+ * scenario_check_cluster). */
+static inline int fabric_uplink_ports(const cluster_cfg *c) {
+    int u = (int)(scn_uplink_ports(c) + 0.5);
+    return u > 0 ? u : 1;
+}
+/* The port, 0..U-1, that queue pair `qp` of the flow src -> dst (global GPU ids: the endpoints of the
+ * connection, before any PXN relay) is hashed onto, a fixed function of (seed, src, dst, qp): FNV-1a
+ * over the four (sim/base/hash.h), then the splitmix64 finalizer (sim/base/rng_seed.h), because the low
+ * k bits of an FNV-1a hash depend only on the low k bits of every input byte and U is often a power of
+ * two. Stands for the switch's 5-tuple hash (a queue pair is one UDP source port under RoCEv2), seeded
+ * per scenario; which port a real switch picks is not modelled, only that the choice is static and
+ * uniform. */
+static inline int fabric_ecmp_port(const cluster_cfg *c, uint64_t seed, int src, int dst, int qp) {
+    const uint64_t w[4] = {seed, (uint64_t)(uint32_t)src, (uint64_t)(uint32_t)dst, (uint64_t)(uint32_t)qp};
+    uint64_t h = moe_seed_mix(moe_fnv1a64(MOE_FNV1A64_OFFSET, w, sizeof w));
+    return (int)(h % (uint64_t)fabric_uplink_ports(c));
+}
+/* The route of queue pair `qp` of the flow src -> dst: fabric_gpu_route(), whose bundle hops become
+ * the hashed port's under ecmp (the same route under adaptive). */
+static inline int fabric_flow_route(const cluster_cfg *c, uint64_t seed, int src, int dst, int qp,
+                                    fabric_hop h[FABRIC_MAX_HOPS]) {
+    int n = fabric_gpu_route(c, src, dst, h);
+    if (!fabric_ecmp(c)) return n;
+    int U = fabric_uplink_ports(c), p = -1;
+    for (int i = 0; i < n; i++) {
+        if (h[i].cls != FL_UPLINK_UP && h[i].cls != FL_UPLINK_DOWN) continue;
+        if (p < 0) p = fabric_ecmp_port(c, seed, src, dst, qp);
+        h[i] = (fabric_hop){h[i].cls == FL_UPLINK_UP ? FL_PORT_UP : FL_PORT_DOWN, h[i].index * U + p};
+    }
+    return n;
+}
+/* One port of uplink bundle `bundle` (rail * leaves_per_rail + leaf): the NIC's line rate, x the
+ * bundle's faults.links factor (a fault of kind "uplink" degrades every port of its bundle alike). */
+static inline double fabric_port_Bps_faulty(const cluster_cfg *c, const faults_cfg *f, int bundle) {
+    int L = scn_leaves_per_rail(c);
+    return fabric_nic_Bps(c) * faults_uplink_factor(c, f, bundle / L, bundle % L);
+}
+
 /* Bandwidth (bytes/s) and latency share (s) of one hop, faults applied. */
 static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, fabric_hop h) {
     switch (h.cls) {
@@ -153,6 +207,7 @@ static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, f
     case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_Bps(c) * faults_link_factor(c, f, h.index, LINK_NIC);
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps_faulty(c, f, h.index);
     case FL_SPINE: return fabric_spine_Bps(c);
+    case FL_PORT_UP: case FL_PORT_DOWN: return fabric_port_Bps_faulty(c, f, h.index / fabric_uplink_ports(c));
     default: return 0;
     }
 }
@@ -160,7 +215,7 @@ static inline double fabric_hop_lat_s(const cluster_cfg *c, fabric_hop h) {
     switch (h.cls) {
     case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvl_lat_s(c);
     case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_lat_s(c);
-    case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_lat_s(c);
+    case FL_UPLINK_UP: case FL_UPLINK_DOWN: case FL_PORT_UP: case FL_PORT_DOWN: return fabric_uplink_lat_s(c);
     default: return 0;
     }
 }
@@ -169,6 +224,7 @@ static inline int fabric_class_size(const cluster_cfg *c, fabric_link_class cls)
     switch (cls) {
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: return c->rails * fabric_leaves_per_rail(c);
     case FL_SPINE: return c->rails;
+    case FL_PORT_UP: case FL_PORT_DOWN: return fabric_ecmp(c) ? c->rails * fabric_leaves_per_rail(c) * fabric_uplink_ports(c) : 1;
     default: return c->nodes * c->gpus_per_node;
     }
 }

@@ -102,6 +102,10 @@ int rail_fabric_write_xml(const scenario *s, const char *path, moe_error *err) {
     char v[64];
     int G = c->nodes * c->gpus_per_node;
     if (fabric_check_cluster(s, err)) return err->code;
+    if (fabric_ecmp(c))   /* a host pair has one route there; ecmp routes each queue pair on its own port */
+        return moe_error_input(err, s->file, "cluster.path_selection", "ecmp",
+                               "\"adaptive\" for the XML dump (it writes the uplink bundles as one link each); the "
+                               "ecmp fabric is built in the process (sim/simgrid/rail_fabric.cpp)");
     if (G > RAIL_XML_MAX_GPUS) {
         snprintf(v, sizeof v, "%d GPUs", G);
         return moe_error_input(err, s->file, "cluster.nodes", v,

@@ -13,7 +13,7 @@
 
 /* Continue hash `h` (MOE_FNV1A64_OFFSET to start) over n bytes at p. */
 static inline uint64_t moe_fnv1a64(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
+    const unsigned char *b = (const unsigned char *)p;   /* C++ too: the fabric geometry includes it */
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
     return h;
 }

@@ -21,30 +21,46 @@
 typedef struct {
     cluster_cfg c;
     faults_cfg f;
+    uint64_t seed;              /* the scenario's: ecmp's port hash (fabric_ecmp_port) */
     double *load[FL_NCLASSES];  /* bytes per link, kept zero between calls */
     fabric_hop *touched;        /* links with a non-zero load, to reset them cheaply */
     size_t n_touched, cap_touched;
 } analytic_ctx;
 
-/* Sum the flows per link; returns the max link drain time, *max_lat the max route latency. */
+/* Add `bytes` to every link of a route; returns the route's latency. */
+static double load_route(analytic_ctx *x, const fabric_hop *h, int k, double bytes) {
+    double lat = 0;
+    for (int j = 0; j < k; j++) {
+        double *slot = &x->load[h[j].cls][h[j].index];
+        if (*slot == 0) {
+            if (x->n_touched == x->cap_touched) {
+                size_t cap = x->cap_touched ? 2 * x->cap_touched : 1024;
+                x->touched = moe_xrealloc(x->touched, cap, sizeof *x->touched);
+                x->cap_touched = cap;
+            }
+            x->touched[x->n_touched++] = h[j];
+        }
+        *slot += bytes;
+        lat += fabric_hop_lat_s(&x->c, h[j]);
+    }
+    return lat;
+}
+
+/* Sum the flows per link; returns the max link drain time, *max_lat the max route latency. Under
+ * ecmp every flow is its queue pairs, each with 1/Q of the bytes on its hashed port
+ * (fabric_flow_route). */
 static double drain_s(analytic_ctx *x, const gpu_flow *v, size_t n, double *max_lat_s) {
     double max_lat = 0, max_t = 0;
+    const int ecmp = fabric_ecmp(&x->c), Q = fabric_qps(&x->c);
     for (size_t i = 0; i < n; i++) {
         fabric_hop h[FABRIC_MAX_HOPS];
-        int k = fabric_gpu_route(&x->c, v[i].src_gpu, v[i].dst_gpu, h);
         double lat = 0;
-        for (int j = 0; j < k; j++) {
-            double *slot = &x->load[h[j].cls][h[j].index];
-            if (*slot == 0) {
-                if (x->n_touched == x->cap_touched) {
-                    size_t cap = x->cap_touched ? 2 * x->cap_touched : 1024;
-                    x->touched = moe_xrealloc(x->touched, cap, sizeof *x->touched);
-                    x->cap_touched = cap;
-                }
-                x->touched[x->n_touched++] = h[j];
-            }
-            *slot += v[i].bytes;
-            lat += fabric_hop_lat_s(&x->c, h[j]);
+        if (!ecmp) {
+            lat = load_route(x, h, fabric_gpu_route(&x->c, v[i].src_gpu, v[i].dst_gpu, h), v[i].bytes);
+        } else {
+            for (int q = 0; q < Q; q++)
+                lat = load_route(x, h, fabric_flow_route(&x->c, x->seed, v[i].src_gpu, v[i].dst_gpu, q, h),
+                                 v[i].bytes / Q);
         }
         if (lat > max_lat) max_lat = lat;
     }
@@ -109,6 +125,7 @@ comm_model comm_analytic_create(const scenario *s) {
     if (!x) return m;
     x->c = s->cluster;
     x->f = s->faults;
+    x->seed = s->seed;
     for (int k = 0; k < FL_NCLASSES; k++) {
         x->load[k] = moe_xcalloc((size_t)fabric_class_size(&x->c, (fabric_link_class)k), sizeof(double));
         if (!x->load[k]) {

@@ -1008,9 +1008,12 @@ int step_exec_run(const program *p, const step_exec_opts *o, step_exec_result *r
     int *rep_sim = moe_xmalloc((size_t)p->dp * sizeof(int));    /* replica -> simulated replica */
     int *healthy_rep = moe_xmalloc((size_t)p->n_sample_groups * sizeof(int));
     for (int g = 0; g < p->n_sample_groups; g++) healthy_rep[g] = -1;
+    /* under ecmp every replica's flows hash onto their own uplink ports (fabric_ecmp_port): no replica
+     * stands for another */
+    const int ecmp = p->scn->cluster.path_selection == PATH_ECMP;
     for (int d = 0; d < p->dp; d++) {
         int *h = &healthy_rep[program_sample_group(p, d)];
-        if (!o->shortcut || p->faults.replica_faulty[d]) rep_sim[d] = d;
+        if (!o->shortcut || p->faults.replica_faulty[d] || ecmp) rep_sim[d] = d;
         else { if (*h < 0) *h = d; rep_sim[d] = *h; }
     }
     free(healthy_rep);

@@ -28,7 +28,8 @@
  * one representative healthy replica per sample stream (program_sample_group), and mirrors each
  * representative's per-rank results onto the other healthy replicas of its stream; collectives count
  * only the simulated members. This is exact, not an approximation: tests/test_step.c compares it with
- * the run over the materialised program of every rank.
+ * the run over the materialised program of every rank. Under cluster.path_selection "ecmp" replicas
+ * are not alike (their flows hash onto other uplink ports) and every replica is simulated.
  *
  * Speed spread (cluster.gpu.speed_cv, program.faults.speed_factor): the GPUs of mirrored ranks have
  * speed factors of their own. A simulated rank runs with the slowest factor among the ranks it stands

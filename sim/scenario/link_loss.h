@@ -43,7 +43,8 @@
  * at the link layer, another mechanism).
  *
  * A leaf uplink (kind "uplink") is the bundle of a leaf's spine-facing ports on one rail, which the
- * fabric models as one link (ECMP over the bundle assumed even: platforms/fabric_geometry.h). A fault
+ * fabric models as one link under cluster.path_selection "adaptive" (traffic spread evenly over the
+ * bundle: platforms/fabric_geometry.h); under "ecmp" every port of the bundle gets the factor. A fault
  * on one port of it is priced as the whole bundle at that port's rate: with traffic spread evenly,
  * every port carries 1/k of the bundle's bytes and the pattern ends when the slowest port has
  * drained its share, (bytes / k) / (rate x factor x goodput), which is the bundle drained at

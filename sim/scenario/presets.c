@@ -93,6 +93,11 @@ static const model_cfg MODELS[] = {
      .seq_len = 4096, .attention = ATTN_GQA, .tie_embeddings = 0, .published_active_params = 39e9},
 };
 
+/* Queue pairs NCCL opens per connection between two ranks: NCCL_IB_QPS_PER_CONNECTION, default 1
+ * (NVIDIA NCCL user guide, "Environment Variables", NCCL_IB_QPS_PER_CONNECTION; NVIDIA/nccl
+ * src/transport/net_ib.cc: NCCL_PARAM(IbQpsPerConn, "IB_QPS_PER_CONNECTION", 1)). */
+#define NCCL_QPS_PER_CONNECTION 1
+
 /* 512 nodes x 8 GPUs, one NIC of `nic` Gb/s per GPU on its rail, 32 nodes under one leaf per rail.
  * Storage: Llama 3's file system (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.1:
  * Tectonic, 240 PB on 7,500 SSD servers) sustains 2 TB/s (7 TB/s peak) for a 16,384-GPU job, i.e.
@@ -101,7 +106,7 @@ static const model_cfg MODELS[] = {
 #define EIGHT_RAIL_FABRIC(nic)                                                                     \
     .nodes = 512, .gpus_per_node = 8, .nic_gbps = (nic), .rails = 8, .leaf_down_ports = 32,        \
     .oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7},   \
-    .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64
+    .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION
 
 /* mem_GiB is the HBM the driver exposes (NVML memory.total, printed by nvidia-smi in MiB) / 1024. The
  * datasheets' "GB" capacities are binary figures rounded, not decimal gigabytes: the driver shows
@@ -173,7 +178,7 @@ static const cluster_cfg CLUSTERS[] = {
     {.preset = "gb200-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 400,
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
-     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
+     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION,
      .gpu = {.name = "GB200", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000, FLEET_SPEED_CV}},
     /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
@@ -187,7 +192,7 @@ static const cluster_cfg CLUSTERS[] = {
     {.preset = "gb300-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 800,
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
-     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900,
+     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION,
      .gpu = {.name = "GB300", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000, FLEET_SPEED_CV}},
 };

@@ -184,6 +184,16 @@ int scenario_check_cluster(const scenario *s, moe_error *err) {
         snprintf(exp, sizeof exp, "cluster.gpus_per_node = %d (one NIC and rail per GPU)", s->cluster.gpus_per_node);
         return bad_int(s, err, "cluster.rails", s->cluster.rails, exp);
     }
+    double ports = scn_uplink_ports(&s->cluster);
+    if (s->cluster.path_selection == PATH_ECMP && (ports < 1 || ports != floor(ports))) {
+        char val[96];
+        snprintf(val, sizeof val, "ecmp with leaf_down_ports / oversubscription = %d / %g = %g uplink ports",
+                 s->cluster.leaf_down_ports, s->cluster.oversubscription, ports);
+        return moe_error_input(err, s->file, "cluster.path_selection", val,
+                               "a whole number of uplink ports at the NIC's line rate for ecmp to hash onto: set "
+                               "cluster.oversubscription to a divisor of cluster.leaf_down_ports, or path_selection "
+                               "\"adaptive\"");
+    }
     return 0;
 }
 

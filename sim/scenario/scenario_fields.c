@@ -34,6 +34,7 @@ const char *const scn_cuda_graph_scope_names[] = {"attn", "mlp", "moe_router", "
 const char *const scn_group_samples_names[] = {"independent", "shared", NULL};
 const char *const scn_nccl_model_names[] = {"tuned", "wire", NULL};
 const char *const scn_retx_names[] = {"go-back-n", "selective", NULL};
+const char *const scn_path_selection_names[] = {"adaptive", "ecmp", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", "fp8-ds", NULL};
@@ -263,6 +264,22 @@ const scn_field scn_fields[] = {
            "(sim/scenario/link_loss.h)",
            "go-back-n: InfiniBand RC and RoCE NICs recover by go-back-N (Mittal et al., Revisiting network support for "
            "RDMA, SIGCOMM 2018, section 2)"),
+    F_ENUM("cluster.path_selection", cluster.path_selection, scn_path_selection_names, "",
+           "how a leaf spreads its cross-leaf traffic over the ports of its uplink bundle to the rail's spines: adaptive "
+           "= adaptive routing or packet spraying, every port evenly (the bundle is one link of leaf_down_ports x NIC / "
+           "oversubscription); ecmp = static hashing: the bundle is leaf_down_ports / oversubscription ports at the NIC's "
+           "line rate (a whole number), and each queue pair of a GPU pair is hashed once, from the GPUs, its index and "
+           "the scenario seed, onto one port p, up-port p of its leaf and down-port p of the destination leaf, for its "
+           "whole life: flows that collide on a port share it while other ports idle (platforms/fabric_geometry.h)",
+           "adaptive: the fabric as moesim priced it before this field; ecmp: a RoCE fabric without adaptive routing, as "
+           "Meta's first training fabric (Gangidi et al., RDMA over Ethernet for Distributed AI Training at Meta Scale, "
+           "SIGCOMM 2024; Meta engineering blog, 2024-08-05, \"ECMP and path pinning\": poor performance from low flow "
+           "entropy)"),
+    F_INT("cluster.qps_per_connection", cluster.qps_per_connection, 1, 64, "",
+          "queue pairs per connection between two GPUs; under path_selection ecmp each is hashed onto its own uplink "
+          "port and carries an equal share of the pair's bytes (more entropy, fewer collisions); no effect under adaptive",
+          "1: NCCL_IB_QPS_PER_CONNECTION's default (NVIDIA NCCL user guide, Environment Variables; NVIDIA/nccl "
+          "src/transport/net_ib.cc)"),
     F_NONNEG("cluster.latency_us.nvlink", cluster.latency_us.nvlink, "us", "latency of one NVLink/NVSwitch transfer",
              "assumed typical value, not from a publication: calibrate it"),
     F_NONNEG("cluster.latency_us.same_leaf", cluster.latency_us.same_leaf, "us", "GPU to GPU latency through NICs and one leaf switch",

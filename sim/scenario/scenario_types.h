@@ -96,6 +96,11 @@ typedef enum { NCCL_MODEL_TUNED = 0, NCCL_MODEL_WIRE } nccl_model_kind;
  * (only the lost packet is resent). */
 typedef enum { RETX_GO_BACK_N = 0, RETX_SELECTIVE } retx_kind;
 
+/* How a leaf spreads its cross-leaf traffic over the ports of its uplink bundle to the rail's spines
+ * (platforms/fabric_geometry.h): adaptive routing / packet spraying uses every port evenly (the bundle
+ * is one link); static ECMP hashes each queue pair onto one port for its whole life. */
+typedef enum { PATH_ADAPTIVE = 0, PATH_ECMP } path_selection_kind;
+
 typedef struct {
     char preset[SCN_NAME_MAX];
     int nodes;
@@ -117,6 +122,9 @@ typedef struct {
                                 upstream of it and stalls every flow behind them (sim/exec/pfc_spread.h) */
     nccl_model_kind nccl_model; /* what NCCL's collectives pay beyond their bytes (sim/plan/ring_split.h) */
     retx_kind retransmission;   /* how the NICs recover a lost packet (sim/scenario/link_loss.h) */
+    path_selection_kind path_selection; /* uplink port per flow: adaptive (all ports) or ecmp (hashed) */
+    int qps_per_connection;     /* queue pairs per GPU pair, each hashed onto its own port under ecmp
+                                   (NCCL_IB_QPS_PER_CONNECTION); < 1 reads as 1 */
 } cluster_cfg;
 
 /* ---- layout ----------------------------------------------------------------------------------- */
@@ -464,6 +472,13 @@ static inline int scn_leaf_of_node(const cluster_cfg *c, int node) {
 static inline int scn_leaves_per_rail(const cluster_cfg *c) {
     int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
     return (c->nodes + per - 1) / per;
+}
+/* Ports of a leaf's uplink bundle to its rail's spines, each at the NIC's line rate: the bundle carries
+ * leaf_down_ports NICs' worth of bandwidth / oversubscription. A whole number when path_selection is
+ * ecmp (scenario_check_cluster). */
+static inline double scn_uplink_ports(const cluster_cfg *c) {
+    int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+    return per / (c->oversubscription > 0 ? c->oversubscription : 1.0);
 }
 static inline int scn_etp(const scenario *s) { return s->layout.etp > 0 ? s->layout.etp : s->layout.tp; }
 static inline int scn_cp(const scenario *s) { return s->layout.cp > 0 ? s->layout.cp : 1; }

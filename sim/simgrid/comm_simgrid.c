@@ -148,9 +148,10 @@ typedef struct {
  * down by this, so that one signature is one placement. A group inside one leaf has the same
  * timing wherever it sits in any leaf (its flows use only its own NVLink and NIC links): ids relative
  * to its first node. A group that crosses leaves is the same only under a shift by whole leaves: ids
- * relative to the first node of its first leaf. Faults make absolute positions matter. */
+ * relative to the first node of its first leaf. Faults make absolute positions matter, and so does
+ * ecmp: its uplink ports are hashed from the GPU ids (fabric_ecmp_port). */
 static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
-    if (x->f.n_links > 0) return 0;
+    if (x->f.n_links > 0 || fabric_ecmp(&x->c)) return 0;
     int lo = gpus[0], hi = gpus[0];
     for (int i = 1; i < n; i++) {
         if (gpus[i] < lo) lo = gpus[i];
@@ -169,9 +170,9 @@ static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
  * the same duration. A group is measured and simulated with its GPUs moved down by the smallest
  * position among them, so that the EP groups of the TP indices of a stage (GPUs k, k+1, ... of the
  * same nodes) are one pattern, as are their pipeline sends and gradient rings; with link faults the
- * rails differ and nothing moves. */
+ * rails differ and nothing moves, as under ecmp (hashed ports). */
 static int sig_rail_shift(const sg_ctx *x, const int *gpus, int n) {
-    if (x->f.n_links > 0) return 0;
+    if (x->f.n_links > 0 || fabric_ecmp(&x->c)) return 0;
     int m = gpus[0] % x->c.gpus_per_node;
     for (int i = 1; i < n; i++)
         if (gpus[i] % x->c.gpus_per_node < m) m = gpus[i] % x->c.gpus_per_node;
@@ -641,7 +642,8 @@ comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
     m.collective_s = sg_collective_s;
     m.destroy = sg_destroy;
     m.announce = g_helpers ? sg_announce : NULL;   /* without a helper nothing to announce to */
-    m.rail_symmetric = 1;   /* by construction: sig_rail_shift */
+    m.rail_symmetric = !fabric_ecmp(&x->c);   /* by construction: sig_rail_shift; ecmp's hashed ports
+                                                  differ between rails */
     return m;
 }
 

@@ -12,7 +12,8 @@
  * Hosts: "gpu-G" for every GPU (G = node * gpus_per_node + local), "host-N" for the CPU/host memory of
  * every node (checkpoint snapshots), "pfs" for the parallel file system.
  * Links (split-duplex ones appear to SimGrid as NAME_UP / NAME_DOWN): "nvl-G", "nic-G", "pcie-G",
- * "up-rR-lL" (leaf L's uplink bundle on rail R), "spine-rR", "snic-N" (node storage NIC), "pfs".
+ * "up-rR-lL" (leaf L's uplink bundle on rail R; under cluster.path_selection ecmp its ports
+ * "up-rR-lL-pP" instead), "spine-rR", "snic-N" (node storage NIC), "pfs".
  */
 #ifndef MOESIM_RAIL_FABRIC_H
 #define MOESIM_RAIL_FABRIC_H
@@ -37,6 +38,12 @@ const cluster_cfg *rail_fabric_cluster(void);
 sg_host_t rail_fabric_gpu_host(int gpu);
 sg_host_t rail_fabric_node_host(int node);
 sg_host_t rail_fabric_storage_host(void);
+/* Queue pairs per connection that the fabric routes separately: cluster.qps_per_connection under
+ * path_selection ecmp, else 1. A transfer from a GPU is sent as that many equal parts, part q from
+ * rail_fabric_qp_host(src, q) (the GPU itself for q = 0; a host of the GPU whose routes take queue
+ * pair q's hashed port; any other host unchanged): rail_flows.h does it. */
+int rail_fabric_qps(void);
+sg_host_t rail_fabric_qp_host(sg_host_t host, int qp);
 
 /* Names of the links of the route src -> dst, in order (at most `max`, each < 64 chars), and the
  * route latency (s) when latency_s is non-NULL. Returns the number of links (-1 if not built). */
