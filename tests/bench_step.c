@@ -8,6 +8,8 @@
  *   EP256       the same scenario as PP16 x EP256 x DP1: every GPU of the cluster is simulated (no
  *               healthy replica to mirror), 60 micro-batches per pipeline too
  *   4 steps     the seed with routing.steps 4 and a drifting law: the cost of a step after the first
+ *   steps, 1 core  the same law for 2 and for 10 steps with one routing thread and no helper process:
+ *               the CPU time of a step after the first on one core (goal 20 ms: 1,000 steps in 20 s)
  * Goals: seed with its trace <= 0.3 s, EP256 <= 2 s; and <= 2 GB peak RSS.
  *
  * The routing draws of a step run in as many threads as the machine has cores (routing_set_threads,
@@ -189,5 +191,24 @@ int main(void) {
     printf("  steps: p50 %.3f s p95 %.3f s max %.3f s; %.3f s wall per step after the first (one fresh step: "
            "see \"seed\" above)\n", r.steps_p50_s, r.steps_p95_s, r.steps_max_s, r.per_step_wall_s);
     step_result_free(&r);
+
+    /* the same law on one core (the draws in one thread, the patterns in this process): CPU time of
+     * a step after the first, from 10 steps less 2 (goal: 1,000 steps in 20 s) */
+    routing_set_threads(1);
+    sg_comm_set_helpers(0);
+    double cpu_of[2];
+    const int steps_of[2] = {2, 10};
+    for (int k = 0; k < 2; k++) {
+        multi.routing.steps = steps_of[k];
+        sg_comm_forget();
+        routing_forget();
+        double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (step_simulate(&multi, NULL, &r, &err)) { fprintf(stderr, "bench_step (one core): %s\n", err.msg); return 1; }
+        cpu_of[k] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        step_result_free(&r);
+    }
+    double per_step = (cpu_of[1] - cpu_of[0]) / (steps_of[1] - steps_of[0]);
+    printf("steps, 1 core: CPU %.3f s for 2 steps, %.3f s for 10: %.3f s per step after the first   goal 0.020 s   "
+           "ratio %.1f\n", cpu_of[0], cpu_of[1], per_step, per_step / 0.020);
     return 0;
 }
