@@ -23,6 +23,14 @@
  *     bytes and is hashed once onto a port p = fabric_ecmp_port(); its route takes up-port p of the
  *     source leaf and down-port p of the destination leaf (spine p of the rail, whose spine layer stays
  *     non-blocking): fabric_flow_route(). Two queue pairs on one port share it while other ports idle.
+ *   - A third tier (cluster.pod_nodes): the nodes are cut into pods of pod_nodes consecutive nodes
+ *     (whole leaves). The rail's spine layer serves one pod (spine(rail, pod), non-blocking over the
+ *     pod's leaves); every pod has a core uplink per rail of its leaves' uplinks together /
+ *     pod_oversubscription (one link: the pod's spines spread over their core ports evenly), and the
+ *     core of a rail is non-blocking. Same-pod routes are the two-tier ones; a cross-pod route is
+ *     nic(src).up, uplink(leaf src).up, spine(rail, pod src), pod(rail, pod src).up, core(rail),
+ *     pod(rail, pod dst).down, spine(rail, pod dst), uplink(leaf dst).down, nic(dst).down. One pod
+ *     ("auto") is the two-tier fabric, link for link.
  *   - Cross-rail inter-node traffic (GPU (n,a) -> GPU (m,b), a != b) is forwarded over NVLink to GPU
  *     (n,b) first, then sent on rail b (NCCL's PXN; rails are separate planes in seed 003).
  *   - Storage: per GPU a PCIe link to host memory (pcie_GBps); per node one storage NIC (a 400 Gb/s
@@ -90,10 +98,20 @@ static inline double fabric_uplink_Bps_faulty(const cluster_cfg *c, const faults
     int L = scn_leaves_per_rail(c);
     return fabric_uplink_Bps(c) * faults_uplink_factor(c, f, index / L, index % L);
 }
-/* A rail's spine layer: non-blocking, i.e. as wide as all leaf uplinks of the rail together. */
+static inline int fabric_pods(const cluster_cfg *c) { return scn_pods(c); }
+static inline int fabric_pod_of_node(const cluster_cfg *c, int node) { return scn_pod_of_node(c, node); }
+/* A rail's spine layer in one pod: non-blocking, i.e. as wide as all the pod's leaf uplinks of the
+ * rail together (every leaf of the rail with one pod). */
 static inline double fabric_spine_Bps(const cluster_cfg *c) {
-    return fabric_leaves_per_rail(c) * fabric_uplink_Bps(c);
+    return scn_leaves_per_pod(c) * fabric_uplink_Bps(c);
 }
+/* A pod's uplink to the core on one rail: its leaves' uplinks together / pod_oversubscription. */
+static inline double fabric_pod_uplink_Bps(const cluster_cfg *c) {
+    double over = c->pod_oversubscription > 1.0 ? c->pod_oversubscription : 1.0;
+    return fabric_spine_Bps(c) / over;
+}
+/* A rail's core: non-blocking over its pods' uplinks. */
+static inline double fabric_core_Bps(const cluster_cfg *c) { return fabric_pods(c) * fabric_pod_uplink_Bps(c); }
 static inline double fabric_pcie_Bps(const cluster_cfg *c) { return c->pcie_GBps * 1e9; }
 static inline double fabric_storage_nic_Bps(const cluster_cfg *c) { return fabric_nic_Bps(c); }
 static inline double fabric_storage_Bps(const cluster_cfg *c) { return c->storage_GBps * 1e9; }
@@ -105,14 +123,21 @@ static inline double fabric_uplink_lat_s(const cluster_cfg *c) {
     double d = c->latency_us.cross_leaf - c->latency_us.same_leaf;
     return d > 0 ? 0.5 * d * 1e-6 : 0.0;
 }
+/* Each of a cross-pod route's two pod uplinks carries half of what it adds over a cross-leaf one. */
+static inline double fabric_pod_lat_s(const cluster_cfg *c) {
+    double d = c->latency_us.cross_pod - c->latency_us.cross_leaf;
+    return d > 0 ? 0.5 * d * 1e-6 : 0.0;
+}
 
 /* ---- GPU-to-GPU routing: the one definition both models use ------------------------------------ */
 typedef enum {
     FL_NVL_UP = 0, FL_NVL_DOWN,   /* index: GPU */
     FL_NIC_UP, FL_NIC_DOWN,       /* index: GPU */
     FL_UPLINK_UP, FL_UPLINK_DOWN, /* index: rail * leaves_per_rail + leaf */
-    FL_SPINE,                     /* index: rail */
+    FL_SPINE,                     /* index: rail * pods + pod */
     FL_PORT_UP, FL_PORT_DOWN,     /* ecmp: one port of an uplink bundle, index: bundle index * U + port */
+    FL_POD_UP, FL_POD_DOWN,       /* a pod's core uplink, index: rail * pods + pod */
+    FL_CORE,                      /* index: rail */
     FL_NCLASSES
 } fabric_link_class;
 
@@ -121,15 +146,23 @@ typedef struct {
     int index;
 } fabric_hop;
 
-#define FABRIC_MAX_HOPS 7
+#define FABRIC_MAX_HOPS 11
 
 static inline int fabric_rail_route_(const cluster_cfg *c, int src, int dst, fabric_hop *h, int n) {
-    int ls = fabric_leaf_of_node(c, fabric_node_of(c, src)), ld = fabric_leaf_of_node(c, fabric_node_of(c, dst));
-    int rail = fabric_rail_of(c, src), L = fabric_leaves_per_rail(c);
+    int ns = fabric_node_of(c, src), nd = fabric_node_of(c, dst);
+    int ls = fabric_leaf_of_node(c, ns), ld = fabric_leaf_of_node(c, nd);
+    int rail = fabric_rail_of(c, src), L = fabric_leaves_per_rail(c), P = fabric_pods(c);
+    int ps = fabric_pod_of_node(c, ns), pd = fabric_pod_of_node(c, nd);
     h[n++] = (fabric_hop){FL_NIC_UP, src};
     if (ls != ld) {
         h[n++] = (fabric_hop){FL_UPLINK_UP, rail * L + ls};
-        h[n++] = (fabric_hop){FL_SPINE, rail};
+        h[n++] = (fabric_hop){FL_SPINE, rail * P + ps};
+        if (ps != pd) {
+            h[n++] = (fabric_hop){FL_POD_UP, rail * P + ps};
+            h[n++] = (fabric_hop){FL_CORE, rail};
+            h[n++] = (fabric_hop){FL_POD_DOWN, rail * P + pd};
+            h[n++] = (fabric_hop){FL_SPINE, rail * P + pd};
+        }
         h[n++] = (fabric_hop){FL_UPLINK_DOWN, rail * L + ld};
     }
     h[n++] = (fabric_hop){FL_NIC_DOWN, dst};
@@ -137,7 +170,8 @@ static inline int fabric_rail_route_(const cluster_cfg *c, int src, int dst, fab
 }
 
 /* Links of the route src -> dst (at most FABRIC_MAX_HOPS); returns their number (0 if src == dst).
- * Same NVLink domain: NVLink. Same rail: NIC, [uplink, spine, uplink], NIC. Otherwise PXN: NVLink to
+ * Same NVLink domain: NVLink. Same rail: NIC, [uplink, spine, [pod up, core, pod down, spine,] uplink],
+ * NIC. Otherwise PXN: NVLink to
  * the source node's GPU on the destination's rail, then that rail. */
 static inline int fabric_gpu_route(const cluster_cfg *c, int src, int dst, fabric_hop h[FABRIC_MAX_HOPS]) {
     if (src == dst) return 0;
@@ -208,6 +242,8 @@ static inline double fabric_hop_Bps(const cluster_cfg *c, const faults_cfg *f, f
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: return fabric_uplink_Bps_faulty(c, f, h.index);
     case FL_SPINE: return fabric_spine_Bps(c);
     case FL_PORT_UP: case FL_PORT_DOWN: return fabric_port_Bps_faulty(c, f, h.index / fabric_uplink_ports(c));
+    case FL_POD_UP: case FL_POD_DOWN: return fabric_pod_uplink_Bps(c);
+    case FL_CORE: return fabric_core_Bps(c);
     default: return 0;
     }
 }
@@ -216,6 +252,7 @@ static inline double fabric_hop_lat_s(const cluster_cfg *c, fabric_hop h) {
     case FL_NVL_UP: case FL_NVL_DOWN: return fabric_nvl_lat_s(c);
     case FL_NIC_UP: case FL_NIC_DOWN: return fabric_nic_lat_s(c);
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: case FL_PORT_UP: case FL_PORT_DOWN: return fabric_uplink_lat_s(c);
+    case FL_POD_UP: case FL_POD_DOWN: return fabric_pod_lat_s(c);
     default: return 0;
     }
 }
@@ -223,7 +260,8 @@ static inline double fabric_hop_lat_s(const cluster_cfg *c, fabric_hop h) {
 static inline int fabric_class_size(const cluster_cfg *c, fabric_link_class cls) {
     switch (cls) {
     case FL_UPLINK_UP: case FL_UPLINK_DOWN: return c->rails * fabric_leaves_per_rail(c);
-    case FL_SPINE: return c->rails;
+    case FL_SPINE: case FL_POD_UP: case FL_POD_DOWN: return c->rails * fabric_pods(c);
+    case FL_CORE: return c->rails;
     case FL_PORT_UP: case FL_PORT_DOWN: return fabric_ecmp(c) ? c->rails * fabric_leaves_per_rail(c) * fabric_uplink_ports(c) : 1;
     default: return c->nodes * c->gpus_per_node;
     }

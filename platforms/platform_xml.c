@@ -16,7 +16,7 @@ static void link_xml(FILE *f, const char *id, double Bps, double lat_s, int dupl
 
 /* SimGrid name of one hop: split-duplex members are NAME with direction UP/DOWN. */
 static void hop_xml(FILE *f, const cluster_cfg *c, fabric_hop h) {
-    int L = fabric_leaves_per_rail(c);
+    int L = fabric_leaves_per_rail(c), P = fabric_pods(c);
     switch (h.cls) {
     case FL_NVL_UP: case FL_NVL_DOWN:
         fprintf(f, "<link_ctn id=\"nvl-%d\" direction=\"%s\"/>", h.index, h.cls == FL_NVL_UP ? "UP" : "DOWN");
@@ -28,7 +28,15 @@ static void hop_xml(FILE *f, const cluster_cfg *c, fabric_hop h) {
         fprintf(f, "<link_ctn id=\"up-r%d-l%d\" direction=\"%s\"/>", h.index / L, h.index % L,
                 h.cls == FL_UPLINK_UP ? "UP" : "DOWN");
         break;
-    case FL_SPINE: fprintf(f, "<link_ctn id=\"spine-r%d\"/>", h.index); break;
+    case FL_SPINE:
+        if (P > 1) fprintf(f, "<link_ctn id=\"spine-r%d-p%d\"/>", h.index / P, h.index % P);
+        else fprintf(f, "<link_ctn id=\"spine-r%d\"/>", h.index);
+        break;
+    case FL_POD_UP: case FL_POD_DOWN:
+        fprintf(f, "<link_ctn id=\"pod-r%d-p%d\" direction=\"%s\"/>", h.index / P, h.index % P,
+                h.cls == FL_POD_UP ? "UP" : "DOWN");
+        break;
+    case FL_CORE: fprintf(f, "<link_ctn id=\"core-r%d\"/>", h.index); break;
     default: break;
     }
 }
@@ -61,8 +69,19 @@ static int write_body(FILE *f, const scenario *s) {
             snprintf(id, sizeof id, "up-r%d-l%d", r, l);
             link_xml(f, id, fabric_uplink_Bps_faulty(c, fl, r * L + l), fabric_uplink_lat_s(c), 1);
         }
-        snprintf(id, sizeof id, "spine-r%d", r);
-        link_xml(f, id, fabric_spine_Bps(c), 0.0, 0);
+        const int P = fabric_pods(c);
+        for (int pod = 0; pod < P; pod++) {
+            if (P > 1) snprintf(id, sizeof id, "spine-r%d-p%d", r, pod);
+            else snprintf(id, sizeof id, "spine-r%d", r);
+            link_xml(f, id, fabric_spine_Bps(c), 0.0, 0);
+            if (P == 1) continue;
+            snprintf(id, sizeof id, "pod-r%d-p%d", r, pod);
+            link_xml(f, id, fabric_pod_uplink_Bps(c), fabric_pod_lat_s(c), 1);
+        }
+        if (P > 1) {
+            snprintf(id, sizeof id, "core-r%d", r);
+            link_xml(f, id, fabric_core_Bps(c), 0.0, 0);
+        }
     }
     for (int n = 0; n < c->nodes; n++) {
         snprintf(id, sizeof id, "snic-%d", n);

@@ -50,7 +50,7 @@ static inline void fx_scenario(scenario *s, int layers, int experts, int pp, int
 typedef struct { double a2a, p2p, coll; } fx_comm_costs;
 static double fx_a2a(void *c, const a2a_pattern *p) { (void)p; return ((fx_comm_costs *)c)->a2a; }
 static double fx_p2p(void *c, int a, int b, double bytes) { (void)a; (void)b; (void)bytes; return ((fx_comm_costs *)c)->p2p; }
-static double fx_coll(void *c, coll_kind k, const int *g, int n, double b) { (void)k; (void)g; (void)n; (void)b; return ((fx_comm_costs *)c)->coll; }
+static double fx_coll(void *c, coll_kind k, const int *g, int n, double b, int conc) { (void)k; (void)g; (void)n; (void)b; (void)conc; return ((fx_comm_costs *)c)->coll; }
 static inline comm_model fx_comm(fx_comm_costs *c) {
     return (comm_model){.ctx = c, .name = "fixture", .a2a_s = fx_a2a, .p2p_s = fx_p2p, .collective_s = fx_coll};
 }

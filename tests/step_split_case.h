@@ -97,8 +97,8 @@ static inline double split_case_p2p(void *ctx, int a, int b, double bytes) {
     (void)ctx; (void)a; (void)b;
     return SPLIT_LAT_US * 1e-6 + bytes / (SPLIT_NVLINK_GBPS * 1e9);
 }
-static inline double split_case_coll(void *ctx, coll_kind k, const int *g, int n, double bytes) {
-    (void)ctx; (void)k; (void)g; (void)n;
+static inline double split_case_coll(void *ctx, coll_kind k, const int *g, int n, double bytes, int conc) {
+    (void)ctx; (void)k; (void)g; (void)n; (void)conc;
     return SPLIT_LAT_US * 1e-6 + bytes / 2 / (SPLIT_NIC_GBPS * 1e9 / 8);
 }
 static inline double split_case_a2a(void *ctx, const a2a_pattern *p) { (void)ctx; (void)p; return -1; }

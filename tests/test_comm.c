@@ -137,11 +137,11 @@ static int child_a2a_shapes(void) {
      * slower here (its bandwidth time 4 / (0.92 x 0.9 x 3) = 1.61 x the ring's for 256 MB). */
     int ring[4] = {0, 8, 16, 24};
     double B = 256 * MB;
-    near("reduce-scatter 4 GPUs on rail 0, 256 MB [simgrid]", m.sg.collective_s(m.sg.ctx, COLL_REDUCE_SCATTER, ring, 4, B),
+    near("reduce-scatter 4 GPUs on rail 0, 256 MB [simgrid]", m.sg.collective_s(m.sg.ctx, COLL_REDUCE_SCATTER, ring, 4, B, 1),
          0.75 * B / NIC + (8.4 + 3 * 14) * 1e-6, 0.01);
-    near("all-reduce 4 GPUs on rail 0, 256 MB [simgrid]", m.sg.collective_s(m.sg.ctx, COLL_ALL_REDUCE, ring, 4, B),
+    near("all-reduce 4 GPUs on rail 0, 256 MB [simgrid]", m.sg.collective_s(m.sg.ctx, COLL_ALL_REDUCE, ring, 4, B, 1),
          1.5 * B / NIC + (8.4 + 6 * 14) * 1.4e-6, 0.01);
-    near("all-reduce 4 GPUs on rail 0, 256 MB [analytic]", m.an.collective_s(m.an.ctx, COLL_ALL_REDUCE, ring, 4, B),
+    near("all-reduce 4 GPUs on rail 0, 256 MB [analytic]", m.an.collective_s(m.an.ctx, COLL_ALL_REDUCE, ring, 4, B, 1),
          1.5 * B / NIC + (8.4 + 6 * 14) * 1.4e-6, 0.01);
     /* 2 nodes x 8 GPUs: 8 rings side by side, NVLink and NICs at once: each of the 15 steps moves 7/8
      * of a B/16 chunk over NVLink (70 us) and 1/8 over the NIC (40 us); NCCL's latency 8.4 us + 14
@@ -149,10 +149,10 @@ static int child_a2a_shapes(void) {
     int two_nodes[16];
     for (int i = 0; i < 16; i++) two_nodes[i] = i;
     near("reduce-scatter 2 nodes x 8 (8 rings) [simgrid]",
-         m.sg.collective_s(m.sg.ctx, COLL_REDUCE_SCATTER, two_nodes, 16, B),
+         m.sg.collective_s(m.sg.ctx, COLL_REDUCE_SCATTER, two_nodes, 16, B, 1),
          15 * (7.0 / 8 * B / 16 / NVL) + (8.4 + 14 * 3.4 + 14) * 1e-6, 0.01);
     near("reduce-scatter 2 nodes x 8 (8 rings) [analytic]",
-         m.an.collective_s(m.an.ctx, COLL_REDUCE_SCATTER, two_nodes, 16, B),
+         m.an.collective_s(m.an.ctx, COLL_REDUCE_SCATTER, two_nodes, 16, B, 1),
          15 * (7.0 / 8 * B / 16 / NVL) + (8.4 + 14 * 3.4 + 14) * 1e-6, 0.01);
 
     sg_comm_stats st = sg_comm_get_stats(&m.sg);
@@ -312,7 +312,7 @@ static void hq_release(void *qctx, size_t k, comm_query *q) { (void)qctx; (void)
 static double hq_ask(comm_model *m, int k) {
     comm_query q;
     hq_query(NULL, (size_t)k, &q);
-    return q.is_a2a ? m->a2a_s(m->ctx, &q.a2a) : m->collective_s(m->ctx, q.kind, q.gpus, q.n, q.bytes);
+    return q.is_a2a ? m->a2a_s(m->ctx, &q.a2a) : m->collective_s(m->ctx, q.kind, q.gpus, q.n, q.bytes, 1);
 }
 
 static int same_stats(const char *what, sg_comm_stats a, sg_comm_stats b) {

@@ -51,14 +51,6 @@
 #define LAT_SPINE 3.7e-6 /* s: the preset's latency_us.cross_leaf */
 #define BYTES (64 * MB)
 
-/* A scenario from JSON text, validated. */
-static int parse(const char *json, scenario *s, moe_error *err) {
-    sweep *sw = NULL;
-    int rc = scenario_parse("t.json", json, s, &sw, err);
-    sweep_free(sw);
-    if (rc == 0) rc = scenario_validate(s, err);
-    return rc;
-}
 
 /* Rail 0: node 0 -> node 4 and node 1 -> node 5 (leaf 0 -> leaf 1), GPU = node x 8. */
 static const int SRC[2] = {0, 8}, DST[2] = {32, 40};
@@ -111,15 +103,8 @@ static double g_each_s;   /* the hand time of each flow */
 
 static int child_two_flows(void) {
     scenario s = g_case;
-    moe_error err = {0};
-    comm_model sg = sg_comm_create(&s, &err);
-    if (!sg.ctx) {
-        fprintf(stderr, "sg_comm_create: %s\n", err.msg);
-        return 1;
-    }
-    scenario fab;
-    if (sg_fabric_scenario(&s, &fab, &err)) return 1;
-    comm_model an = comm_analytic_create(&fab);
+    comm_model sg, an;
+    if (fx_both_models(&s, &sg, &an)) return 1;
     char what[96];
     const char *mode = s.cluster.path_selection == PATH_ECMP ? "ecmp" : "adaptive";
     /* every flow's own finish: both take the hand time */
@@ -222,15 +207,8 @@ static void test_routes_agree(void **st) {
  * rail_fabric.cpp runs ecmp with the full solver.) */
 static int child_dispatch(void) {
     scenario s = fabric(PATH_ECMP, 1, 42);
-    moe_error err = {0};
-    comm_model sg = sg_comm_create(&s, &err);
-    if (!sg.ctx) {
-        fprintf(stderr, "sg_comm_create: %s\n", err.msg);
-        return 1;
-    }
-    scenario fab;
-    if (sg_fabric_scenario(&s, &fab, &err)) return 1;
-    comm_model an = comm_analytic_create(&fab);
+    comm_model sg, an;
+    if (fx_both_models(&s, &sg, &an)) return 1;
     enum { N = 64, NODES = 8 };
     static int gpus[N], nodes[NODES];
     static double bytes[N * N], node_bytes[N * NODES];
@@ -244,13 +222,13 @@ static int child_dispatch(void) {
     a2a_pattern p = {.n = N, .gpus = gpus, .bytes = bytes, .node_bytes = node_bytes, .n_nodes = NODES, .nodes = nodes,
                      .concurrent_groups = 1};
     /* the hand bound: every RDMA flow (sender -> the landing GPU of its rail) adds node_bytes to its port */
-    const int U = fabric_uplink_ports(&fab.cluster), L = fabric_leaves_per_rail(&fab.cluster);
+    const int U = fabric_uplink_ports(&s.cluster), L = fabric_leaves_per_rail(&s.cluster);
     static double load[2][8 * 2 * 4];
     for (int i = 0; i < N; i++)
         for (int k = 0; k < NODES; k++) {
-            if (k == i / 8 || fabric_leaf_of_node(&fab.cluster, k) == fabric_leaf_of_node(&fab.cluster, i / 8)) continue;
-            int dst = fabric_landing_gpu(&fab.cluster, i, k), rail = i % 8, port = fabric_ecmp_port(&fab.cluster, 42, i, dst, 0);
-            int lu = fabric_leaf_of_node(&fab.cluster, i / 8), ld = fabric_leaf_of_node(&fab.cluster, k);
+            if (k == i / 8 || fabric_leaf_of_node(&s.cluster, k) == fabric_leaf_of_node(&s.cluster, i / 8)) continue;
+            int dst = fabric_landing_gpu(&s.cluster, i, k), rail = i % 8, port = fabric_ecmp_port(&s.cluster, 42, i, dst, 0);
+            int lu = fabric_leaf_of_node(&s.cluster, i / 8), ld = fabric_leaf_of_node(&s.cluster, k);
             load[0][(rail * L + lu) * U + port] += node_bytes[i * NODES + k];
             load[1][(rail * L + ld) * U + port] += node_bytes[i * NODES + k];
         }
@@ -276,16 +254,9 @@ static void test_dispatch_simgrid_vs_closed_form(void **st) {
  * routing sample stream is simulated), not under ecmp, whose replicas hash onto other ports. 64 GPUs,
  * EP16 over 2 nodes, DP4; the closed-form comm model. */
 static int simulated_replicas(path_selection_kind ps) {
-    const char *json =
-        "{\"seed\": 7, \"model\": {\"preset\": \"deepseek-v3\", \"layers\": 3, \"dense_layers\": 1, \"hidden\": 1024,"
-        " \"heads\": 8, \"experts\": 32, \"top_k\": 4, \"expert_hidden\": 512, \"ffn_hidden\": 4096,"
-        " \"expert_groups\": 0, \"topk_groups\": 0, \"vocab\": 32000, \"seq_len\": 1024},"
-        " \"cluster\": {\"preset\": \"h800-8rail\", \"nodes\": 8, \"leaf_down_ports\": 2},"
-        " \"layout\": {\"tp\": 1, \"pp\": 1, \"ep\": 16, \"dp\": 4, \"micro_batch\": 1, \"global_batch\": 64,"
-        "   \"schedule\": \"1f1b\"}, \"routing\": {\"node_limit\": 2}}";
     scenario s;
     moe_error err = {0};
-    if (parse(json, &s, &err)) fail_msg("%s", err.msg);
+    if (fx_small_moe("\"leaf_down_ports\": 2", &s, &err)) fail_msg("%s", err.msg);
     s.cluster.path_selection = ps;
     program *p = NULL;
     if (program_build(&s, &p, &err)) fail_msg("%s", err.msg);
@@ -360,38 +331,27 @@ static void test_balls_into_bins(void **st) {
 }
 
 /* ---- the scenario --------------------------------------------------------------------------------- */
-static void expect_bad(const char *cluster, const char *path, const char *expect) {
-    char json[512];
-    snprintf(json, sizeof json, "{\"cluster\": %s}", cluster);
-    scenario s;
-    moe_error err = {0};
-    int rc = parse(json, &s, &err);
-    printf("  %s\n", err.msg);
-    assert_int_equal(rc, EXIT_BADINPUT);
-    assert_non_null(strstr(err.msg, path));
-    assert_non_null(strstr(err.msg, expect));
-}
 
 static void test_scenario(void **st) {
     (void)st;
     scenario s;
     moe_error err = {0};
-    if (parse("{}", &s, &err)) fail_msg("%s", err.msg);
+    if (fx_parse("{}", &s, &err)) fail_msg("%s", err.msg);
     assert_int_equal(s.cluster.path_selection, PATH_ADAPTIVE);
     assert_int_equal(s.cluster.qps_per_connection, 1);
-    if (parse("{\"cluster\": {\"path_selection\": \"ecmp\", \"qps_per_connection\": 4, \"oversubscription\": 2}}", &s,
+    if (fx_parse("{\"cluster\": {\"path_selection\": \"ecmp\", \"qps_per_connection\": 4, \"oversubscription\": 2}}", &s,
               &err))
         fail_msg("%s", err.msg);
     assert_int_equal(s.cluster.path_selection, PATH_ECMP);
     assert_int_equal(fabric_qps(&s.cluster), 4);
     assert_int_equal(fabric_uplink_ports(&s.cluster), 16);   /* 32 nodes per leaf / 2 */
     /* 32 / 3 ports is not a whole number of NIC-rate ports */
-    expect_bad("{\"path_selection\": \"ecmp\", \"oversubscription\": 3}", "cluster.path_selection", "whole number");
-    expect_bad("{\"path_selection\": \"ecmp\", \"oversubscription\": 3}", "cluster.path_selection", "32 / 3");
-    expect_bad("{\"path_selection\": \"hashed\"}", "cluster.path_selection", "ecmp");
-    expect_bad("{\"qps_per_connection\": 0}", "cluster.qps_per_connection", "got 0");
+    fx_expect_bad_cluster("{\"path_selection\": \"ecmp\", \"oversubscription\": 3}", "cluster.path_selection", "whole number");
+    fx_expect_bad_cluster("{\"path_selection\": \"ecmp\", \"oversubscription\": 3}", "cluster.path_selection", "32 / 3");
+    fx_expect_bad_cluster("{\"path_selection\": \"hashed\"}", "cluster.path_selection", "ecmp");
+    fx_expect_bad_cluster("{\"qps_per_connection\": 0}", "cluster.qps_per_connection", "got 0");
     /* adaptive takes any oversubscription, as before */
-    if (parse("{\"cluster\": {\"oversubscription\": 3}}", &s, &err)) fail_msg("%s", err.msg);
+    if (fx_parse("{\"cluster\": {\"oversubscription\": 3}}", &s, &err)) fail_msg("%s", err.msg);
     /* the XML dump writes bundles: it refuses ecmp by name */
     scenario x = fabric(PATH_ECMP, 1, 42);
     char path[128];

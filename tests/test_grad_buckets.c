@@ -64,8 +64,8 @@ static scenario dense_case(int overlap) {
     return s;
 }
 
-static double coll_by_bytes(void *c, coll_kind k, const int *g, int n, double bytes) {
-    (void)c; (void)k; (void)g; (void)n;
+static double coll_by_bytes(void *c, coll_kind k, const int *g, int n, double bytes, int conc) {
+    (void)c; (void)k; (void)g; (void)n; (void)conc;
     return bytes / BW;
 }
 

@@ -141,7 +141,7 @@ static int v_collective(void *ctx, int i, const program_op *op, double *measured
         coll_kind ck = op->kind == OP_REDUCE_SCATTER ? COLL_REDUCE_SCATTER
                      : op->kind == OP_ALL_GATHER     ? COLL_ALL_GATHER
                                                      : COLL_ALL_REDUCE;
-        w->inst_done[k] = w->now + w->cm.collective_s(w->cm.ctx, ck, gpus, g->n, op->bytes);
+        w->inst_done[k] = w->now + w->cm.collective_s(w->cm.ctx, ck, gpus, g->n, op->bytes, 1);
         add_event(w, w->inst_done[k]);
         changed(w);
     }

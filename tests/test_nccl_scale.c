@@ -71,8 +71,8 @@ static void reduce_scatter_busbw_across_the_spine(void **state) {
     double prev = INFINITY;
     for (int k = 0; k < 6; k++) {
         int n = 8 * nodes[k], *g = first_gpus(n);
-        double ts = g_sg.collective_s(g_sg.ctx, COLL_REDUCE_SCATTER, g, n, B);
-        double ta = g_an.collective_s(g_an.ctx, COLL_REDUCE_SCATTER, g, n, B);
+        double ts = g_sg.collective_s(g_sg.ctx, COLL_REDUCE_SCATTER, g, n, B, 1);
+        double ta = g_an.collective_s(g_an.ctx, COLL_REDUCE_SCATTER, g, n, B, 1);
         double bs = B * (n - 1.0) / n / ts / 1e9, ba = B * (n - 1.0) / n / ta / 1e9;
         print_message("%3d nodes: reduce-scatter 8 GB busbw SimGrid %.1f, closed form %.1f GB/s, published %.0f (%+.1f%%)\n",
                       nodes[k], bs, ba, published[k], 100 * (bs / published[k] - 1));
@@ -91,7 +91,7 @@ static void nccl_latency_and_algorithm_by_hand(void **state) {
     int n = 256, *g = first_gpus(n);
     double B = 65536, chunk = B / n, step = fmax(7.0 / 8 * chunk / nvl, chunk / 8 / nic);
     double want = 255 * step + (8.4 + 224 * 3.4 + 31 * 14) * 1e-6;
-    double got = g_sg.collective_s(g_sg.ctx, COLL_REDUCE_SCATTER, g, n, B);
+    double got = g_sg.collective_s(g_sg.ctx, COLL_REDUCE_SCATTER, g, n, B, 1);
     print_message("64 KiB reduce-scatter on 256 GPUs: %.3f us, by hand %.3f us\n", 1e6 * got, 1e6 * want);
     assert_true(fabs(got / want - 1) < 1e-3);
     /* 512 MB all-reduce: over 32 nodes NCCL's tree, over 2 nodes its ring */
@@ -99,12 +99,12 @@ static void nccl_latency_and_algorithm_by_hand(void **state) {
     chunk = B / n;
     double bw = 510 * fmax(7.0 / 8 * chunk / nvl, chunk / 8 / nic);
     double ring = bw + (8.4 + 448 * 3.4 + 62 * 14) * 1.4e-6, tree = bw * 256 / (0.92 * 0.9 * 255) + (8.4 + 2 * (7 * 4 + 5 * 14)) * 1e-6;
-    got = g_sg.collective_s(g_sg.ctx, COLL_ALL_REDUCE, g, n, B);
+    got = g_sg.collective_s(g_sg.ctx, COLL_ALL_REDUCE, g, n, B, 1);
     print_message("512 MB all-reduce on 32 nodes: %.3f ms; by hand ring %.3f, tree %.3f ms\n", 1e3 * got, 1e3 * ring,
                   1e3 * tree);
     assert_true(tree < ring);
     assert_true(fabs(got / tree - 1) < 1e-3);
-    assert_true(fabs(g_an.collective_s(g_an.ctx, COLL_ALL_REDUCE, g, n, B) / tree - 1) < 1e-3);
+    assert_true(fabs(g_an.collective_s(g_an.ctx, COLL_ALL_REDUCE, g, n, B, 1) / tree - 1) < 1e-3);
     free(g);
     n = 16;
     g = first_gpus(n);
@@ -112,7 +112,7 @@ static void nccl_latency_and_algorithm_by_hand(void **state) {
     bw = 30 * fmax(7.0 / 8 * chunk / nvl, chunk / 8 / nic);
     ring = bw + (8.4 + 28 * 3.4 + 2 * 14) * 1.4e-6;
     tree = bw * 16 / (0.92 * 0.9 * 15) + (8.4 + 2 * (7 * 4 + 1 * 14)) * 1e-6;
-    got = g_sg.collective_s(g_sg.ctx, COLL_ALL_REDUCE, g, n, B);
+    got = g_sg.collective_s(g_sg.ctx, COLL_ALL_REDUCE, g, n, B, 1);
     print_message("512 MB all-reduce on 2 nodes: %.3f ms; by hand ring %.3f, tree %.3f ms\n", 1e3 * got, 1e3 * ring,
                   1e3 * tree);
     assert_true(ring < tree);
@@ -132,7 +132,7 @@ static void wire_model_drops_nccl_latency_and_tree(void **state) {
     const double nvl = w.cluster.nvlink_GBps * 1e9, nic = w.cluster.nic_gbps * 1e9 / 8;
     int n = 256, *g = first_gpus(n);
     double B = 512e6, chunk = B / n, want = 510 * fmax(7.0 / 8 * chunk / nvl, chunk / 8 / nic);
-    double got = an.collective_s(an.ctx, COLL_ALL_REDUCE, g, n, B);
+    double got = an.collective_s(an.ctx, COLL_ALL_REDUCE, g, n, B, 1);
     print_message("512 MB all-reduce on 32 nodes, wire: %.3f ms, by hand %.3f ms\n", 1e3 * got, 1e3 * want);
     assert_true(fabs(got / want - 1) < 1e-9);
     ring_split r = ring_split_of(n, 32, 8, 65536, 0, nvl, nic, NCCL_MODEL_WIRE);

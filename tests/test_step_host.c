@@ -91,7 +91,7 @@ static host_op toy_host(void *ctx, const program *p, int stage, int i, const pro
 }
 
 static double no_comm_s(void *ctx, const a2a_pattern *pat) { (void)ctx; (void)pat; return 0; }
-static double no_coll_s(void *ctx, coll_kind k, const int *g, int n, double b) { (void)ctx; (void)k; (void)g; (void)n; (void)b; return 0; }
+static double no_coll_s(void *ctx, coll_kind k, const int *g, int n, double b, int conc) { (void)ctx; (void)k; (void)g; (void)n; (void)b; (void)conc; return 0; }
 static double no_p2p_s(void *ctx, int a, int b, double x) { (void)ctx; (void)a; (void)b; (void)x; return 0; }
 
 static program *one_gpu(scenario *s) {

@@ -87,15 +87,8 @@ static int child_p2p_doubles(void) {
     scenario s = fx_fabric("test_uplink_fault", 2, 1, 1.0);
     s.faults.n_links = 1;
     s.faults.links[0] = uplink(3, 0, 0.5, 0);
-    moe_error err = {0};
-    comm_model sg = sg_comm_create(&s, &err);
-    if (!sg.ctx) {
-        fprintf(stderr, "sg_comm_create: %s\n", err.msg);
-        return 1;
-    }
-    scenario fab;
-    if (sg_fabric_scenario(&s, &fab, &err)) return 1;
-    comm_model an = comm_analytic_create(&fab);
+    comm_model sg, an;
+    if (fx_both_models(&s, &sg, &an)) return 1;
     const double slow = 64 * MB / (NIC / 2) + LAT_SPINE, healthy = 64 * MB / NIC + LAT_SPINE;
     near("3 -> 11 over up-r3-l0_UP at 0.5 [simgrid]", sg.p2p_s(sg.ctx, 3, 11, 64 * MB), slow);
     near("3 -> 11 over up-r3-l0_UP at 0.5 [analytic]", an.p2p_s(an.ctx, 3, 11, 64 * MB), slow);

@@ -48,6 +48,7 @@ typedef struct {
     const int *gpus;
     int n;
     double bytes;
+    int concurrent;   /* a collective's concurrent groups (collective_s) */
 } comm_query;
 
 /* The announcer's description of its k-th query: fills *q, whose arrays stay valid until the
@@ -69,8 +70,11 @@ typedef struct comm_model {
     double (*a2a_s)(void *ctx, const a2a_pattern *p);
     /* One point-to-point transfer (s), e.g. a pipeline activation send. */
     double (*p2p_s)(void *ctx, int src_gpu, int dst_gpu, double bytes);
-    /* Ring collective over `n` GPUs, `bytes` = full buffer size per GPU (NCCL convention). */
-    double (*collective_s)(void *ctx, coll_kind kind, const int *gpus, int n, double bytes);
+    /* Ring collective over `n` GPUs, `bytes` = full buffer size per GPU (NCCL convention).
+     * `concurrent`: how many groups of its kind run it at the same time on disjoint GPUs (the other
+     * groups of its kind in its pipeline stage); a ring that crosses pods (cluster.pod_nodes) shares
+     * the core with their copies (ring_flows.h); 1 = alone. */
+    double (*collective_s)(void *ctx, coll_kind kind, const int *gpus, int n, double bytes, int concurrent);
     void (*destroy)(void *ctx);
     /* Optional (NULL: none). The all-to-alls and collectives the caller is about to ask for, in about
      * the order it will, so that the model may work them out ahead, beside the caller. The answers

@@ -105,10 +105,10 @@ static double drain_list_bw_s(void *ctx, const gpu_flow_list *fl) {
     return drain_s(ctx, fl->v, fl->n, &lat);
 }
 
-static double analytic_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
+static double analytic_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes, int concurrent) {
     analytic_ctx *x = ctx;
     if (n < 2 || bytes <= 0) return 0.0;
-    return ring_collective_s(&x->c, kind, gpus, n, bytes, drain_list_bw_s, x);
+    return ring_collective_s(&x->c, kind, gpus, n, bytes, concurrent, drain_list_bw_s, x);
 }
 
 static void analytic_destroy(void *ctx) {

@@ -45,7 +45,7 @@ void pfc_result_free(pfc_result *r) {
 }
 
 void pfc_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len) {
-    int L = fabric_leaves_per_rail(c);
+    int L = fabric_leaves_per_rail(c), P = fabric_pods(c);
     switch (h.cls) {
     case FL_NVL_UP: snprintf(buf, len, "nvl-%d_UP", h.index); break;
     case FL_NVL_DOWN: snprintf(buf, len, "nvl-%d_DOWN", h.index); break;
@@ -53,7 +53,18 @@ void pfc_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len) {
     case FL_NIC_DOWN: snprintf(buf, len, "nic-%d_DOWN", h.index); break;
     case FL_UPLINK_UP: snprintf(buf, len, "up-r%d-l%d_UP", h.index / L, h.index % L); break;
     case FL_UPLINK_DOWN: snprintf(buf, len, "up-r%d-l%d_DOWN", h.index / L, h.index % L); break;
-    case FL_SPINE: snprintf(buf, len, "spine-r%d", h.index); break;
+    case FL_SPINE:
+        if (P > 1) snprintf(buf, len, "spine-r%d-p%d", h.index / P, h.index % P);
+        else snprintf(buf, len, "spine-r%d", h.index);
+        break;
+    case FL_PORT_UP: case FL_PORT_DOWN: {
+        int U = fabric_uplink_ports(c), b = h.index / U;
+        snprintf(buf, len, "up-r%d-l%d-p%d_%s", b / L, b % L, h.index % U, h.cls == FL_PORT_UP ? "UP" : "DOWN");
+        break;
+    }
+    case FL_POD_UP: snprintf(buf, len, "pod-r%d-p%d_UP", h.index / P, h.index % P); break;
+    case FL_POD_DOWN: snprintf(buf, len, "pod-r%d-p%d_DOWN", h.index / P, h.index % P); break;
+    case FL_CORE: snprintf(buf, len, "core-r%d", h.index); break;
     default: snprintf(buf, len, "?"); break;
     }
 }

@@ -73,13 +73,43 @@ int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_pla
     return rc ? -1 : 0;
 }
 
-double ring_collective_s(const cluster_cfg *c, coll_kind kind, const int *gpus, int n, double bytes,
+int ring_concurrent_copies(const cluster_cfg *c, const int *gpus, int n, int concurrent, gpu_flow_list *fl) {
+    if (fabric_pods(c) < 2 || concurrent < 2 || n < 1) return 0;
+    int crosses = 0, nodes = 0;
+    for (size_t i = 0; i < fl->n && !crosses; i++)
+        crosses = fabric_pod_of_node(c, fabric_node_of(c, fl->v[i].src_gpu)) !=
+                  fabric_pod_of_node(c, fabric_node_of(c, fl->v[i].dst_gpu));
+    if (!crosses) return 0;
+    for (int i = 0; i < n; i++) {   /* distinct nodes of the ring: members listed node by node or not */
+        int nd = fabric_node_of(c, gpus[i]), seen = 0;
+        for (int k = 0; k < i && !seen; k++) seen = fabric_node_of(c, gpus[k]) == nd;
+        nodes += !seen;
+    }
+    long per_rail = (long)concurrent * n / ((long)c->gpus_per_node * nodes);
+    int C = per_rail < 2 ? 1 : (int)(per_rail < c->nodes ? per_rail : c->nodes);
+    if (C < 2) return 0;
+    const size_t own = fl->n;
+    for (int j = 1; j < C; j++)
+        for (size_t f = 0; f < own; f++) {
+            gpu_flow x = fl->v[f];
+            int ends[2] = {x.src_gpu, x.dst_gpu};
+            for (int e = 0; e < 2; e++) {
+                int nd = fabric_node_of(c, ends[e]), blk = nd / C * C, m = blk + (nd - blk + j) % C;
+                if (m >= c->nodes) m = blk + (nd - blk + j) % (c->nodes - blk);   /* a short last block */
+                ends[e] = fabric_gpu(c, m, ends[e] % c->gpus_per_node);
+            }
+            if (gpu_flow_push(fl, ends[0], ends[1], x.bytes, j, x.kind)) return -1;
+        }
+    return C - 1;
+}
+
+double ring_collective_s(const cluster_cfg *c, coll_kind kind, const int *gpus, int n, double bytes, int concurrent,
                          double (*step_bw_s)(void *ctx, const gpu_flow_list *fl), void *ctx) {
     ring_plan rp = ring_plan_make(c, kind, gpus, n, bytes);
     if (rp.steps == 0 || bytes <= 0) return 0.0;
     gpu_flow_list fl = {0};
     double wire = 0;
-    if (ring_step_flows(c, gpus, n, &rp, &fl, &wire)) {
+    if (ring_step_flows(c, gpus, n, &rp, &fl, &wire) || ring_concurrent_copies(c, gpus, n, concurrent, &fl) < 0) {
         gpu_flow_list_free(&fl);
         return -1;
     }

@@ -222,6 +222,14 @@ static const program_op *head_op(const exec_ctx *x, rank_state *r, int st, int i
 }
 
 /* Group g's GPUs, in member order, into a new array (*n of them). */
+/* The groups that run a collective of an n-rank group at the same time (comm.h collective_s): the
+ * groups of its kind partition its pipeline stage's ranks, and a stage reduces its gradients (and
+ * gathers its parameters) in its own backward (forward), apart from the other stages'. */
+int step_coll_concurrent(const program *p, int n) {
+    int per_stage = p->n_ranks / (p->pp > 0 ? p->pp : 1);
+    return n > 0 && per_stage / n > 1 ? per_stage / n : 1;
+}
+
 static int *group_gpus(const program *p, int g, int *n) {
     const program_group *G = &p->groups[g];
     int *gpus = moe_xmalloc((size_t)(G->n + 1) * sizeof(int));
@@ -351,7 +359,7 @@ static double coll_time(exec_ctx *x, op_kind k, int g, double bytes) {
     coll_memo_entry *m = coll_memo_find(x->coll_memo, x, g, ck, bytes);
     if (m && m->t >= 0) return m->t;
     int *gpus = group_gpus(x->p, g, &n);
-    double t = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes);
+    double t = x->o->comm->collective_s(x->o->comm->ctx, (coll_kind)ck, gpus, n, bytes, step_coll_concurrent(x->p, n));
     free(gpus);
     if (m) *m = (coll_memo_entry){bytes, t};   /* full: priced each time */
     return t;
@@ -416,7 +424,8 @@ static void announced_query(void *qctx, size_t k, comm_query *q) {
     }
     int n;
     a->gpus[k] = group_gpus(a->p, v->group, &n);
-    *q = (comm_query){.kind = (coll_kind)v->what, .gpus = a->gpus[k], .n = n, .bytes = v->bytes};
+    *q = (comm_query){.kind = (coll_kind)v->what, .gpus = a->gpus[k], .n = n, .bytes = v->bytes,
+                      .concurrent = step_coll_concurrent(a->p, n)};
 }
 
 static void announced_release(void *qctx, size_t k, comm_query *q) {

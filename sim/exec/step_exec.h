@@ -244,6 +244,9 @@ step_price_fn step_pricing_resolve(const step_exec_opts *o, const program *p, st
  * EP group g: the group's GPUs, its byte matrix (a combine kind as its mirror image), the DeepEP
  * per-node payloads and the concurrent groups. Its arrays live in *buf: free with step_a2a_buf_free. */
 typedef struct { int *gpus, *nodes; double *mirror; } step_a2a_buf;
+/* How many groups run the collective of an n-rank group at once (its stage's groups of its kind). */
+int step_coll_concurrent(const program *p, int n);
+
 void step_a2a_pattern(const program *p, int pattern, int g, a2a_pattern *pat, step_a2a_buf *buf);
 void step_a2a_buf_free(step_a2a_buf *b);
 

@@ -2,6 +2,7 @@
 #include "sim/exec/step_scale.h"
 #include "sim/base/alloc.h"
 #include "sim/exec/ring_flows.h"
+#include "sim/exec/step_exec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -167,7 +168,7 @@ static void dp_collectives(const program *p, const comm_model *comm, const clust
                      : big->kind == OP_ALL_GATHER     ? COLL_ALL_GATHER
                                                       : COLL_ALL_REDUCE;
         ring_plan rp = ring_plan_make(fabric, ck, gpus, n, big->bytes);
-        double t = comm->collective_s(comm->ctx, ck, gpus, n, big->bytes);
+        double t = comm->collective_s(comm->ctx, ck, gpus, n, big->bytes, step_coll_concurrent(p, n));
         free(gpus);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "group", group_kind_name(kinds[k]));

@@ -49,8 +49,20 @@ static void checkpoint_warnings(const scenario *s, double interval_s, double wri
             interval_s / 60.0, state_bytes / interval_s / 1e9, state_bytes / write_s / 1e9, write_s / 60.0);
 }
 
+/* A job over several pods (cluster.pod_nodes): where it was placed and what crosses the core. */
+static void pods_warning(const scenario *s, cJSON *w) {
+    const cluster_cfg *c = &s->cluster;
+    if (scn_pods(c) < 2) return;
+    double over = c->pod_oversubscription > 1 ? c->pod_oversubscription : 1;
+    add(w, "the job's %d nodes fill %d pods of %d nodes in node order (contiguous placement from node 0): the "
+           "traffic of the groups and replicas that span two pods crosses the core, %g:1 oversubscribed "
+           "(cluster.pod_oversubscription)",
+        c->nodes, scn_pods(c), scn_pod_nodes(c), over);
+}
+
 void point_warn_plan(const scenario *s, const plan_result *plan, cJSON *w) {
     memory_warning(s, plan, 0, w);
+    pods_warning(s, w);
     double mtbf_s = plan->mtbf_cluster_h > 0 ? plan->mtbf_cluster_h * 3600.0 : INFINITY;
     double tau = checkpoint_policy_interval_s(s, plan->checkpoint_write_s, mtbf_s);
     checkpoint_warnings(s, tau, plan->checkpoint_write_s, plan->checkpoint_state_bytes, "the policy's", w);

@@ -4,6 +4,8 @@
  *
  *   plan, step, run: the point does not fit in GPU memory (the step and run levels were simulated
  *                    anyway);
+ *   plan:            the job spans several pods (cluster.pod_nodes): its contiguous placement and the
+ *                    core's oversubscription;
  *   plan, run:       the checkpoint interval is under 5 minutes, or checkpoints come faster than the
  *                    storage path writes them (the write rate state / interval is above it);
  *   run:             run.tokens is not set and the model publishes no training-token count (the

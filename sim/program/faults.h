@@ -15,8 +15,10 @@
  *                                      (phase F) of (layer, micro_batch): that op and every later one
  *                                      (by index, on every stream) never start; the ops before it run
  *                                      to completion (the earliest point when a GPU has several).
- *   replica_faulty[d]                  replica d holds a faulty GPU (the fast executor's replica
- *                                      shortcut simulates it instead of mirroring a healthy twin).
+ *   replica_faulty[d]                  replica d holds a faulty GPU, or its GPUs sit in more than
+ *                                      one pod (cluster.pod_nodes: some of its traffic crosses the
+ *                                      core): the fast executor's replica shortcut simulates it
+ *                                      instead of mirroring a healthy twin.
  *
  * program_build (sim/program/program.c) resolves them, with every check of a fault against the program
  * (a stall at a forward its rank never runs: EXIT_BADINPUT naming faults.stalls[i].layer, or

@@ -1333,6 +1333,17 @@ static int step_faults_resolve(const program *p, step_faults *f, moe_error *err)
         f->n_stalled_ranks += stalled;
         if (slow || link || stalled) f->replica_faulty[r / per_replica] = 1;   /* rank_numbering.h: replica-major */
     }
+    /* A replica whose GPUs sit in more than one pod (cluster.pod_nodes) sends some of its traffic
+     * through the core, which a replica inside one pod does not: it stands for no other, nor another
+     * for it, so the replica shortcut simulates it like a faulty one. */
+    const cluster_cfg *c = &p->scn->cluster;
+    if (scn_pods(c) > 1)
+        for (int d = 0; d < p->dp; d++) {
+            int pod0 = scn_pod_of_node(c, program_gpu_of_rank(p, d * per_replica) / c->gpus_per_node);
+            for (int k = 1; k < per_replica && !f->replica_faulty[d]; k++)
+                if (scn_pod_of_node(c, program_gpu_of_rank(p, d * per_replica + k) / c->gpus_per_node) != pod0)
+                    f->replica_faulty[d] = 1;
+        }
     return 0;
 }
 

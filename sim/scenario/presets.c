@@ -105,7 +105,7 @@ static const model_cfg MODELS[] = {
  * moves about 64 GB/s per direction. */
 #define EIGHT_RAIL_FABRIC(nic)                                                                     \
     .nodes = 512, .gpus_per_node = 8, .nic_gbps = (nic), .rails = 8, .leaf_down_ports = 32,        \
-    .oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7},   \
+    .oversubscription = 1.0, .pod_oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6},   \
     .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION
 
 /* mem_GiB is the HBM the driver exposes (NVML memory.total, printed by nvidia-smi in MiB) / 1024. The
@@ -176,8 +176,8 @@ static const cluster_cfg CLUSTERS[] = {
      * GPUs: 225 GB/s per GPU per direction (NVIDIA GB200 NVL72 product page and datasheet). 56 racks =
      * 4032 GPUs. */
     {.preset = "gb200-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 400,
-     .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
-     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
+     .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0, .pod_oversubscription = 1.0,
+     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION,
      .gpu = {.name = "GB200", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000, FLEET_SPEED_CV}},
@@ -190,8 +190,8 @@ static const cluster_cfg CLUSTERS[] = {
      * 130 TB/s NVLink domain; one ConnectX-8 SuperNIC at 800 Gb/s per GPU (NVIDIA NVL72 AI factory
      * reference architecture: 4 per compute tray); Grace host memory and NVLink-C2C as GB200. */
     {.preset = "gb300-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 800,
-     .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0,
-     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7}, .storage_GBps = 500,
+     .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0, .pod_oversubscription = 1.0,
+     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION,
      .gpu = {.name = "GB300", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000, FLEET_SPEED_CV}},

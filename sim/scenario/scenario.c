@@ -184,6 +184,13 @@ int scenario_check_cluster(const scenario *s, moe_error *err) {
         snprintf(exp, sizeof exp, "cluster.gpus_per_node = %d (one NIC and rail per GPU)", s->cluster.gpus_per_node);
         return bad_int(s, err, "cluster.rails", s->cluster.rails, exp);
     }
+    int pod = s->cluster.pod_nodes;
+    if (pod > 0 && pod < s->cluster.nodes && (s->cluster.leaf_down_ports < 1 || pod % s->cluster.leaf_down_ports != 0)) {
+        char exp[160];
+        snprintf(exp, sizeof exp, "a multiple of cluster.leaf_down_ports = %d (a pod holds whole leaves), or \"auto\"",
+                 s->cluster.leaf_down_ports);
+        return bad_int(s, err, "cluster.pod_nodes", pod, exp);
+    }
     double ports = scn_uplink_ports(&s->cluster);
     if (s->cluster.path_selection == PATH_ECMP && (ports < 1 || ports != floor(ports))) {
         char val[96];

@@ -286,6 +286,26 @@ const scn_field scn_fields[] = {
              "assumed typical value, not from a publication: calibrate it"),
     F_NONNEG("cluster.latency_us.cross_leaf", cluster.latency_us.cross_leaf, "us", "GPU to GPU latency through a spine switch",
              "assumed typical value, not from a publication: calibrate it"),
+    F_NONNEG("cluster.latency_us.cross_pod", cluster.latency_us.cross_pod, "us",
+             "GPU to GPU latency between two pods (cluster.pod_nodes), through the core switch tier",
+             "assumed: cross_leaf + 0.9 us, the same step the spine adds over the leaf; not from a publication: "
+             "calibrate it"),
+    F_INT_AUTO("cluster.pod_nodes", cluster.pod_nodes, 1, MAX_NODES, "nodes",
+               "a third switch tier: the nodes of one pod (consecutive node ids, a multiple of leaf_down_ports: whole "
+               "leaves); each rail's spines serve one pod, and a pod reaches the others through its core uplinks "
+               "(cluster.pod_oversubscription), with the rail-optimized routes kept inside a pod; the job fills pods "
+               "in node order, contiguous first, as a topology-aware scheduler places it (\"auto\" = one pod: the "
+               "two-tier fabric)",
+               "auto: the two-tier fabric moesim priced before this field; pods: Meta's \"AI zones\", two-tier "
+               "Clos fabrics joined by an aggregation tier (Gangidi et al., RDMA over Ethernet for Distributed AI "
+               "Training at Meta Scale, SIGCOMM 2024), and the 3-tier fat tree of pods under a core tier "
+               "(Cornelis CN5000 topology guide, 3-tier fat trees: 48 pods of 576 "
+               "endpoints at 1:1)"),
+    F_DBL("cluster.pod_oversubscription", cluster.pod_oversubscription, 1, INFINITY, 0, "ratio",
+          "a pod's spine downlink to core uplink bandwidth per rail: the pod's leaf uplinks together over this "
+          "ratio cross to the other pods (1 = non-blocking)",
+          "1: non-blocking; Meta's cross-zone aggregation tier is oversubscribed (SIGCOMM 2024, as above), the "
+          "ratio is not in the material this project holds"),
     F_POS("cluster.storage_GBps", cluster.storage_GBps, "GB/s",
           "aggregate write bandwidth of the parallel file system available to this job (checkpoints); each node is further "
           "limited by its own storage link (one NIC, capped by PCIe)",

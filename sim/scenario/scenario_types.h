@@ -85,6 +85,7 @@ typedef struct {
     double nvlink;       /* one NVLink/NVSwitch hop */
     double same_leaf;    /* GPU -> NIC -> leaf -> NIC -> GPU, same rail and leaf */
     double cross_leaf;   /* through a spine */
+    double cross_pod;    /* through the core between pods (cluster.pod_nodes) */
 } latency_us_cfg;
 
 /* NCCL's collectives (sim/plan/ring_split.h): its tuning model's latency and ring/tree choice, or
@@ -125,6 +126,10 @@ typedef struct {
     path_selection_kind path_selection; /* uplink port per flow: adaptive (all ports) or ecmp (hashed) */
     int qps_per_connection;     /* queue pairs per GPU pair, each hashed onto its own port under ecmp
                                    (NCCL_IB_QPS_PER_CONNECTION); < 1 reads as 1 */
+    /* A third switch tier: nodes of one pod (whole leaves, consecutive node ids), whose rail spines
+     * reach the other pods' through the core; 0 = "auto" = one pod, the two-tier fabric */
+    int pod_nodes;
+    double pod_oversubscription; /* a pod's spine downlink : core uplink bandwidth per rail (1 = non-blocking) */
 } cluster_cfg;
 
 /* ---- layout ----------------------------------------------------------------------------------- */
@@ -472,6 +477,21 @@ static inline int scn_leaf_of_node(const cluster_cfg *c, int node) {
 static inline int scn_leaves_per_rail(const cluster_cfg *c) {
     int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
     return (c->nodes + per - 1) / per;
+}
+/* Pods (cluster.pod_nodes): consecutive blocks of pod_nodes nodes, whole leaves each (checked by
+ * scenario_check_cluster); one pod when pod_nodes is "auto" (0) or covers the cluster. */
+static inline int scn_pod_nodes(const cluster_cfg *c) {
+    return c->pod_nodes > 0 && c->pod_nodes < c->nodes ? c->pod_nodes : c->nodes;
+}
+static inline int scn_pods(const cluster_cfg *c) {
+    int per = scn_pod_nodes(c);
+    return per > 0 ? (c->nodes + per - 1) / per : 1;
+}
+static inline int scn_pod_of_node(const cluster_cfg *c, int node) { return node / scn_pod_nodes(c); }
+/* Leaves of one rail in one pod (the last pod may hold fewer) */
+static inline int scn_leaves_per_pod(const cluster_cfg *c) {
+    int per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+    return (scn_pod_nodes(c) + per - 1) / per;
 }
 /* Ports of a leaf's uplink bundle to its rail's spines, each at the NIC's line rate: the bundle carries
  * leaf_down_ports NICs' worth of bandwidth / oversubscription. A whole number when path_selection is

@@ -148,7 +148,8 @@ typedef struct {
  * down by this, so that one signature is one placement. A group inside one leaf has the same
  * timing wherever it sits in any leaf (its flows use only its own NVLink and NIC links): ids relative
  * to its first node. A group that crosses leaves is the same only under a shift by whole leaves: ids
- * relative to the first node of its first leaf. Faults make absolute positions matter, and so does
+ * relative to the first node of its first leaf (its first pod's when it crosses pods). Faults make
+ * absolute positions matter, and so does
  * ecmp: its uplink ports are hashed from the GPU ids (fabric_ecmp_port). */
 static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
     if (x->f.n_links > 0 || fabric_ecmp(&x->c)) return 0;
@@ -159,6 +160,10 @@ static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
     }
     int nlo = fabric_node_of(&x->c, lo), nhi = fabric_node_of(&x->c, hi);
     int llo = fabric_leaf_of_node(&x->c, nlo);
+    /* across pods (cluster.pod_nodes): the same only under a shift by whole pods. Inside one pod the
+     * leaf rule below keeps it inside one pod: its leaves are shifted down to leaf 0 of pod 0. */
+    int plo = fabric_pod_of_node(&x->c, nlo);
+    if (plo != fabric_pod_of_node(&x->c, nhi)) return fabric_gpu(&x->c, plo * scn_pod_nodes(&x->c), 0);
     /* inside one leaf: relative to the group's first NVLink domain (its first node unless a domain
      * spans several), so that groups at the same place in two domains share a signature */
     if (llo == fabric_leaf_of_node(&x->c, nhi)) return fabric_domain_of(&x->c, lo) * fabric_domain_gpus(&x->c);
@@ -348,9 +353,11 @@ static double sg_p2p_s(void *ctx, int src, int dst, double bytes) {
     return t;
 }
 
-static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int *base) {
+static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int concurrent,
+                         int *base) {
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0xC011);
+    if (fabric_pods(&x->c) > 1) sig_word(&s, 0xC0C0 + (uint64_t)(concurrent > 1 ? concurrent : 1));   /* its copies */
     if (x->c.nccl_model != NCCL_MODEL_TUNED) sig_word(&s, 0x11CC + (uint64_t)x->c.nccl_model);   /* its latency */
     sig_word(&s, (uint64_t)kind);
     sig_word(&s, (uint64_t)n);
@@ -362,25 +369,26 @@ static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n
 
 /* A ring step is the same every step (every GPU forwards one chunk to its successor): simulate one
  * step of each phase on the fabric, with all the ring's edges at once, and multiply by the steps. */
-static double coll_compute(sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int base, long *flows) {
+static double coll_compute(sg_ctx *x, coll_kind kind, const int *gpus, int n, double bytes, int concurrent, int base,
+                           long *flows) {
     int *at = moe_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) at[i] = gpus[i] - base;
     x->pending_flows = 0;
-    double t = ring_collective_s(&x->c, kind, at, n, bytes, run_flow_list_bw, x);
+    double t = ring_collective_s(&x->c, kind, at, n, bytes, concurrent, run_flow_list_bw, x);
     free(at);
     *flows = x->pending_flows;
     return t;
 }
 
-static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes) {
+static double sg_collective_s(void *ctx, coll_kind kind, const int *gpus, int n, double bytes, int concurrent) {
     sg_ctx *x = ctx;
     if (n < 2 || bytes <= 0) { x->st.queries++; return 0.0; }
     int base;
-    uint64_t key = coll_key(x, kind, gpus, n, bytes, &base);
+    uint64_t key = coll_key(x, kind, gpus, n, bytes, concurrent, &base);
     double t;
     if (answer_known(x, key, &t)) return t;
     long flows;
-    t = coll_compute(x, kind, gpus, n, bytes, base, &flows);
+    t = coll_compute(x, kind, gpus, n, bytes, concurrent, base, &flows);
     if (t < 0) return -1;
     store(x, key, t, flows);
     return t;
@@ -432,8 +440,11 @@ static int read_full(int fd, void *buf, size_t n) {
 /* The query's signature and, when `t` is non-NULL, its duration (*flows as in a2a_compute). */
 static uint64_t query_work(sg_ctx *x, const comm_query *q, double *t, long *flows) {
     int base, rail = 0;
-    uint64_t key = q->is_a2a ? a2a_key(x, &q->a2a, &base, &rail) : coll_key(x, q->kind, q->gpus, q->n, q->bytes, &base);
-    if (t) *t = q->is_a2a ? a2a_compute(x, &q->a2a, base, rail, flows) : coll_compute(x, q->kind, q->gpus, q->n, q->bytes, base, flows);
+    uint64_t key = q->is_a2a ? a2a_key(x, &q->a2a, &base, &rail)
+                             : coll_key(x, q->kind, q->gpus, q->n, q->bytes, q->concurrent, &base);
+    if (t)
+        *t = q->is_a2a ? a2a_compute(x, &q->a2a, base, rail, flows)
+                       : coll_compute(x, q->kind, q->gpus, q->n, q->bytes, q->concurrent, base, flows);
     return key;
 }
 

@@ -70,7 +70,9 @@ class RailZone : public kr::NetZoneImpl {
     sg4::Host *pfs_host_ = nullptr;
     std::vector<Duplex> nvl_, nic_, pcie_, snic_, uplink_; /* uplink_[rail * leaves + leaf] */
     std::vector<Duplex> port_;                              /* ecmp: port_[uplink index * U + port] */
-    std::vector<Hop> spine_;                                /* per rail */
+    std::vector<Hop> spine_;                                /* spine_[rail * pods + pod] */
+    std::vector<Duplex> pod_;                               /* a pod's core uplink: pod_[rail * pods + pod] */
+    std::vector<Hop> core_;                                 /* per rail (pods > 1 only) */
     Hop pfs_;
 
     Duplex duplex(const std::string &name, double Bps, double lat_s);
@@ -125,10 +127,22 @@ void RailZone::build(const faults_cfg &faults) {
                 port_.push_back(duplex(name + "-p" + std::to_string(p), fabric_port_Bps_faulty(&c_, &faults, r * L + l),
                                        fabric_uplink_lat_s(&c_)));
         }
-        sg4::Link *sp = z->create_link("spine-r" + std::to_string(r), fabric_spine_Bps(&c_))
-                            ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                            ->seal();
-        spine_.push_back({sp->get_impl(), 0.0});
+        /* one pod: "spine-rR" as the two-tier fabric; pods: "spine-rR-pP", "pod-rR-pP", "core-rR" */
+        const int P = fabric_pods(&c_);
+        for (int pod = 0; pod < P; pod++) {
+            const std::string sfx = "-r" + std::to_string(r) + (P > 1 ? "-p" + std::to_string(pod) : "");
+            sg4::Link *sp = z->create_link("spine" + sfx, fabric_spine_Bps(&c_))
+                                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                                ->seal();
+            spine_.push_back({sp->get_impl(), 0.0});
+            if (P > 1) pod_.push_back(duplex("pod" + sfx, fabric_pod_uplink_Bps(&c_), fabric_pod_lat_s(&c_)));
+        }
+        if (P > 1) {
+            sg4::Link *co = z->create_link("core-r" + std::to_string(r), fabric_core_Bps(&c_))
+                                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                                ->seal();
+            core_.push_back({co->get_impl(), 0.0});
+        }
     }
     for (int n = 0; n < c_.nodes; n++)
         snic_.push_back(duplex("snic-" + std::to_string(n), fabric_storage_nic_Bps(&c_), fabric_nic_lat_s(&c_)));
@@ -152,6 +166,9 @@ void RailZone::route_gpu_to_gpu(int src, int dst, int qp, kr::Route *r, double *
         case FL_SPINE: push(r, lat, spine_[k]); break;
         case FL_PORT_UP: push(r, lat, port_[k].up); break;
         case FL_PORT_DOWN: push(r, lat, port_[k].down); break;
+        case FL_POD_UP: push(r, lat, pod_[k].up); break;
+        case FL_POD_DOWN: push(r, lat, pod_[k].down); break;
+        case FL_CORE: push(r, lat, core_[k]); break;
         default: break;
         }
     }

@@ -13,7 +13,8 @@
  * every node (checkpoint snapshots), "pfs" for the parallel file system.
  * Links (split-duplex ones appear to SimGrid as NAME_UP / NAME_DOWN): "nvl-G", "nic-G", "pcie-G",
  * "up-rR-lL" (leaf L's uplink bundle on rail R; under cluster.path_selection ecmp its ports
- * "up-rR-lL-pP" instead), "spine-rR", "snic-N" (node storage NIC), "pfs".
+ * "up-rR-lL-pP" instead), "spine-rR" (with pods, cluster.pod_nodes: "spine-rR-pP", a pod's core
+ * uplink "pod-rR-pP" and the rail's core "core-rR"), "snic-N" (node storage NIC), "pfs".
  */
 #ifndef MOESIM_RAIL_FABRIC_H
 #define MOESIM_RAIL_FABRIC_H
