@@ -20,6 +20,8 @@
  *   - concurrent rings: a reduce-scatter across pods as one of 64 groups shares the core with its
  *     copies (ring_flows.h ring_concurrent_copies): what the core adds, by hand, in both models; none
  *     under two tiers;
+ *   - PFC: an incast's pause climbs through the pods' core links and delays a victim that shares only
+ *     them with it, to the incast's drain (3.84 ms against 1.28 ms), which two tiers leave alone;
  *   - the replica shortcut: a DP replica whose GPUs sit in two pods is simulated on its own, and the
  *     step with the shortcut equals the step of every rank (shortcut off) on such a layout;
  *   - the plan's warning names the pods a job fills (none for one pod);
@@ -323,6 +325,45 @@ static void test_concurrent_rings(void **st) {
     gpu_flow_list_free(&fl);
 }
 
+/* ---- PFC across the core --------------------------------------------------------------------------- */
+/* 16 single-GPU nodes on one rail, 4 per leaf, pods of 8 (2 leaves each), NIC 50 GB/s, latencies 0.
+ * The incast: GPUs 8, 9, 10 (leaf 2, pod 1) send 64 MB each to GPU 0 (leaf 0, pod 0): GPU 0's NIC
+ * down drains 3 x 64 MB / 50 GB/s = 3.84 ms. The victim: GPU 12 (leaf 3, pod 1) sends 64 MB to GPU 4
+ * (leaf 1, pod 0), 1.28 ms alone (its NICs), sharing with the incast only pod 1's core uplink and pod
+ * 0's core downlink. Lossless, the pause climbs nic-0 down -> up-l0 down -> pod 0's downlink -> pod 1's
+ * uplink: the victim ends at 3.84 ms. Under two tiers (one pod) it shares nothing: 1.28 ms. */
+static void test_pfc_through_the_core(void **st) {
+    (void)st;
+    for (int pods = 0; pods < 2; pods++) {
+        cluster_cfg c = fx_one_rail();
+        c.nodes = 16;
+        c.pod_nodes = pods ? 8 : 0;
+        c.pod_oversubscription = 1;
+        faults_cfg f;
+        memset(&f, 0, sizeof f);
+        gpu_flow v[4] = {{8, 0, BYTES, 0, FLOW_RDMA}, {9, 0, BYTES, 0, FLOW_RDMA}, {10, 0, BYTES, 0, FLOW_RDMA},
+                         {12, 4, BYTES, 0, FLOW_RDMA}};
+        pfc_result r;
+        assert_int_equal(pfc_spread(&c, &f, v, 4, NULL, &r), 0);
+        printf("  %s: incast %.3f ms, victim %.3f ms lossless (%.3f lossy), %d links paused:", pods ? "pods of 8" : "one pod",
+               r.finish_s[0] * 1e3, r.finish_s[3] * 1e3, r.finish_lossy_s[3] * 1e3, r.n_paused);
+        int pod_links = 0;
+        for (int i = 0; i < r.n_paused; i++) {
+            char name[64];
+            pfc_link_name(&c, r.paused[i].link, name, sizeof name);
+            printf(" %s", name);
+            pod_links += r.paused[i].link.cls == FL_POD_UP || r.paused[i].link.cls == FL_POD_DOWN;
+        }
+        printf("\n");
+        assert_true(fabs(r.finish_s[0] - 3 * BYTES / NIC) < 1e-12);
+        assert_true(fabs(r.finish_lossy_s[3] - BYTES / NIC) < 1e-12);
+        assert_true(fabs(r.finish_s[3] - (pods ? 3 * BYTES / NIC : BYTES / NIC)) < 1e-12);
+        assert_int_equal(pod_links, pods ? 2 : 0);
+        assert_int_equal((int)r.n_victims, pods);
+        pfc_result_free(&r);
+    }
+}
+
 /* ---- the replica shortcut --------------------------------------------------------------------------- */
 /* 64 GPUs on 8 nodes, 2 nodes per leaf, pods of `pod` nodes; EP16 over 2 nodes, DP4 (replica d: nodes
  * 2d, 2d + 1). */
@@ -440,6 +481,7 @@ int main(void) {
         cmocka_unit_test(test_one_pod_is_two_tier),
         cmocka_unit_test(test_memo_tells_pods_apart),
         cmocka_unit_test(test_concurrent_rings),
+        cmocka_unit_test(test_pfc_through_the_core),
         cmocka_unit_test(test_replica_shortcut),
         cmocka_unit_test(test_scenario),
     };

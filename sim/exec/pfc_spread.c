@@ -9,8 +9,11 @@
 #include <string.h>
 
 /* Lossless (PFC) ports in route order; the spine layer and NVLink are passed through. */
+/* The links whose queues pause their feeders: a switch egress (or a NIC's send link); the spine and
+ * core layers are non-blocking and passed through. */
 static int is_port(fabric_link_class k) {
-    return k == FL_NIC_UP || k == FL_UPLINK_UP || k == FL_UPLINK_DOWN || k == FL_NIC_DOWN;
+    return k == FL_NIC_UP || k == FL_UPLINK_UP || k == FL_UPLINK_DOWN || k == FL_NIC_DOWN || k == FL_POD_UP ||
+           k == FL_POD_DOWN;
 }
 
 typedef struct {
@@ -121,8 +124,9 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
     }
 
     /* the pause climbs from the receivers: the class order of every route is NIC up < uplink up <
-     * uplink down < NIC down, so when a class is processed every port downstream of it is final */
-    static const fabric_link_class up_order[] = {FL_UPLINK_DOWN, FL_UPLINK_UP, FL_NIC_UP};
+     * pod uplink up < pod uplink down < uplink down < NIC down, so when a class is processed every
+     * port downstream of it is final */
+    static const fabric_link_class up_order[] = {FL_UPLINK_DOWN, FL_POD_DOWN, FL_POD_UP, FL_UPLINK_UP, FL_NIC_UP};
     for (size_t k = 0; k < sizeof up_order / sizeof *up_order; k++)
         for (size_t i = 0; i < n; i++)
             for (int j = 0; j < rt[i].n; j++) {

@@ -16,7 +16,8 @@
  *   lossless  held(l) = max(drain(l), held(m) for every link m directly downstream of l on any flow
  *             through l), and flow f ends at max over its links of held(l) (+ latency).
  * "Directly downstream" follows the lossless hops of a route: NIC up -> leaf uplink up -> (the spine
- * layer, non-blocking, is passed through) -> leaf uplink down -> NIC down. The rule is what FIFO ports
+ * layer, non-blocking, is passed through) -> [across pods: pod uplink up -> (the core, passed
+ * through) -> pod uplink down ->] leaf uplink down -> NIC down. The rule is what FIFO ports
  * give: a port that carries bytes for a paused egress forwards them at the rate that egress grants,
  * and everything mixed with them in its queue at the same pace, so the port drains when the paused
  * egress does. Routes follow the link classes in a fixed order, so one pass per class from the
