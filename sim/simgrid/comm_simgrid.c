@@ -142,17 +142,20 @@ typedef struct {
     comm_model closed;   /* the hand-computed model, for patterns too large to simulate */
     long max_flows;      /* larger patterns go to `closed` */
     long pending_flows;  /* flows simulated for the query being answered */
+    unsigned char *domain_faulty; /* per NVLink domain: one of its nodes holds a GPU with a faulty NIC
+                                     or NVLink, or sits under a leaf with a faulty uplink (faults.links);
+                                     NULL without faults */
 } sg_ctx;
 
 /* Where a group's GPU ids are measured from in its signature, and where it is simulated: shifted
  * down by this, so that one signature is one placement. A group inside one leaf has the same
  * timing wherever it sits in any leaf (its flows use only its own NVLink and NIC links): ids relative
  * to its first node. A group that crosses leaves is the same only under a shift by whole leaves: ids
- * relative to the first node of its first leaf (its first pod's when it crosses pods). Faults make
- * absolute positions matter, and so does
- * ecmp: its uplink ports are hashed from the GPU ids (fabric_ecmp_port). */
+ * relative to the first node of its first leaf (its first pod's when it crosses pods). Under ecmp
+ * absolute positions matter: its uplink ports are hashed from the GPU ids (fabric_ecmp_port). Faults
+ * make them matter for the patterns that meet them (sig_placement). */
 static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
-    if (x->f.n_links > 0 || fabric_ecmp(&x->c)) return 0;
+    if (fabric_ecmp(&x->c)) return 0;
     int lo = gpus[0], hi = gpus[0];
     for (int i = 1; i < n; i++) {
         if (gpus[i] < lo) lo = gpus[i];
@@ -177,11 +180,37 @@ static int sig_base_gpu(const sg_ctx *x, const int *gpus, int n) {
  * same nodes) are one pattern, as are their pipeline sends and gradient rings; with link faults the
  * rails differ and nothing moves, as under ecmp (hashed ports). */
 static int sig_rail_shift(const sg_ctx *x, const int *gpus, int n) {
-    if (x->f.n_links > 0 || fabric_ecmp(&x->c)) return 0;
+    if (fabric_ecmp(&x->c)) return 0;
     int m = gpus[0] % x->c.gpus_per_node;
     for (int i = 1; i < n; i++)
         if (gpus[i] % x->c.gpus_per_node < m) m = gpus[i] % x->c.gpus_per_node;
     return m;
+}
+
+/* Faults (faults.links) slow some links of the platform. A pattern none of whose flows can reach one
+ * (no GPU of it, of its concurrent copies `copies` x `stride` GPUs on (a2a_copies), in an NVLink
+ * domain with a faulty NIC or NVLink or under a leaf with a faulty uplink: every link of a route
+ * belongs to its two ends' domains and leaves, PXN relaying inside the source's) runs as on the
+ * healthy fabric: it keeps the healthy signature, marked, and is simulated where it is (so on
+ * healthy links); one that can reach a fault is signed and simulated at its absolute place.
+ * *key_base / *key_rail: what the signature measures ids from; *base / *rail: where it is simulated.
+ * Returns the word that marks the signature (0: none, the fault-free fabric's). */
+static uint64_t sig_placement(const sg_ctx *x, const int *gpus, int n, int copies, int stride, int *key_base,
+                              int *key_rail, int *base, int *rail) {
+    *key_base = sig_base_gpu(x, gpus, n);
+    *key_rail = sig_rail_shift(x, gpus, n);
+    *base = *key_base;
+    *rail = *key_rail;
+    if (!x->domain_faulty) return 0;
+    const int G = x->c.nodes * x->c.gpus_per_node;
+    *base = *rail = 0;
+    for (int cp = 0; cp < copies; cp++)
+        for (int i = 0; i < n; i++)
+            if (x->domain_faulty[fabric_domain_of(&x->c, (gpus[i] + cp * stride) % G)]) {
+                *key_base = *key_rail = 0;
+                return 0xFA17;
+            }
+    return 0xC1EA;
 }
 
 static double now_s(void) {
@@ -280,9 +309,10 @@ static uint64_t a2a_key(const sg_ctx *x, const a2a_pattern *p, int *base, int *r
     if (p->pairwise) sig_word(&s, 0x9A1);   /* NCCL pairwise flows (DeepEP signatures unchanged) */
     sig_word(&s, (uint64_t)p->n);
     sig_word(&s, (uint64_t)a2a_copies(&x->c, p));
-    *base = sig_base_gpu(x, p->gpus, p->n);
-    *rail = sig_rail_shift(x, p->gpus, p->n);
-    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - *base - *rail));
+    int kb, kr;
+    uint64_t mark = sig_placement(x, p->gpus, p->n, a2a_copies(&x->c, p), a2a_copy_stride(&x->c, p), &kb, &kr, base, rail);
+    if (mark) sig_word(&s, mark);
+    for (int i = 0; i < p->n; i++) sig_word(&s, (uint64_t)(p->gpus[i] - kb - kr));
     for (size_t k = 0; k < (size_t)p->n * (size_t)p->n; k++) sig_bytes(&s, p->bytes[k]);
     if (p->node_bytes) {
         sig_word(&s, (uint64_t)p->n_nodes);
@@ -338,9 +368,13 @@ static double sg_p2p_s(void *ctx, int src, int dst, double bytes) {
     if (src == dst || bytes <= 0) { x->st.queries++; return 0.0; }
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0x929);
-    const int pair[2] = {src, dst}, base = sig_base_gpu(x, pair, 2) + sig_rail_shift(x, pair, 2);
-    sig_word(&s, (uint64_t)(src - base));
-    sig_word(&s, (uint64_t)(dst - base));
+    const int pair[2] = {src, dst};
+    int kb, kr, b, r;
+    uint64_t mark = sig_placement(x, pair, 2, 1, 0, &kb, &kr, &b, &r);
+    const int base = b + r;
+    if (mark) sig_word(&s, mark);
+    sig_word(&s, (uint64_t)(src - kb - kr));
+    sig_word(&s, (uint64_t)(dst - kb - kr));
     sig_bytes(&s, bytes);
     uint64_t key = sig_done(&s);
     double t;
@@ -361,8 +395,14 @@ static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n
     if (x->c.nccl_model != NCCL_MODEL_TUNED) sig_word(&s, 0x11CC + (uint64_t)x->c.nccl_model);   /* its latency */
     sig_word(&s, (uint64_t)kind);
     sig_word(&s, (uint64_t)n);
-    *base = sig_base_gpu(x, gpus, n) + sig_rail_shift(x, gpus, n);
-    for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - *base));
+    /* the concurrent rings' copies across pods (ring_flows.h) sit on other nodes: with faults, such a
+     * ring is placed where it is */
+    int kb, kr, b, r, pods_copies = fabric_pods(&x->c) > 1 && concurrent > 1;
+    uint64_t mark = sig_placement(x, gpus, n, 1, 0, &kb, &kr, &b, &r);
+    if (pods_copies && x->domain_faulty) kb = kr = b = r = 0, mark = 0xFA17;
+    if (mark) sig_word(&s, mark);
+    *base = b + r;
+    for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - kb - kr));
     sig_bytes(&s, bytes);
     return sig_done(&s);
 }
@@ -623,6 +663,7 @@ static void sg_destroy(void *ctx) {
     free(x->flows);
     free(x->finish);
     if (x->closed.destroy) x->closed.destroy(x->closed.ctx);
+    free(x->domain_faulty);
     free(x);
 }
 
@@ -646,6 +687,25 @@ comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
     x->f = s->faults;
     x->closed = comm_analytic_create(s);
     x->max_flows = SG_MAX_PATTERN_FLOWS;
+    if (s->faults.n_links > 0) {   /* the domains a fault can touch (sig_placement) */
+        const cluster_cfg *c = &s->cluster;
+        const int D = (c->nodes * c->gpus_per_node) / fabric_domain_gpus(c), per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+        x->domain_faulty = moe_xcalloc((size_t)D, 1);
+        if (!x->domain_faulty) {
+            sg_destroy(x);
+            moe_error_set(err, EXIT_RUNTIME, "out of memory creating the SimGrid communication model");
+            return (comm_model){0};
+        }
+        for (int i = 0; i < s->faults.n_links; i++) {
+            const link_fault *lf = &s->faults.links[i];
+            if (lf->kind != LINK_UPLINK) {
+                x->domain_faulty[fabric_domain_of(c, lf->gpu)] = 1;
+                continue;
+            }
+            for (int nd = lf->leaf * per; nd < (lf->leaf + 1) * per && nd < c->nodes; nd++)
+                x->domain_faulty[fabric_domain_of(c, fabric_gpu(c, nd, 0))] = 1;
+        }
+    }
     m.ctx = x;
     m.name = "simgrid";
     m.a2a_s = sg_a2a_s;

@@ -4,8 +4,9 @@
  * aggregation: sim/exec/deepep_flows.h; NCCL rings: sim/exec/ring_flows.h), simulated max-min on the rail fabric
  * (sim/simgrid/rail_fabric.h) with the concurrent groups that share leaf uplinks and spines, and its
  * duration memoized by a signature: the byte matrix (exactly), the group's shape and its placement
- * relative to its leaf (absolute when link faults exist). A pattern is simulated at its signature's
- * placement (shifted to the first leaf or NVLink domain), and every run starts in the same binade of
+ * relative to its leaf (absolute when a link fault can reach it). A pattern is simulated at its
+ * signature's placement (shifted to the first leaf or NVLink domain; with link faults, where it is:
+ * on healthy links when no fault can reach it), and every run starts in the same binade of
  * SimGrid's clock (rail_flows.h), so a duration is a function of the signature alone: it does not
  * depend on what the process simulated before, nor on the order of the queries. The memo is
  * therefore the process's, shared by every model made here: a second step, the next step of
