@@ -28,8 +28,8 @@
  * comm model's time for its group plus its pause, worked out here from the flows of both groups as
  * the program resolves them (program_replica_pattern: each replica's own sample; a combine turned back
  * to its real direction) through pfc_spread, which tests/test_pfc_spread.c holds to hand-solved
- * incasts; and the per-rank pause counts what was added. With shared samples, and without
- * cluster.pfc, the step is the one without the feed, bit for bit.
+ * incasts; and the per-rank pause counts what was added. With shared samples, without cluster.pfc,
+ * and with cluster.ecn, the step is the one without the feed, bit for bit (ECN: V is not held).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,6 +113,12 @@ static void test_victim_group_paused(void **state) {
     near_ms(own[1], 2);
     near_ms(pause[0], 0);
     near_ms(pause[1], 4);
+    /* with ECN (cluster.ecn) H's senders slow down before nic-0's egress pauses: V is not held */
+    s.cluster.ecn = 1;
+    pauses(&s, ps, NULL, own, pause);
+    near_ms(own[1], 2);
+    near_ms(pause[1], 0);
+    s.cluster.ecn = 0;
     /* H as a combine given as its mirror image: its hot GPU sends, nothing is paused */
     static const unsigned char rev[2] = {1, 0};
     pauses(&s, ps, rev, own, pause);
@@ -297,6 +303,22 @@ static void test_step_shortcut(void **state) {
     step_exec_result_free(&b);
     program_free(p);
     cm.destroy(cm.ctx);
+    /* ECN: no pause is fed, and the step is the one without PFC, bit for bit */
+    double t[2];
+    for (int ecn = 0; ecn < 2; ecn++) {
+        sc.cluster.pfc = ecn;
+        sc.cluster.ecn = ecn;
+        assert_int_equal(program_build(&sc, &p, &err), 0);
+        cm = comm_analytic_create(&sc);
+        run_step_opts(p, &cm, 1, &a);
+        t[ecn] = a.step_time_s;
+        for (int r = 0; ecn && r < p->n_ranks; r++) assert_true(a.pfc_pause_s[r] == 0);
+        step_exec_result_free(&a);
+        program_free(p);
+        cm.destroy(cm.ctx);
+    }
+    printf("  step: PFC with ECN %.9f s, without PFC %.9f s\n", t[1], t[0]);
+    assert_true(t[0] == t[1]);
 }
 
 int main(void) {

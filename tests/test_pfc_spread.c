@@ -14,6 +14,8 @@
  *           feeding it, 4, 5, 6 and 7 (6 ms): 7->1 ends at 6 ms (1.5x; it shares the uplinks with
  *           the incast), 7->5 at 6 ms (1.5x; it never leaves the leaf and shares only GPU 7's NIC
  *           with a victim: the spreading's second step); 8->9 stays at 2 ms. 6 links paused.
+ *   ECN:    the incast's senders slow down instead of pausing: every flow at its lossy time, nothing
+ *           paused; a stalled receiver's tree is held forever all the same.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +98,34 @@ static void test_stalled_receiver(void **state) {
     pfc_result_free(&r);
 }
 
+/* ECN (cluster.ecn): the incast's senders slow down before nic-0's egress pauses its feeders, so
+ * every flow ends at its lossy time (the victims 7->1 and 7->5 at 4 ms, not 6) and nothing is paused;
+ * a receiver that stops draining still holds its whole pause tree forever, as without ECN. */
+static void test_ecn(void **state) {
+    (void)state;
+    cluster_cfg c = fx_one_rail();
+    c.ecn = 1;
+    faults_cfg f = {0};
+    pfc_result r;
+    assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, NULL, &r), 0);
+    for (int i = 0; i < NF; i++) assert_true(r.finish_s[i] == r.finish_lossy_s[i]);
+    near_ms(r.finish_s[F40], 6);
+    near_ms(r.finish_s[F71], 4);
+    near_ms(r.finish_s[F75], 4);
+    assert_int_equal((int)r.n_victims, 0);
+    assert_int_equal(r.n_paused, 0);
+    assert_int_equal(r.hot_gpu, 0);   /* the incast is still there, at its receiver */
+    near_ms(r.root_drain_s, 6);
+    pfc_result_free(&r);
+    pfc_opts o = {.stalled_gpu = 0};
+    assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, &o, &r), 0);
+    for (int i = F40; i <= F75; i++) assert_true(isinf(r.finish_s[i]));
+    near_ms(r.finish_s[F89], 2);
+    assert_int_equal(r.n_paused, 7);
+    assert_int_equal(r.n_held_gpus, 6);
+    pfc_result_free(&r);
+}
+
 /* A balanced all-to-all inside leaf 0: every NIC drains at the same time, so nothing is paused. */
 static void test_balanced_nothing_paused(void **state) {
     (void)state;
@@ -168,6 +198,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_incast_victims),
         cmocka_unit_test(test_stalled_receiver),
+        cmocka_unit_test(test_ecn),
         cmocka_unit_test(test_balanced_nothing_paused),
         cmocka_unit_test(test_slow_link_root),
         cmocka_unit_test(test_pairwise_pxn_victim),

@@ -135,6 +135,9 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
                 while (m < rt[i].n && !is_port(rt[i].h[m].cls)) m++;
                 if (m == rt[i].n) continue;
                 fabric_hop a = rt[i].h[j], b = rt[i].h[m];
+                /* with ECN the senders of a congested egress slow down before it pauses: only a
+                 * receiver that never drains still fills the queues up the tree */
+                if (c->ecn && !isinf(*slot(t.held, b))) continue;
                 if (*slot(t.held, b) > *slot(t.held, a)) {
                     *slot(t.held, a) = *slot(t.held, b);
                     t.cause[a.cls][a.index] = t.cause[b.cls][b.index];

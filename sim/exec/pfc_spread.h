@@ -23,6 +23,15 @@
  * egress does. Routes follow the link classes in a fixed order, so one pass per class from the
  * receivers up computes the fixed point exactly.
  *
+ * ECN (cluster.ecn: DCQCN on RoCE, congestion control on InfiniBand): a switch egress marks packets
+ * once its queue passes a threshold below the pause threshold, the receivers echo the marks and the
+ * senders of the marked flows cut their rate, so the congested egress is fed at the rate it drains
+ * and never pauses its feeders: held(l) = drain(l) for every link, the lossy finish for every flow
+ * (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015). The fluid limit:
+ * the rate control's convergence (its transient queue and pauses) is not modelled. A receiver that
+ * stops draining is different: marking cannot slow its senders to zero before the queues fill, and
+ * its pause climbs as without ECN.
+ *
  * Assumptions and limits (say them when quoting a result):
  *   - one lossless priority for all traffic (what RoCE training fabrics run), FIFO per ingress port,
  *     switch buffers small against the transfers (a pause reaches upstream at once); PFC XON/XOFF

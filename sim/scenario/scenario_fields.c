@@ -257,6 +257,15 @@ const scn_field scn_fields[] = {
            "links and the slowed flows (sim/exec/pfc_spread.h), and the fast executor adds to each all-to-all the pause "
            "the other EP groups of its stage put on its flows (step.breakdown.pfc_pause_s); --fidelity full has no PFC",
            "off; seed 000 section 0.2 incident 1: PFC back-pressure spread up the switch tree"),
+    F_BOOL("cluster.ecn", cluster.ecn, "",
+           "with cluster.pfc: switches mark ECN on a queue past a threshold below the pause threshold and the "
+           "senders of the marked flows cut their rate (DCQCN on RoCE; InfiniBand's congestion control likewise), "
+           "so an incast slows only its own senders and its pause does not spread to the traffic queued beside it "
+           "(no victims, step.breakdown.pfc_pause_s 0); a receiver that stops draining still fills the queues and "
+           "its pause storm spreads as without ECN (sim/exec/pfc_spread.h)",
+           "off (as Meta runs its 400G RoCE training fabric: PFC without DCQCN, Gangidi et al., SIGCOMM 2024); on: "
+           "DCQCN (Zhu et al., Congestion Control for Large-Scale RDMA Deployments, SIGCOMM 2015: ECN marking ahead "
+           "of PFC so that pauses, and the victims of their head-of-line blocking, become rare); seed 000 question 2"),
     F_ENUM("cluster.retransmission", cluster.retransmission, scn_retx_names, "",
            "how the NICs recover a packet a lossy link (faults.links[].loss_rate) drops: go-back-n resends everything "
            "sent after it, goodput (1 - p) / (1 + p W) with W the packets of one round trip (line rate x 2 x "

@@ -121,6 +121,9 @@ typedef struct {
     int nvlink_domain_gpus;
     int pfc;                 /* bool: the RoCE fabric is lossless (PFC): an incast pauses the ports
                                 upstream of it and stalls every flow behind them (sim/exec/pfc_spread.h) */
+    int ecn;                 /* bool: ECN marking with rate control at the senders (DCQCN): a congested
+                                egress slows its own senders before its queue reaches the pause
+                                threshold, so its pause does not spread (sim/exec/pfc_spread.h) */
     nccl_model_kind nccl_model; /* what NCCL's collectives pay beyond their bytes (sim/plan/ring_split.h) */
     retx_kind retransmission;   /* how the NICs recover a lost packet (sim/scenario/link_loss.h) */
     path_selection_kind path_selection; /* uplink port per flow: adaptive (all ports) or ecmp (hashed) */
