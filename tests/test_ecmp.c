@@ -12,6 +12,10 @@
  *   - every GPU pair's SimGrid route takes the hashed port of fabric_flow_route, per queue pair;
  *   - a DeepEP dispatch over two leaves: SimGrid and the closed form within 1%, neither below the most
  *     loaded port's drain computed by hand from the hash;
+ *   - concurrent rings: a reduce-scatter across two leaves as one of 32 groups meets 3 other rings on
+ *     its leaf's uplinks: a 4:1 bundle, or ecmp hashing all of them onto one port, adds steps x chunk x
+ *     (1/12.5 - 1/50 GB/s) to it by hand in both models; non-blocking adaptive leaves, or the 4 flows
+ *     on 4 ports, add nothing;
  *   - the fast executor's replica shortcut simulates every DP replica under ecmp (their flows hash onto
  *     other ports), one per routing sample stream under adaptive;
  *   - the hash against balls into bins: over 20,000 seeds, the mean of the largest number of n flows
@@ -37,6 +41,7 @@
 #include "platforms/fabric_geometry.h"
 #include "platforms/platform_xml.h"
 #include "sim/exec/comm.h"
+#include "sim/exec/ring_flows.h"
 #include "sim/exec/step_exec.h"
 #include "sim/plan/costmodel.h"
 #include "sim/program/program.h"
@@ -250,6 +255,81 @@ static void test_dispatch_simgrid_vs_closed_form(void **st) {
     assert_int_equal(fx_run_in_child(child_dispatch), 0);
 }
 
+/* ---- concurrent rings on the leaves' uplinks ------------------------------------------------------ */
+/* A reduce-scatter of 256 MB over rail 0 of node 0 (leaf 0) and node 4 (leaf 1), as one of 32 groups
+ * (2 members: 32 x 2 / (8 rails x 2 nodes) = 4 rings per rail and node position, nodes 0-3 and 4-7):
+ * the 4 rings' flows leave leaf 0 (and leaf 1) together.
+ *   - adaptive, 4:1 oversubscribed leaves: the bundle is one NIC wide, 4 flows at 12.5 GB/s each, so
+ *     the ring takes steps x chunk x (1/12.5 - 1/50 GB/s) more than alone, in both models; non-blocking
+ *     adaptive leaves: no copies, the same time alone or not (rings are timed alone there);
+ *   - ecmp, non-blocking (4 ports of one NIC each): under a seed that hashes the 4 forward flows onto
+ *     one port and the 4 backward flows onto one port, the same extra time as the 4:1 bundle; under a
+ *     seed that spreads each direction over the 4 ports, none. */
+static int ring_ports_used(uint64_t seed, int forward) {
+    scenario s = fx_fabric("test_ecmp", 8, 4, 1.0);
+    s.cluster.path_selection = PATH_ECMP;
+    int used = 0;
+    for (int j = 0; j < 4; j++) {
+        int a = j * 8, b = (4 + j) * 8;
+        used |= 1 << fabric_ecmp_port(&s.cluster, seed, forward ? a : b, forward ? b : a, 0);
+    }
+    return __builtin_popcount((unsigned)used);
+}
+
+static uint64_t ring_seed(int ports) {
+    for (uint64_t seed = 1; seed < 200000; seed++)
+        if (ring_ports_used(seed, 1) == ports && ring_ports_used(seed, 0) == ports) return seed;
+    fail_msg("no seed found");
+    return 0;
+}
+
+static double g_ring_extra_s;
+
+static int child_rings_on_leaves(void) {
+    scenario s = g_case;
+    comm_model sg, an;
+    if (fx_both_models(&s, &sg, &an)) return 1;
+    const int ring[2] = {0, 4 * 8};
+    const double B = 256 * MB;
+    double a1 = an.collective_s(an.ctx, COLL_REDUCE_SCATTER, ring, 2, B, 1);
+    double a32 = an.collective_s(an.ctx, COLL_REDUCE_SCATTER, ring, 2, B, 32);
+    double s1 = sg.collective_s(sg.ctx, COLL_REDUCE_SCATTER, ring, 2, B, 1);
+    double s32 = sg.collective_s(sg.ctx, COLL_REDUCE_SCATTER, ring, 2, B, 32);
+    char what[96];
+    const char *mode = s.cluster.path_selection == PATH_ECMP ? "ecmp" : "adaptive";
+    printf("  %s, %g:1, seed %llu: alone %.1f / %.1f us, one of 32 %.1f / %.1f us [analytic / simgrid]\n", mode,
+           s.cluster.oversubscription, (unsigned long long)s.seed, a1 * 1e6, s1 * 1e6, a32 * 1e6, s32 * 1e6);
+    snprintf(what, sizeof what, "%s %g:1: what the other rings add [analytic]", mode, s.cluster.oversubscription);
+    if (g_ring_extra_s > 0) near(what, a32 - a1, g_ring_extra_s);
+    else near(what, a32, a1);
+    snprintf(what, sizeof what, "%s %g:1: what the other rings add [simgrid]", mode, s.cluster.oversubscription);
+    if (g_ring_extra_s > 0) near(what, s32 - s1, g_ring_extra_s);
+    else near(what, s32, s1);
+    an.destroy(an.ctx);
+    sg.destroy(sg.ctx);
+    return fails != 0;
+}
+
+static void test_concurrent_rings_on_leaves(void **st) {
+    (void)st;
+    scenario s = fx_fabric("test_ecmp", 8, 4, 1.0);
+    const int ring[2] = {0, 4 * 8};
+    ring_plan rp = ring_plan_make(&s.cluster, COLL_REDUCE_SCATTER, ring, 2, 256 * MB);
+    const double extra = rp.steps * rp.nic_bytes * (1 / (NIC / 4) - 1 / NIC);
+    g_case = fx_fabric("test_ecmp", 8, 4, 4.0);   /* adaptive, 4:1 */
+    g_ring_extra_s = extra;
+    assert_int_equal(fx_run_in_child(child_rings_on_leaves), 0);
+    g_case = fx_fabric("test_ecmp", 8, 4, 1.0);   /* adaptive, non-blocking */
+    g_ring_extra_s = 0;
+    assert_int_equal(fx_run_in_child(child_rings_on_leaves), 0);
+    g_case = fabric(PATH_ECMP, 1, ring_seed(1));  /* ecmp: every flow of a direction on one port */
+    g_ring_extra_s = extra;
+    assert_int_equal(fx_run_in_child(child_rings_on_leaves), 0);
+    g_case = fabric(PATH_ECMP, 1, ring_seed(4));  /* ecmp: each on its own port */
+    g_ring_extra_s = 0;
+    assert_int_equal(fx_run_in_child(child_rings_on_leaves), 0);
+}
+
 /* The replica shortcut: DP replicas stand for one another under adaptive (a healthy replica per
  * routing sample stream is simulated), not under ecmp, whose replicas hash onto other ports. 64 GPUs,
  * EP16 over 2 nodes, DP4; the closed-form comm model. */
@@ -367,6 +447,7 @@ int main(void) {
         cmocka_unit_test(test_queue_pairs),
         cmocka_unit_test(test_routes_agree),
         cmocka_unit_test(test_dispatch_simgrid_vs_closed_form),
+        cmocka_unit_test(test_concurrent_rings_on_leaves),
         cmocka_unit_test(test_every_replica_under_ecmp),
         cmocka_unit_test(test_balls_into_bins),
         cmocka_unit_test(test_scenario),

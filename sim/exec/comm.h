@@ -72,8 +72,9 @@ typedef struct comm_model {
     double (*p2p_s)(void *ctx, int src_gpu, int dst_gpu, double bytes);
     /* Ring collective over `n` GPUs, `bytes` = full buffer size per GPU (NCCL convention).
      * `concurrent`: how many groups of its kind run it at the same time on disjoint GPUs (the other
-     * groups of its kind in its pipeline stage); a ring that crosses pods (cluster.pod_nodes) shares
-     * the core with their copies (ring_flows.h); 1 = alone. */
+     * groups of its kind in its pipeline stage); a ring that crosses pods (cluster.pod_nodes), or
+     * leaves whose uplinks are oversubscribed or hashed, shares them with their copies
+     * (ring_flows.h ring_concurrent_copies); 1 = alone. */
     double (*collective_s)(void *ctx, coll_kind kind, const int *gpus, int n, double bytes, int concurrent);
     void (*destroy)(void *ctx);
     /* Optional (NULL: none). The all-to-alls and collectives the caller is about to ask for, in about

@@ -73,12 +73,21 @@ int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_pla
     return rc ? -1 : 0;
 }
 
+int ring_rings_contend(const cluster_cfg *c) {
+    return fabric_pods(c) > 1 || fabric_ecmp(c) || c->oversubscription > 1.0;
+}
+
 int ring_concurrent_copies(const cluster_cfg *c, const int *gpus, int n, int concurrent, gpu_flow_list *fl) {
-    if (fabric_pods(c) < 2 || concurrent < 2 || n < 1) return 0;
+    if (!ring_rings_contend(c) || concurrent < 2 || n < 1) return 0;
+    /* where rings can meet: the core across pods; a leaf's uplinks when they are oversubscribed or
+     * hashed (non-blocking and sprayed, a leaf's bundle carries every NIC under it at line rate) */
+    const int leaves = fabric_ecmp(c) || c->oversubscription > 1.0;
     int crosses = 0, nodes = 0;
-    for (size_t i = 0; i < fl->n && !crosses; i++)
-        crosses = fabric_pod_of_node(c, fabric_node_of(c, fl->v[i].src_gpu)) !=
-                  fabric_pod_of_node(c, fabric_node_of(c, fl->v[i].dst_gpu));
+    for (size_t i = 0; i < fl->n && !crosses; i++) {
+        int ns = fabric_node_of(c, fl->v[i].src_gpu), nd = fabric_node_of(c, fl->v[i].dst_gpu);
+        crosses = fabric_pod_of_node(c, ns) != fabric_pod_of_node(c, nd) ||
+                  (leaves && fabric_leaf_of_node(c, ns) != fabric_leaf_of_node(c, nd));
+    }
     if (!crosses) return 0;
     for (int i = 0; i < n; i++) {   /* distinct nodes of the ring: members listed node by node or not */
         int nd = fabric_node_of(c, gpus[i]), seen = 0;

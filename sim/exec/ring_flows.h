@@ -18,8 +18,14 @@ ring_plan ring_plan_make(const cluster_cfg *c, coll_kind kind, const int *gpus, 
 int ring_step_flows(const cluster_cfg *c, const int *gpus, int n, const ring_plan *rp, gpu_flow_list *out,
                     double *wire_s);
 
-/* The concurrent rings a ring crossing pods meets in the core (cluster.pod_nodes > 1; none
- * otherwise, nor for a ring inside one pod): `concurrent` groups of n GPUs, gpus_per_node rails, so
+/* Can concurrent rings slow one another on this fabric: several pods (the core), or leaves whose
+ * uplinks are oversubscribed or hashed (cluster.path_selection ecmp)? On a two-tier fabric of
+ * non-blocking, sprayed leaves they cannot, and rings are timed alone. */
+int ring_rings_contend(const cluster_cfg *c);
+
+/* The concurrent rings a ring meets where rings contend (ring_rings_contend): across pods, and across
+ * leaves when the leaves' uplinks are oversubscribed or hashed (none for a ring that stays inside
+ * what it cannot leave: its pod, its leaf): `concurrent` groups of n GPUs, gpus_per_node rails, so
  * C = concurrent x n / (gpus_per_node x the ring's nodes) groups per rail and node position. Copy j
  * (1..C-1) moves every member to the same GPU of the node j places further in its aligned block of C
  * nodes (Megatron's rank order puts the groups of a stage on consecutive nodes: the expert-data-

@@ -391,13 +391,13 @@ static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n
                          int *base) {
     sig s = {1469598103934665603ULL};
     sig_word(&s, 0xC011);
-    if (fabric_pods(&x->c) > 1) sig_word(&s, 0xC0C0 + (uint64_t)(concurrent > 1 ? concurrent : 1));   /* its copies */
+    if (ring_rings_contend(&x->c)) sig_word(&s, 0xC0C0 + (uint64_t)(concurrent > 1 ? concurrent : 1));   /* its copies */
     if (x->c.nccl_model != NCCL_MODEL_TUNED) sig_word(&s, 0x11CC + (uint64_t)x->c.nccl_model);   /* its latency */
     sig_word(&s, (uint64_t)kind);
     sig_word(&s, (uint64_t)n);
-    /* the concurrent rings' copies across pods (ring_flows.h) sit on other nodes: with faults, such a
-     * ring is placed where it is */
-    int kb, kr, b, r, pods_copies = fabric_pods(&x->c) > 1 && concurrent > 1;
+    /* the concurrent rings' copies (ring_flows.h) sit on other nodes: with faults, such a ring is
+     * placed where it is */
+    int kb, kr, b, r, pods_copies = ring_rings_contend(&x->c) && concurrent > 1;
     uint64_t mark = sig_placement(x, gpus, n, 1, 0, &kb, &kr, &b, &r);
     if (pods_copies && x->domain_faulty) kb = kr = b = r = 0, mark = 0xFA17;
     if (mark) sig_word(&s, mark);
