@@ -452,6 +452,15 @@ static void test_scenario(void **st) {
     if (fx_parse("{\"cluster\": {\"pod_nodes\": 128, \"pod_oversubscription\": 7}}", &s, &err)) fail_msg("%s", err.msg);
     assert_int_equal(fabric_pods(&s.cluster), 4);   /* the preset's 512 nodes */
     assert_int_equal(scn_leaves_per_pod(&s.cluster), 4);
+    /* DeepSeek's multi-plane fat tree (preset h800-mpft): 16,384 GPUs, 8 planes (rails) of a two-tier
+     * non-blocking fat tree of 64-port switches: per plane 64 leaves (32 down, 32 up) and 64 x 32 / 64
+     * = 32 spines, 8 x 96 = 768 switches, the paper's count (Zhao et al., ISCA 2025) */
+    assert_int_equal(preset_cluster("h800-mpft", &s.cluster), 0);
+    assert_int_equal(s.cluster.nodes * s.cluster.gpus_per_node, 16384);
+    assert_int_equal(fabric_pods(&s.cluster), 1);
+    const int leaves = fabric_leaves_per_rail(&s.cluster), up = fabric_uplink_ports(&s.cluster);
+    assert_int_equal(s.cluster.rails * (leaves + leaves * up / 64), 768);
+    assert_true(s.cluster.leaf_down_ports + up == 64);
     /* the plan says where the job went */
     for (int pods = 0; pods < 2; pods++) {
         scenario t;

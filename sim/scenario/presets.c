@@ -15,7 +15,7 @@
 const char *const preset_model_names[] = {"deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama3-405b",
                                           "llama3-8b", "llama3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                                           "gpt-oss-120b", "kimi-k2", "mixtral-8x22b", NULL};
-const char *const preset_cluster_names[] = {"h800-8rail", "h100-8rail", "h200-8rail", "b200-8rail", "b300-8rail",
+const char *const preset_cluster_names[] = {"h800-8rail", "h800-mpft", "h100-8rail", "h200-8rail", "b200-8rail", "b300-8rail",
                                             "gb200-nvl72", "gb300-nvl72", NULL};
 
 /* Llama 3 family ("The Llama 3 Herd of Models", arXiv:2407.21783, Table 3; config.json of
@@ -103,10 +103,12 @@ static const model_cfg MODELS[] = {
  * Tectonic, 240 PB on 7,500 SSD servers) sustains 2 TB/s (7 TB/s peak) for a 16,384-GPU job, i.e.
  * 122 MB/s per GPU: 500 GB/s for these 4096 GPUs. Host memory: a DGX H100 has 2 TB; PCIe 5.0 x16
  * moves about 64 GB/s per direction. */
-#define EIGHT_RAIL_FABRIC(nic)                                                                     \
-    .nodes = 512, .gpus_per_node = 8, .nic_gbps = (nic), .rails = 8, .leaf_down_ports = 32,        \
-    .oversubscription = 1.0, .pod_oversubscription = 1.0, .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6},   \
-    .storage_GBps = 500, .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION
+#define EIGHT_RAIL_FABRIC_OF(nic, n_nodes, storage)                                                     \
+    .nodes = (n_nodes), .gpus_per_node = 8, .nic_gbps = (nic), .rails = 8, .leaf_down_ports = 32,       \
+    .oversubscription = 1.0, .pod_oversubscription = 1.0,                                               \
+    .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6},               \
+    .storage_GBps = (storage), .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION
+#define EIGHT_RAIL_FABRIC(nic) EIGHT_RAIL_FABRIC_OF(nic, 512, 500)
 
 /* mem_GiB is the HBM the driver exposes (NVML memory.total, printed by nvidia-smi in MiB) / 1024. The
  * datasheets' "GB" capacities are binary figures rounded, not decimal gigabytes: the driver shows
@@ -130,6 +132,15 @@ static const cluster_cfg CLUSTERS[] = {
      * is 143,771 MiB = 140.40 GiB as the driver reports it (Modal's table of NVML capacities,
      * thundergolfer.com/blog/nvidia-gpu-memory-capacity: "H200 141 GB 143,771 MiB 140.40 GiB"). */
     {.preset = "h800-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 200,
+     .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
+    /* DeepSeek's multi-plane fat tree (MPFT): 8 planes, one per GPU-NIC pair (ConnectX-7, 400 Gb/s
+     * InfiniBand), each a two-layer fat tree of 64-port switches, 16,384 GPUs in all with 768 switches
+     * (Zhao et al., "Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI
+     * Architectures", ISCA 2025, arXiv:2505.09343, section on the multi-plane network). Each plane is
+     * one of moesim's rails: 64 leaves of 32 down and 32 up ports and 32 spines per plane, non-blocking,
+     * 2,048 nodes; planes meet only inside a node (cross-plane traffic forwarded over NVLink, moesim's
+     * PXN). Storage: Llama 3's 2 TB/s for 16,384 GPUs (as above). */
+    {.preset = "h800-mpft", EIGHT_RAIL_FABRIC_OF(400, 2048, 2000), .nvlink_GBps = 200,
      .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
      .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
