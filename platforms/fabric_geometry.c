@@ -3,6 +3,35 @@
 
 #include <stdio.h>
 
+int fabric_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len) {
+    const int L = fabric_leaves_per_rail(c), P = fabric_pods(c);
+    const int dir = h.cls == FL_NVL_UP || h.cls == FL_NIC_UP || h.cls == FL_UPLINK_UP || h.cls == FL_PORT_UP ||
+                            h.cls == FL_POD_UP
+                        ? 1
+                        : h.cls == FL_NVL_DOWN || h.cls == FL_NIC_DOWN || h.cls == FL_UPLINK_DOWN ||
+                                  h.cls == FL_PORT_DOWN || h.cls == FL_POD_DOWN
+                              ? 2
+                              : 0;
+    switch (h.cls) {
+    case FL_NVL_UP: case FL_NVL_DOWN: snprintf(buf, len, "nvl-%d", h.index); break;
+    case FL_NIC_UP: case FL_NIC_DOWN: snprintf(buf, len, "nic-%d", h.index); break;
+    case FL_UPLINK_UP: case FL_UPLINK_DOWN: snprintf(buf, len, "up-r%d-l%d", h.index / L, h.index % L); break;
+    case FL_PORT_UP: case FL_PORT_DOWN: {
+        int U = fabric_uplink_ports(c), b = h.index / U;
+        snprintf(buf, len, "up-r%d-l%d-p%d", b / L, b % L, h.index % U);
+        break;
+    }
+    case FL_SPINE:
+        if (P > 1) snprintf(buf, len, "spine-r%d-p%d", h.index / P, h.index % P);
+        else snprintf(buf, len, "spine-r%d", h.index);
+        break;
+    case FL_POD_UP: case FL_POD_DOWN: snprintf(buf, len, "pod-r%d-p%d", h.index / P, h.index % P); break;
+    case FL_CORE: snprintf(buf, len, "core-r%d", h.index); break;
+    default: snprintf(buf, len, "?"); return 0;
+    }
+    return dir;
+}
+
 int fabric_check_cluster(const scenario *s, moe_error *err) {
     const cluster_cfg *c = &s->cluster;
     const char *f = s->file;

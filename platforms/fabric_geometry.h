@@ -267,6 +267,18 @@ static inline int fabric_class_size(const cluster_cfg *c, fabric_link_class cls)
     }
 }
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* A hop's link as the SimGrid platform names it (sim/simgrid/rail_fabric.cpp, the XML dump): its name
+ * into buf ("nic-G", "up-rR-lL", "up-rR-lL-pP", "spine-rR" or with pods "spine-rR-pP", "pod-rR-pP",
+ * "core-rR", "nvl-G"; "?" for no link) and which direction of a split-duplex link it is: 1 up, 2 down,
+ * 0 a shared link (a spine layer, a core). */
+int fabric_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len);
+#ifdef __cplusplus
+}
+#endif
+
 /* End-to-end latency (s) between two GPUs, as routed by the fabric. */
 static inline double fabric_route_latency_s(const cluster_cfg *c, int src, int dst) {
     fabric_hop h[FABRIC_MAX_HOPS];

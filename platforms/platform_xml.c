@@ -14,31 +14,12 @@ static void link_xml(FILE *f, const char *id, double Bps, double lat_s, int dupl
             duplex ? " sharing_policy=\"SPLITDUPLEX\"" : "");
 }
 
-/* SimGrid name of one hop: split-duplex members are NAME with direction UP/DOWN. */
+/* One hop of a route (fabric_link_name): split-duplex members are NAME with direction UP/DOWN. */
 static void hop_xml(FILE *f, const cluster_cfg *c, fabric_hop h) {
-    int L = fabric_leaves_per_rail(c), P = fabric_pods(c);
-    switch (h.cls) {
-    case FL_NVL_UP: case FL_NVL_DOWN:
-        fprintf(f, "<link_ctn id=\"nvl-%d\" direction=\"%s\"/>", h.index, h.cls == FL_NVL_UP ? "UP" : "DOWN");
-        break;
-    case FL_NIC_UP: case FL_NIC_DOWN:
-        fprintf(f, "<link_ctn id=\"nic-%d\" direction=\"%s\"/>", h.index, h.cls == FL_NIC_UP ? "UP" : "DOWN");
-        break;
-    case FL_UPLINK_UP: case FL_UPLINK_DOWN:
-        fprintf(f, "<link_ctn id=\"up-r%d-l%d\" direction=\"%s\"/>", h.index / L, h.index % L,
-                h.cls == FL_UPLINK_UP ? "UP" : "DOWN");
-        break;
-    case FL_SPINE:
-        if (P > 1) fprintf(f, "<link_ctn id=\"spine-r%d-p%d\"/>", h.index / P, h.index % P);
-        else fprintf(f, "<link_ctn id=\"spine-r%d\"/>", h.index);
-        break;
-    case FL_POD_UP: case FL_POD_DOWN:
-        fprintf(f, "<link_ctn id=\"pod-r%d-p%d\" direction=\"%s\"/>", h.index / P, h.index % P,
-                h.cls == FL_POD_UP ? "UP" : "DOWN");
-        break;
-    case FL_CORE: fprintf(f, "<link_ctn id=\"core-r%d\"/>", h.index); break;
-    default: break;
-    }
+    char name[64];
+    int dir = fabric_link_name(c, h, name, sizeof name);
+    if (dir) fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", name, dir == 1 ? "UP" : "DOWN");
+    else fprintf(f, "<link_ctn id=\"%s\"/>", name);
 }
 
 static int write_body(FILE *f, const scenario *s) {

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Lossless (PFC) ports in route order; the spine layer and NVLink are passed through. */
-/* The links whose queues pause their feeders: a switch egress (or a NIC's send link); the spine and
- * core layers are non-blocking and passed through. */
+/* The lossless (PFC) ports, whose queues pause their feeders: a switch egress (or a NIC's send link);
+ * the spine and core layers (non-blocking) and NVLink are passed through. */
 static int is_port(fabric_link_class k) {
     return k == FL_NIC_UP || k == FL_UPLINK_UP || k == FL_UPLINK_DOWN || k == FL_NIC_DOWN || k == FL_POD_UP ||
            k == FL_POD_DOWN;
@@ -48,28 +47,9 @@ void pfc_result_free(pfc_result *r) {
 }
 
 void pfc_link_name(const cluster_cfg *c, fabric_hop h, char *buf, size_t len) {
-    int L = fabric_leaves_per_rail(c), P = fabric_pods(c);
-    switch (h.cls) {
-    case FL_NVL_UP: snprintf(buf, len, "nvl-%d_UP", h.index); break;
-    case FL_NVL_DOWN: snprintf(buf, len, "nvl-%d_DOWN", h.index); break;
-    case FL_NIC_UP: snprintf(buf, len, "nic-%d_UP", h.index); break;
-    case FL_NIC_DOWN: snprintf(buf, len, "nic-%d_DOWN", h.index); break;
-    case FL_UPLINK_UP: snprintf(buf, len, "up-r%d-l%d_UP", h.index / L, h.index % L); break;
-    case FL_UPLINK_DOWN: snprintf(buf, len, "up-r%d-l%d_DOWN", h.index / L, h.index % L); break;
-    case FL_SPINE:
-        if (P > 1) snprintf(buf, len, "spine-r%d-p%d", h.index / P, h.index % P);
-        else snprintf(buf, len, "spine-r%d", h.index);
-        break;
-    case FL_PORT_UP: case FL_PORT_DOWN: {
-        int U = fabric_uplink_ports(c), b = h.index / U;
-        snprintf(buf, len, "up-r%d-l%d-p%d_%s", b / L, b % L, h.index % U, h.cls == FL_PORT_UP ? "UP" : "DOWN");
-        break;
-    }
-    case FL_POD_UP: snprintf(buf, len, "pod-r%d-p%d_UP", h.index / P, h.index % P); break;
-    case FL_POD_DOWN: snprintf(buf, len, "pod-r%d-p%d_DOWN", h.index / P, h.index % P); break;
-    case FL_CORE: snprintf(buf, len, "core-r%d", h.index); break;
-    default: snprintf(buf, len, "?"); break;
-    }
+    char base[64];
+    int dir = fabric_link_name(c, h, base, sizeof base);
+    snprintf(buf, len, "%s%s", base, dir == 1 ? "_UP" : dir == 2 ? "_DOWN" : "");
 }
 
 /* Route of every flow (FABRIC_MAX_HOPS per flow), computed once. */

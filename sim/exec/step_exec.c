@@ -221,7 +221,6 @@ static const program_op *head_op(const exec_ctx *x, rank_state *r, int st, int i
     return &r->head[st];
 }
 
-/* Group g's GPUs, in member order, into a new array (*n of them). */
 /* The groups that run a collective of an n-rank group at the same time (comm.h collective_s): the
  * groups of its kind partition its pipeline stage's ranks, and a stage reduces its gradients (and
  * gathers its parameters) in its own backward (forward), apart from the other stages'. */
@@ -230,6 +229,7 @@ int step_coll_concurrent(const program *p, int n) {
     return n > 0 && per_stage / n > 1 ? per_stage / n : 1;
 }
 
+/* Group g's GPUs, in member order, into a new array (*n of them). */
 static int *group_gpus(const program *p, int g, int *n) {
     const program_group *G = &p->groups[g];
     int *gpus = moe_xmalloc((size_t)(G->n + 1) * sizeof(int));

@@ -397,9 +397,9 @@ static uint64_t coll_key(const sg_ctx *x, coll_kind kind, const int *gpus, int n
     sig_word(&s, (uint64_t)n);
     /* the concurrent rings' copies (ring_flows.h) sit on other nodes: with faults, such a ring is
      * placed where it is */
-    int kb, kr, b, r, pods_copies = ring_rings_contend(&x->c) && concurrent > 1;
+    int kb, kr, b, r, has_copies = ring_rings_contend(&x->c) && concurrent > 1;
     uint64_t mark = sig_placement(x, gpus, n, 1, 0, &kb, &kr, &b, &r);
-    if (pods_copies && x->domain_faulty) kb = kr = b = r = 0, mark = 0xFA17;
+    if (has_copies && x->domain_faulty) kb = kr = b = r = 0, mark = 0xFA17;
     if (mark) sig_word(&s, mark);
     *base = b + r;
     for (int i = 0; i < n; i++) sig_word(&s, (uint64_t)(gpus[i] - kb - kr));
@@ -689,7 +689,7 @@ comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
     x->max_flows = SG_MAX_PATTERN_FLOWS;
     if (s->faults.n_links > 0) {   /* the domains a fault can touch (sig_placement) */
         const cluster_cfg *c = &s->cluster;
-        const int D = (c->nodes * c->gpus_per_node) / fabric_domain_gpus(c), per = c->leaf_down_ports > 0 ? c->leaf_down_ports : c->nodes;
+        const int D = (c->nodes * c->gpus_per_node) / fabric_domain_gpus(c);
         x->domain_faulty = moe_xcalloc((size_t)D, 1);
         if (!x->domain_faulty) {
             sg_destroy(x);
@@ -702,8 +702,8 @@ comm_model sg_comm_create(const scenario *s_in, moe_error *err) {
                 x->domain_faulty[fabric_domain_of(c, lf->gpu)] = 1;
                 continue;
             }
-            for (int nd = lf->leaf * per; nd < (lf->leaf + 1) * per && nd < c->nodes; nd++)
-                x->domain_faulty[fabric_domain_of(c, fabric_gpu(c, nd, 0))] = 1;
+            for (int nd = 0; nd < c->nodes; nd++)
+                if (fabric_leaf_of_node(c, nd) == lf->leaf) x->domain_faulty[fabric_domain_of(c, fabric_gpu(c, nd, 0))] = 1;
         }
     }
     m.ctx = x;
