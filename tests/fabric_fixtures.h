@@ -3,12 +3,14 @@
 #ifndef MOESIM_TESTS_FABRIC_FIXTURES_H
 #define MOESIM_TESTS_FABRIC_FIXTURES_H
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sim/exec/comm.h"
+#include "sim/exec/flows.h"
 #include "sim/scenario/presets.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_load.h"
@@ -46,6 +48,16 @@ static inline cluster_cfg fx_one_rail(void) {
     c.nvlink_GBps = 200;
     return c;
 }
+
+/* The hand incast on fx_one_rail (tests/test_pfc_spread.c, test_transport.c): GPUs 4, 5, 6 send
+ * FX_INCAST_B (100 MB: 2 ms on a NIC) each to GPU 0; GPU 7 sends it to GPU 1 and to GPU 5; GPU 8 to
+ * GPU 9. */
+#define FX_INCAST_B 100e6
+enum { FX_F40, FX_F50, FX_F60, FX_F71, FX_F75, FX_F89, FX_NF };
+static const gpu_flow FX_INCAST[FX_NF] = {
+    {4, 0, FX_INCAST_B, 0, FLOW_RDMA}, {5, 0, FX_INCAST_B, 0, FLOW_RDMA}, {6, 0, FX_INCAST_B, 0, FLOW_RDMA},
+    {7, 1, FX_INCAST_B, 0, FLOW_RDMA}, {7, 5, FX_INCAST_B, 0, FLOW_RDMA}, {8, 9, FX_INCAST_B, 0, FLOW_RDMA},
+};
 
 /* The SimGrid model of scenario s and the closed form on the same fabric (the step's rates:
  * sg_fabric_scenario), for a case that holds one to the other; 1 (with a message) when SimGrid cannot
@@ -92,6 +104,9 @@ static inline int fx_small_moe(const char *cluster_fields, scenario *s, moe_erro
 }
 
 #ifdef cmocka_unit_test
+/* got (seconds) is want_ms milliseconds, to 1 ns */
+static inline void fx_near_ms(double got, double want_ms) { assert_true(fabs(got - want_ms * 1e-3) <= 1e-9); }
+
 /* {"cluster": <cluster>} is refused with exit 2, its message naming `path` and containing `expect`. */
 static inline void fx_expect_bad_cluster(const char *cluster, const char *path, const char *expect) {
     char json[512];

@@ -29,35 +29,26 @@
 #include "tests/fabric_fixtures.h"
 
 #define B 100e6
-#define MS 1e-3
-
-enum { F40, F50, F60, F71, F75, F89, NF };
-static const gpu_flow FLOWS[NF] = {
-    {4, 0, B, 0, FLOW_RDMA}, {5, 0, B, 0, FLOW_RDMA}, {6, 0, B, 0, FLOW_RDMA},
-    {7, 1, B, 0, FLOW_RDMA}, {7, 5, B, 0, FLOW_RDMA}, {8, 9, B, 0, FLOW_RDMA},
-};
-
-static void near_ms(double got, double want_ms) { assert_true(fabs(got - want_ms * MS) <= 1e-9); }
 
 static void test_incast_victims(void **state) {
     (void)state;
     cluster_cfg c = fx_one_rail();
     faults_cfg f = {0};
     pfc_result r;
-    assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, NULL, &r), 0);
+    assert_int_equal(pfc_spread(&c, &f, FX_INCAST, FX_NF, NULL, &r), 0);
     assert_int_equal(r.hot_gpu, 0);
     assert_true(r.root.cls == FL_NIC_DOWN && r.root.index == 0);
-    near_ms(r.root_drain_s, 6);
+    fx_near_ms(r.root_drain_s, 6);
     /* without PFC */
-    near_ms(r.finish_lossy_s[F40], 6);
-    near_ms(r.finish_lossy_s[F71], 4);
-    near_ms(r.finish_lossy_s[F75], 4);
-    near_ms(r.finish_lossy_s[F89], 2);
+    fx_near_ms(r.finish_lossy_s[FX_F40], 6);
+    fx_near_ms(r.finish_lossy_s[FX_F71], 4);
+    fx_near_ms(r.finish_lossy_s[FX_F75], 4);
+    fx_near_ms(r.finish_lossy_s[FX_F89], 2);
     /* with PFC: the victims wait for the incast; the makespan does not move */
-    near_ms(r.finish_s[F40], 6);
-    near_ms(r.finish_s[F71], 6);
-    near_ms(r.finish_s[F75], 6);
-    near_ms(r.finish_s[F89], 2);
+    fx_near_ms(r.finish_s[FX_F40], 6);
+    fx_near_ms(r.finish_s[FX_F71], 6);
+    fx_near_ms(r.finish_s[FX_F75], 6);
+    fx_near_ms(r.finish_s[FX_F89], 2);
     assert_int_equal((int)r.n_victims, 2);
     assert_true(fabs(r.max_victim_slowdown - 1.5) < 1e-9);
     assert_int_equal(r.n_paused, 6);
@@ -67,11 +58,11 @@ static void test_incast_victims(void **state) {
     for (int i = 0; i < 6; i++) {
         assert_int_equal(r.paused[i].link.cls, cls[i]);
         assert_int_equal(r.paused[i].link.index, idx[i]);
-        near_ms(r.paused[i].held_s, 6);
+        fx_near_ms(r.paused[i].held_s, 6);
         assert_true(r.paused[i].cause.cls == FL_NIC_DOWN && r.paused[i].cause.index == 0);
     }
-    near_ms(r.paused[3].drain_s, 4);   /* nic-7 up: 2B */
-    near_ms(r.paused[4].drain_s, 2);   /* up-l1 up: 4B on 200 GB/s */
+    fx_near_ms(r.paused[3].drain_s, 4);   /* nic-7 up: 2B */
+    fx_near_ms(r.paused[4].drain_s, 2);   /* up-l1 up: 4B on 200 GB/s */
     char name[64];
     pfc_link_name(&c, r.paused[4].link, name, sizeof name);
     assert_string_equal(name, "up-r0-l1_UP");
@@ -88,9 +79,9 @@ static void test_stalled_receiver(void **state) {
     faults_cfg f = {0};
     pfc_opts o = {.stalled_gpu = 0};
     pfc_result r;
-    assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, &o, &r), 0);
-    for (int i = F40; i <= F75; i++) assert_true(isinf(r.finish_s[i]));
-    near_ms(r.finish_s[F89], 2);
+    assert_int_equal(pfc_spread(&c, &f, FX_INCAST, FX_NF, &o, &r), 0);
+    for (int i = FX_F40; i <= FX_F75; i++) assert_true(isinf(r.finish_s[i]));
+    fx_near_ms(r.finish_s[FX_F89], 2);
     assert_true(isinf(r.max_victim_slowdown));
     /* the six of the incast's tree and the stalled NIC itself; every GPU but 8 and 9 is held */
     assert_int_equal(r.n_paused, 7);
@@ -107,20 +98,20 @@ static void test_ecn(void **state) {
     c.ecn = 1;
     faults_cfg f = {0};
     pfc_result r;
-    assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, NULL, &r), 0);
-    for (int i = 0; i < NF; i++) assert_true(r.finish_s[i] == r.finish_lossy_s[i]);
-    near_ms(r.finish_s[F40], 6);
-    near_ms(r.finish_s[F71], 4);
-    near_ms(r.finish_s[F75], 4);
+    assert_int_equal(pfc_spread(&c, &f, FX_INCAST, FX_NF, NULL, &r), 0);
+    for (int i = 0; i < FX_NF; i++) assert_true(r.finish_s[i] == r.finish_lossy_s[i]);
+    fx_near_ms(r.finish_s[FX_F40], 6);
+    fx_near_ms(r.finish_s[FX_F71], 4);
+    fx_near_ms(r.finish_s[FX_F75], 4);
     assert_int_equal((int)r.n_victims, 0);
     assert_int_equal(r.n_paused, 0);
     assert_int_equal(r.hot_gpu, 0);   /* the incast is still there, at its receiver */
-    near_ms(r.root_drain_s, 6);
+    fx_near_ms(r.root_drain_s, 6);
     pfc_result_free(&r);
     pfc_opts o = {.stalled_gpu = 0};
-    assert_int_equal(pfc_spread(&c, &f, FLOWS, NF, &o, &r), 0);
-    for (int i = F40; i <= F75; i++) assert_true(isinf(r.finish_s[i]));
-    near_ms(r.finish_s[F89], 2);
+    assert_int_equal(pfc_spread(&c, &f, FX_INCAST, FX_NF, &o, &r), 0);
+    for (int i = FX_F40; i <= FX_F75; i++) assert_true(isinf(r.finish_s[i]));
+    fx_near_ms(r.finish_s[FX_F89], 2);
     assert_int_equal(r.n_paused, 7);
     assert_int_equal(r.n_held_gpus, 6);
     pfc_result_free(&r);
@@ -140,7 +131,7 @@ static void test_balanced_nothing_paused(void **state) {
     assert_int_equal(pfc_spread(&c, &f, v, (size_t)n, NULL, &r), 0);
     assert_int_equal(r.n_paused, 0);
     assert_int_equal((int)r.n_victims, 0);
-    for (int i = 0; i < n; i++) near_ms(r.finish_s[i], 6);   /* 3B per NIC */
+    for (int i = 0; i < n; i++) fx_near_ms(r.finish_s[i], 6);   /* 3B per NIC */
     pfc_result_free(&r);
 }
 
@@ -154,8 +145,8 @@ static void test_slow_link_root(void **state) {
     gpu_flow v[2] = {{1, 2, B, 0, FLOW_RDMA}, {1, 3, B, 0, FLOW_RDMA}};
     pfc_result r;
     assert_int_equal(pfc_spread(&c, &f, v, 2, NULL, &r), 0);
-    near_ms(r.finish_lossy_s[1], 4);   /* nic-1 up carries 2B */
-    near_ms(r.finish_s[1], 8);
+    fx_near_ms(r.finish_lossy_s[1], 4);   /* nic-1 up carries 2B */
+    fx_near_ms(r.finish_s[1], 8);
     assert_int_equal(r.hot_gpu, 2);
     assert_int_equal((int)r.n_victims, 1);
     pfc_result_free(&r);
@@ -184,12 +175,12 @@ static void test_pairwise_pxn_victim(void **state) {
     assert_int_equal(pfc_spread_a2a(&c, &f, &pat, NULL, &r), 0);
     assert_int_equal(r.hot_gpu, 0);
     assert_true(r.root.cls == FL_NIC_DOWN && r.root.index == 0);
-    near_ms(r.root_drain_s, 32);
+    fx_near_ms(r.root_drain_s, 32);
     assert_int_equal((int)r.n_victims, 1);
     assert_int_equal(r.worst_victim_src, 9);
     assert_int_equal(r.worst_victim_dst, 16);
-    near_ms(r.finish_lossy_s[r.worst_victim], 18);
-    near_ms(r.finish_s[r.worst_victim], 32);
+    fx_near_ms(r.finish_lossy_s[r.worst_victim], 18);
+    fx_near_ms(r.finish_s[r.worst_victim], 32);
     assert_true(fabs(r.max_victim_slowdown - 32.0 / 18.0) < 1e-9);
     pfc_result_free(&r);
 }

@@ -18,12 +18,13 @@ static int is_port(fabric_link_class k) {
 typedef struct {
     double *drain[FL_NCLASSES];    /* per link: bytes / bandwidth */
     double *held[FL_NCLASSES];     /* per link: held time under PFC */
+    double *stop[FL_NCLASSES];     /* per link: how long it cannot send at all (behind a stalled receiver) */
     fabric_hop *cause[FL_NCLASSES];
 } link_tables;
 
 static void tables_free(link_tables *t) {
     for (int k = 0; k < FL_NCLASSES; k++) {
-        free(t->drain[k]); free(t->held[k]); free(t->cause[k]);
+        free(t->drain[k]); free(t->held[k]); free(t->stop[k]); free(t->cause[k]);
     }
 }
 
@@ -33,8 +34,9 @@ static int tables_init(link_tables *t, const cluster_cfg *c) {
         size_t n = (size_t)fabric_class_size(c, (fabric_link_class)k);
         t->drain[k] = moe_xcalloc(n, sizeof(double));
         t->held[k] = moe_xcalloc(n, sizeof(double));
+        t->stop[k] = moe_xcalloc(n, sizeof(double));
         t->cause[k] = moe_xcalloc(n, sizeof(fabric_hop));
-        if (!t->drain[k] || !t->held[k] || !t->cause[k]) return -1;
+        if (!t->drain[k] || !t->held[k] || !t->stop[k] || !t->cause[k]) return -1;
     }
     return 0;
 }
@@ -98,16 +100,23 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
             t.cause[k][x] = h;
         }
     }
-    if (stalled >= 0) {
-        fabric_hop root = {FL_NIC_DOWN, stalled};
-        if (*slot(t.drain, root) > 0) *slot(t.held, root) = INFINITY;
+    /* a receiver that stops draining: its port stops for good, or until the switch discards its queue
+     * (cluster.stall_discard_ms: InfiniBand's head-of-queue lifetime, a PFC watchdog), after which what
+     * was queued behind it moves on and what was bound for it is lost */
+    fabric_hop stall_root = {FL_NIC_DOWN, stalled};
+    double discard_s = c->stall_discard_ms > 0 ? c->stall_discard_ms * 1e-3 : INFINITY;
+    if (stalled >= 0 && *slot(t.drain, stall_root) > 0) {
+        *slot(t.held, stall_root) = discard_s;
+        *slot(t.stop, stall_root) = discard_s;
+    } else {
+        stalled = -1;
     }
 
     /* the pause climbs from the receivers: the class order of every route is NIC up < uplink up <
      * pod uplink up < pod uplink down < uplink down < NIC down, so when a class is processed every
      * port downstream of it is final */
     static const fabric_link_class up_order[] = {FL_UPLINK_DOWN, FL_POD_DOWN, FL_POD_UP, FL_UPLINK_UP, FL_NIC_UP};
-    for (size_t k = 0; k < sizeof up_order / sizeof *up_order; k++)
+    for (size_t k = 0; k < sizeof up_order / sizeof *up_order; k++) {
         for (size_t i = 0; i < n; i++)
             for (int j = 0; j < rt[i].n; j++) {
                 if (rt[i].h[j].cls != up_order[k]) continue;
@@ -116,13 +125,21 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
                 if (m == rt[i].n) continue;
                 fabric_hop a = rt[i].h[j], b = rt[i].h[m];
                 /* with ECN the senders of a congested egress slow down before it pauses: only a
-                 * receiver that never drains still fills the queues up the tree */
-                if (c->ecn && !isinf(*slot(t.held, b))) continue;
+                 * receiver that stops draining still fills the queues up the tree */
+                if (c->ecn && !(*slot(t.stop, b) > 0)) continue;
                 if (*slot(t.held, b) > *slot(t.held, a)) {
                     *slot(t.held, a) = *slot(t.held, b);
                     t.cause[a.cls][a.index] = t.cause[b.cls][b.index];
                 }
+                if (*slot(t.stop, b) > *slot(t.stop, a)) *slot(t.stop, a) = *slot(t.stop, b);
             }
+        /* a port stopped behind a stalled receiver sends nothing until the discard frees it, then its
+         * own bytes: stop + drain (the class is final before the next one up reads it) */
+        for (int x = 0, nx = fabric_class_size(c, up_order[k]); x < nx; x++) {
+            double st = t.stop[up_order[k]][x], hd = st + t.drain[up_order[k]][x];
+            if (st > 0 && hd > t.held[up_order[k]][x]) t.held[up_order[k]][x] = hd;
+        }
+    }
 
     /* per flow: lossy and lossless finish; the hot receiver; victims */
     double best = 0;
@@ -142,6 +159,8 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
         }
         r->finish_lossy_s[i] = lossy + rt[i].lat_s;
         r->finish_s[i] = pfc + rt[i].lat_s;
+        for (int j = 0; j < rt[i].n && stalled >= 0; j++)   /* bound for the stalled receiver: never delivered */
+            if (rt[i].h[j].cls == stall_root.cls && rt[i].h[j].index == stall_root.index) r->finish_s[i] = INFINITY;
         if (r->finish_s[i] > r->finish_lossy_s[i] * (1 + 1e-9)) {
             held_gpu[v[i].src_gpu] = held_gpu[v[i].dst_gpu] = 1;
             if (v[i].src_gpu != r->hot_gpu && v[i].dst_gpu != r->hot_gpu) {
@@ -157,6 +176,7 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
         }
     }
     for (int g = 0; g < G; g++) r->n_held_gpus += held_gpu[g];
+    if (stalled >= 0) *slot(t.held, stall_root) = INFINITY;   /* its own traffic never drains */
 
     /* paused links, by class then index (deterministic order) */
     for (int k = 0; k < FL_NCLASSES; k++) {

@@ -1,6 +1,6 @@
-/* pfc_spread.h — congestion spreading on a lossless (PFC) RoCE fabric, in closed form (core; no
- * SimGrid). The companion of the bottleneck model (comm_analytic.c): the same flows
- * (sim/exec/flows.h), the same links and routes (platforms/fabric_geometry.h).
+/* pfc_spread.h — congestion spreading on a lossless fabric (PFC on RoCE, credits on InfiniBand), in
+ * closed form (core; no SimGrid). The companion of the bottleneck model (comm_analytic.c): the same
+ * flows (sim/exec/flows.h), the same links and routes (platforms/fabric_geometry.h).
  *
  * What it models. A RoCE fabric run lossless (cluster.pfc) never drops a packet: when the egress
  * queue of a switch port fills, the switch sends PFC PAUSE frames to the ingress ports that feed it,
@@ -46,13 +46,23 @@
  *     paused ports and does not wait for it (other groups, other jobs), and through a receiver that
  *     stops draining altogether (stalled_gpu below: the pause storm of the cascading hang);
  *   - no PFC deadlock (cyclic buffer dependencies): routes on the rail fabric are up-down, acyclic;
- *   - an InfiniBand fabric (not a scenario field: the fabric is RoCE) would give the same spreading:
- *     its link-level flow control is credit-based per virtual lane, and a receive buffer out of credits
- *     stops the sender on that lane for every packet queued behind (NVIDIA/Mellanox, "HowTo Prevent
- *     InfiniBand Credit Loops", community.mellanox.com DOC-2774: lanes do not interfere, traffic within
- *     one does), while NCCL puts all its traffic on one service level (NCCL User Guide, Environment
- *     Variables: NCCL_IB_SL, default 0), hence one lane: the one lossless class modelled here. What
- *     differs, PAUSE frames' reach to other priorities against per-lane credits, is outside one class.
+ *   - an InfiniBand fabric (cluster.transport "infiniband", which sets cluster.pfc) gives the same
+ *     spreading: its link-level flow control is credit-based per virtual lane, and a receive buffer out
+ *     of credits stops the sender on that lane for every packet queued behind (NVIDIA/Mellanox, "HowTo
+ *     Prevent InfiniBand Credit Loops", community.mellanox.com DOC-2774: lanes do not interfere, traffic
+ *     within one does), while NCCL puts all its traffic on one service level (NCCL User Guide,
+ *     Environment Variables: NCCL_IB_SL, default 0), hence one lane: the one lossless class modelled
+ *     here. What differs, PAUSE frames' reach to other priorities against per-lane credits, is outside
+ *     one class.
+ *
+ * A stalled receiver's queue discarded (cluster.stall_discard_ms = T > 0: InfiniBand's head-of-queue
+ * lifetime, on by default there; a RoCE switch's PFC watchdog with its drop action): the stalled NIC's
+ * port stops for T, then the switch drops what it holds and what arrives for it. Every port upstream
+ * of it sends nothing for T (stop(l) = T along the tree), then its own bytes: held(l) = max(held(l),
+ * T + drain(l)), folded in class by class so that the next class up reads it final. The flows bound
+ * for the stalled receiver are lost (finish INFINITY); the rest of its tree is released at T, not held
+ * forever. ECN does not shorten it (a receiver that stopped cannot be paced). Without the discard, T is
+ * infinite: the tree is held forever, as before the field.
  */
 #ifndef MOESIM_PFC_SPREAD_H
 #define MOESIM_PFC_SPREAD_H

@@ -2,6 +2,7 @@
 #include "sim/exec/step_exec.h"
 #include "sim/base/alloc.h"
 #include "sim/exec/pfc_spread.h"
+#include "sim/scenario/link_loss.h"
 
 #include "sim/plan/plan_costs.h"
 
@@ -517,17 +518,40 @@ static int fires_first(const step_timeout *t, double fired, int rank, const prog
     return o->layer != t->layer ? o->layer < t->layer : o->mb < t->mb;
 }
 
+/* Does rank r, blocked for good in op o, send to a stalled member of o's group across the fabric, on a
+ * lossless fabric that discards a stalled receiver's queue (cluster.stall_discard_ms)? Its packets are
+ * then dropped and its queue pair fails once its retries run out (link_qp_retry_exhausted_s). Without
+ * the discard the stalled receiver's pause holds its senders' packets in their own NICs, unsent, and
+ * nothing fails before the NCCL watchdog. */
+static int sends_into_discard(const exec_ctx *x, const rank_state *r, const program_op *o) {
+    const program *p = x->p;
+    const cluster_cfg *c = &p->scn->cluster;
+    if (!c->pfc || !(c->stall_discard_ms > 0) || o->group < 0) return 0;
+    const program_group *G = &p->groups[o->group];
+    int dom = fabric_domain_of(c, program_gpu_of_rank(p, r->rank));
+    for (int k = 0; k < G->n; k++)
+        if (p->faults.stop_at[G->ranks[k]] != STEP_NO_STALL &&
+            fabric_domain_of(c, program_gpu_of_rank(p, G->ranks[k])) != dom)
+            return 1;
+    return 0;
+}
+
 static void note_wait(exec_ctx *x, const rank_state *r, const program_op *o, double arrived_s, double wait_s) {
     step_exec_result *res = x->res;
     if (wait_s > res->max_collective_wait_s) res->max_collective_wait_s = wait_s;
-    double T = x->p->scn->faults.collective_timeout_s;
-    if (!(T > 0) || !(wait_s > T)) return;
-    double fired = arrived_s + T;
+    double T = x->p->scn->faults.collective_timeout_s, limit = T > 0 ? T : INFINITY;
+    int by_qp = 0;
+    if (isinf(wait_s) && sends_into_discard(x, r, o)) {
+        double q = link_qp_retry_exhausted_s(&x->p->scn->cluster);
+        if (q < limit) { limit = q; by_qp = 1; }
+    }
+    if (!isfinite(limit) || !(wait_s > limit)) return;
+    double fired = arrived_s + limit;
     if (!fires_first(&res->timeout, fired, r->rank, o)) return;
     res->timeout = (step_timeout){.found = 1, .rank = r->rank, .op = (op_kind)o->kind,
                                   .group_kind = x->p->groups[o->group].kind, .group = o->group,
                                   .layer = o->layer, .mb = o->mb, .arrived_s = arrived_s, .waited_s = wait_s,
-                                  .fired_s = fired};
+                                  .fired_s = fired, .detect_s = limit, .by_qp_retry = by_qp};
 }
 
 /* Dep op j of every lane of g done? Folds each lane's end into dep_t (a max: folding a lane again
@@ -861,6 +885,16 @@ static int timeout_message(const program *p, const step_timeout *t, moe_error *e
     char waited[48];
     if (isfinite(t->waited_s)) snprintf(waited, sizeof waited, "%.3f s", t->waited_s);
     else snprintf(waited, sizeof waited, "forever (the step hangs)");
+    if (t->by_qp_retry)
+        return moe_error_set(err, EXIT_RUNTIME,
+                             "transport retry counter exceeded: rank %d (node %d GPU %d) sends to a stalled receiver "
+                             "whose queue the fabric discards (cluster.stall_discard_ms = %g ms) in %s layer %d mb %d "
+                             "of %s group %d; its queue pair failed after %d resends of %.3f s (cluster.nccl_ib_retry_cnt, "
+                             "nccl_ib_timeout), before faults.collective_timeout_s = %g s; the step fails at t = %.3f s",
+                             t->rank, gpu / gpn, gpu % gpn, p->scn->cluster.stall_discard_ms, op_kind_label(t->op),
+                             t->layer, t->mb, group_kind_name(t->group_kind), t->group, p->scn->cluster.nccl_ib_retry_cnt,
+                             4.096e-6 * ldexp(1.0, p->scn->cluster.nccl_ib_timeout),
+                             p->scn->faults.collective_timeout_s, t->fired_s);
     return moe_error_set(err, EXIT_RUNTIME,
                          "collective timeout: rank %d (node %d GPU %d) waited %s in %s layer %d mb %d of %s group %d, "
                          "past faults.collective_timeout_s = %g s; the step fails at t = %.3f s",

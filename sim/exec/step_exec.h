@@ -176,7 +176,9 @@ typedef struct {
 
 /* A collective that waited longer than faults.collective_timeout_s (NCCL's watchdog, PyTorch's
  * ProcessGroupNCCL timeout): the job fails when the first such wait passes the timeout. A rank
- * blocked in a collective of a hung step waits forever. */
+ * blocked in a collective of a hung step waits forever, unless it sends across the fabric to a stalled
+ * member whose queue a lossless fabric discards (cluster.stall_discard_ms): its queue pair then fails
+ * when its retries run out (link_qp_retry_exhausted_s), and the job with it, if that comes first. */
 typedef struct {
     int found;
     int rank;                       /* the rank whose wait fired first */
@@ -185,7 +187,11 @@ typedef struct {
     int group, layer, mb;
     double arrived_s;               /* when it entered the collective */
     double waited_s;                /* its whole wait (INFINITY: the step hung) */
-    double fired_s;                 /* arrived_s + the timeout: when the step fails */
+    double fired_s;                 /* arrived_s + detect_s: when the step fails */
+    double detect_s;                /* how long after arriving it failed: the timeout, or the queue pair's
+                                       retries running out (by_qp_retry) */
+    int by_qp_retry;                /* bool: a queue pair sending into a discarded stalled receiver failed
+                                       first (cluster.stall_discard_ms, link_qp_retry_exhausted_s) */
 } step_timeout;
 
 /* An all-to-all instance and how far apart its members arrived. */

@@ -51,6 +51,10 @@ static cJSON *report_json(const program *p, int pattern, int g, int stalled_gpu,
     cJSON_AddStringToObject(o, "root_link", name);
     cJSON_AddNumberToObject(o, "root_drain_s", r->root_drain_s);
     cJSON_AddNumberToObject(o, "stalled_gpu", stalled_gpu);
+    /* what holds the ports: PFC pauses (RoCE) or credits (InfiniBand), and when a stalled receiver's
+     * queue is discarded (cluster.stall_discard_ms; null: never) */
+    cJSON_AddStringToObject(o, "flow_control", c->transport == TRANSPORT_IB ? "credits" : "pfc");
+    add_time(o, "stall_discard_s", c->stall_discard_ms > 0 ? c->stall_discard_ms * 1e-3 : INFINITY);
     cJSON_AddNumberToObject(o, "paused_links_count", r->n_paused);
     qsort(r->paused, (size_t)r->n_paused, sizeof *r->paused, by_extra_hold);
     cJSON *pl = cJSON_AddArrayToObject(o, "paused_links");

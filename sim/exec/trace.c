@@ -416,6 +416,8 @@ cJSON *step_timeout_json(const program *p, const step_timeout *t) {
     if (isfinite(t->waited_s)) cJSON_AddNumberToObject(o, "waited_s", t->waited_s);
     else cJSON_AddNullToObject(o, "waited_s");   /* forever: the step hung */
     cJSON_AddNumberToObject(o, "fired_s", t->fired_s);
+    cJSON_AddNumberToObject(o, "detect_s", t->detect_s);
+    cJSON_AddStringToObject(o, "detected_by", t->by_qp_retry ? "qp_retry_exhausted" : "watchdog");
     return o;
 }
 

@@ -78,6 +78,7 @@ cJSON *point_evaluate(const scenario *s, int id, cJSON *sweep_values, const poin
             validate_band_add(steps, "step_time_s_mean", 1, &band);
         }
         run_steps.step_time_s = step_result_run_step_s(&st, s, &run_steps.timeout_fraction);
+        run_steps.timeout_detect_s = step_result_detect_s(&st, s);
         if (st.n_steps > 1) {
             series_s = moe_xmalloc((size_t)st.n_steps * sizeof *series_s);
             series_timed_out = moe_xmalloc((size_t)st.n_steps);

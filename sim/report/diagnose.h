@@ -95,6 +95,9 @@ typedef struct {
 
 typedef struct {
     double timeout_s, arrived_s, waited_s, fired_s;   /* waited_s INFINITY: the step hung */
+    double detect_s;                 /* fired_s - arrived_s: the watchdog's timeout or the QP's retries */
+    int by_qp_retry;                 /* bool: detected_by "qp_retry_exhausted" (else "watchdog"; traces
+                                        that do not say are the watchdog's) */
     int rank, gpu, node, group, layer, micro_batch;
     char op[DIAG_NAME_MAX], group_kind[DIAG_NAME_MAX];
 } diag_timeout;
@@ -108,6 +111,8 @@ typedef struct {
     int hot_gpu, hot_node, hot_local_gpu, stalled_gpu, held_gpus;
     char root_link[DIAG_NAME_MAX];
     double root_drain_s, victim_flows, max_victim_slowdown;   /* INFINITY: held forever */
+    double stall_discard_s;          /* when the fabric discards a stalled receiver's queue; INFINITY: never */
+    int credits;                     /* bool: InfiniBand credits hold the ports, not PFC pauses */
     int paused_links_count, n_links;
     diag_paused_link links[DIAG_PFC_LINKS_MAX];
 } diag_pfc;

@@ -245,6 +245,15 @@ static void print_seconds(FILE *f, double s) {
 
 /* NCCL's watchdog (seed 000 §3.1: NCCL_ASYNC_ERROR_HANDLING makes a hang an error). */
 static void print_timeout(FILE *f, const diag_timeout *x) {
+    if (x->by_qp_retry) {
+        fprintf(f, "transport retry counter exceeded: rank %d (node %d GPU %d) sent into a stalled receiver's queue, "
+                   "which the fabric discarded, in %s (layer %d, micro-batch %d) of %s group %d; its queue pair failed "
+                   "%.3f s after it arrived, before the %.0f s watchdog: the job fails at t = %.3f s\n"
+                   "  and restarts from its last checkpoint (the run level counts it with that detection delay)\n",
+                x->rank, x->node, x->gpu, x->op, x->layer, x->micro_batch, x->group_kind, x->group, x->detect_s,
+                x->timeout_s, x->fired_s);
+        return;
+    }
     fprintf(f, "NCCL timeout: rank %d (node %d GPU %d) waited ", x->rank, x->node, x->gpu);
     print_seconds(f, x->waited_s);
     fprintf(f, " in %s (layer %d, micro-batch %d) of %s group %d, past the %.0f s timeout: the job fails at t = %.3f s\n"
@@ -254,10 +263,16 @@ static void print_timeout(FILE *f, const diag_timeout *x) {
 
 /* The lossless fabric's worst incast (sim/exec/step_pfc.h). */
 static void print_pfc(FILE *f, const diag_pfc *x) {
-    fprintf(f, "Lossless fabric (PFC): the hottest receiver is node %d GPU %d (global GPU %d); its incast at %s drains in %.3f ms\n",
-            x->hot_node, x->hot_local_gpu, x->hot_gpu, x->root_link, x->root_drain_s * 1e3);
-    if (x->stalled_gpu >= 0)
-        fprintf(f, "  GPU %d stopped draining (it never arrived): its pause never clears (a PFC storm)\n", x->stalled_gpu);
+    fprintf(f, "Lossless fabric (%s): the hottest receiver is node %d GPU %d (global GPU %d); its incast at %s drains in %.3f ms\n",
+            x->credits ? "InfiniBand credits" : "PFC", x->hot_node, x->hot_local_gpu, x->hot_gpu, x->root_link,
+            x->root_drain_s * 1e3);
+    if (x->stalled_gpu >= 0 && isfinite(x->stall_discard_s))
+        fprintf(f, "  GPU %d stopped draining (it never arrived): the switch discards its queue after %.3f ms (%s), which\n"
+                   "  frees the ports behind it; what was bound for it is lost\n", x->stalled_gpu, x->stall_discard_s * 1e3,
+                x->credits ? "head-of-queue lifetime" : "PFC watchdog");
+    else if (x->stalled_gpu >= 0)
+        fprintf(f, "  GPU %d stopped draining (it never arrived): its pause never clears (a %s storm)\n", x->stalled_gpu,
+                x->credits ? "credit" : "PFC");
     fprintf(f, "  %d links paused by its back-pressure (longest held first):\n", x->paused_links_count);
     for (int i = 0; i < x->n_links && i < 8; i++) {
         fprintf(f, "    %-16s own drain %.3f ms, held ", x->links[i].link, x->links[i].drain_s * 1e3);
@@ -474,6 +489,8 @@ cJSON *diag_report_json(const diag_trace *t, const diag_report *r, const diag_ru
         if (isfinite(x->waited_s)) cJSON_AddNumberToObject(to, "waited_s", x->waited_s);
         else cJSON_AddNullToObject(to, "waited_s");
         cJSON_AddNumberToObject(to, "fired_s", x->fired_s);
+        cJSON_AddNumberToObject(to, "detect_s", x->detect_s);
+        cJSON_AddStringToObject(to, "detected_by", x->by_qp_retry ? "qp_retry_exhausted" : "watchdog");
     } else {
         cJSON_AddNullToObject(o, "collective_timeout");
     }

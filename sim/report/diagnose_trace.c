@@ -295,6 +295,13 @@ static int parse_timeout(const cJSON *o, diag_trace *t, moe_error *err) {
         get_time_or_null(o, "waited_s", "otherData.collective_timeout.waited_s", &x->waited_s, t, err) ||
         json_get_number(&r, o, "otherData.collective_timeout", "fired_s", JSON_REQUIRED, 0, INFINITY, &x->fired_s))
         return err->code;
+    x->detect_s = x->timeout_s;
+    if (json_get_number(&r, o, "otherData.collective_timeout", "detect_s", 0, 0, INFINITY, &x->detect_s)) return err->code;
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, "detected_by");
+    if (by && !(cJSON_IsString(by) && (strcmp(by->valuestring, "watchdog") == 0 ||
+                                        strcmp(by->valuestring, "qp_retry_exhausted") == 0)))
+        return bad(err, t, "otherData.collective_timeout.detected_by", by, "\"watchdog\" or \"qp_retry_exhausted\"");
+    x->by_qp_retry = by && strcmp(by->valuestring, "qp_retry_exhausted") == 0;
     return 0;
 }
 
@@ -317,6 +324,15 @@ static int parse_pfc(const cJSON *o, diag_trace *t, moe_error *err) {
         get_int(o, "paused_links_count", "otherData.pfc.paused_links_count", 0, big, &x->paused_links_count, t, err) ||
         json_get_array(&r, o, "otherData.pfc", "paused_links", JSON_REQUIRED, &links))
         return err->code;
+    /* traces written before the transport was a field: PFC, no discard */
+    x->stall_discard_s = INFINITY;
+    if (json_member(o, "stall_discard_s") &&
+        get_time_or_null(o, "stall_discard_s", "otherData.pfc.stall_discard_s", &x->stall_discard_s, t, err))
+        return err->code;
+    const cJSON *fc = json_member(o, "flow_control");
+    if (fc && !(cJSON_IsString(fc) && (strcmp(fc->valuestring, "pfc") == 0 || strcmp(fc->valuestring, "credits") == 0)))
+        return bad(err, t, "otherData.pfc.flow_control", fc, "\"pfc\" or \"credits\"");
+    x->credits = fc && strcmp(fc->valuestring, "credits") == 0;
     int i = 0;
     for (const cJSON *e = links->child; e; e = e->next, i++) {
         char p[96];

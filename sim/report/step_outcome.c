@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static double field(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -62,7 +63,11 @@ void step_outcome_text(const cJSON *timeout, const cJSON *hang, int gpn, char *b
         n = (size_t)snprintf(buf, cap, "the step timed out: %s waited %.3f s in %s", who, field(timeout, "waited_s"),
                              where);
     }
-    if (n && n < cap && cJSON_IsObject(timeout))
+    if (n && n < cap && cJSON_IsObject(timeout) && strcmp(word(timeout, "detected_by"), "qp_retry_exhausted") == 0)
+        snprintf(buf + n, cap - n, "; a queue pair sending into the stalled receiver's discarded queue ran out of "
+                 "retries after %.3f s and failed it at t = %.3f s, before NCCL's watchdog (%g s)",
+                 field(timeout, "detect_s"), field(timeout, "fired_s"), field(timeout, "timeout_s"));
+    else if (n && n < cap && cJSON_IsObject(timeout))
         snprintf(buf + n, cap - n, "; NCCL's watchdog (faults.collective_timeout_s = %g s) failed it at t = %.3f s",
                  field(timeout, "timeout_s"), field(timeout, "fired_s"));
 }

@@ -965,7 +965,7 @@ static int resolve_params(const scenario *s, const plan_result *plan, const trai
     }
     if (!(timeout_fraction >= 0 && timeout_fraction <= 1))
         return bad(err, s, "step.timeout_fraction", timeout_fraction, "a fraction of steps in [0, 1]");
-    pr->timeout_s = s->faults.collective_timeout_s;
+    pr->timeout_s = in->timeout_detect_s > 0 ? in->timeout_detect_s : s->faults.collective_timeout_s;
     pr->timeout_mean_steps = timeout_fraction > 0 && pr->timeout_s > 0 ? 1.0 / timeout_fraction : INF;
     if (!(step_time_s > 0) || !isfinite(step_time_s))
         return bad(err, s, "step_time_s", step_time_s, "a step time > 0 s (step level or plan)");

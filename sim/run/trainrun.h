@@ -86,6 +86,8 @@ typedef struct {
     const double *series_s;                /* [series_n] the run's time of each step: a timed-out
                                               step's until its hang (step_result_series_run_s) */
     const unsigned char *series_timed_out; /* [series_n] 1: the step's collective timed out */
+    double timeout_detect_s;               /* a timed-out step's hang until the job fails (the step
+                                              level's step_result_detect_s); <= 0: faults.collective_timeout_s */
 } trainrun_steps;
 int trainrun_simulate_steps(const scenario *s, const plan_result *plan, const trainrun_steps *in,
                             trainrun_result *out, moe_error *err);

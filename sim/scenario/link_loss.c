@@ -1,6 +1,8 @@
 /* link_loss.c — goodput of a lossy link and the bandwidth factor of faults.links (link_loss.h). */
 #include "sim/scenario/link_loss.h"
 
+#include <math.h>
+
 double link_goodput_frac(double loss_p, double window_pkts, retx_kind scheme) {
     if (loss_p == 0.0) return 1.0;   /* exactly: a healthy link's results must not move by a bit */
     if (scheme == RETX_SELECTIVE) return 1.0 - loss_p;
@@ -72,4 +74,8 @@ int faults_any_lossy(const faults_cfg *f) {
     for (int i = 0; i < f->n_links && i < SCN_MAX_FAULTS; i++)
         if (f->links[i].loss_rate > 0) return 1;
     return 0;
+}
+
+double link_qp_retry_exhausted_s(const cluster_cfg *c) {
+    return (c->nccl_ib_retry_cnt + 1) * 4.096e-6 * ldexp(1.0, c->nccl_ib_timeout);
 }

@@ -71,6 +71,14 @@ double link_window_pkts(double rate_Bps, double rtt_s, double mtu_B);
 /* The round trip a NIC link's window covers: 2 x cluster.latency_us.cross_leaf (seconds). */
 double link_rtt_s(const cluster_cfg *c);
 
+/* How long a reliable-connection queue pair keeps resending a packet that is never acknowledged
+ * before it fails ("transport retry counter exceeded", which NCCL reports as an error that aborts the
+ * job): the first send and nccl_ib_retry_cnt resends, each waiting out the local ACK timeout
+ * 4.096 us x 2^nccl_ib_timeout (InfiniBand Architecture Specification Vol. 1, the QP's Local ACK
+ * Timeout and Retry Count; NCCL sets both from NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT): NCCL's
+ * defaults 20 and 7 give 8 x 4.295 s = 34.36 s. Seconds. */
+double link_qp_retry_exhausted_s(const cluster_cfg *c);
+
 /* What one GPU's link runs at under faults.links, for a report. */
 typedef struct {
     double factor;        /* product of its faults' bandwidth factors */

@@ -97,6 +97,11 @@ static const model_cfg MODELS[] = {
  * (NVIDIA NCCL user guide, "Environment Variables", NCCL_IB_QPS_PER_CONNECTION; NVIDIA/nccl
  * src/transport/net_ib.cc: NCCL_PARAM(IbQpsPerConn, "IB_QPS_PER_CONNECTION", 1)). */
 #define NCCL_QPS_PER_CONNECTION 1
+/* NCCL's queue-pair retry defaults: NCCL_IB_TIMEOUT 20 (an ACK timeout of 4.096 us x 2^20 = 4.29 s)
+ * and NCCL_IB_RETRY_CNT 7 (NVIDIA/nccl src/transport/net_ib.cc: NCCL_PARAM(IbTimeout, "IB_TIMEOUT",
+ * 20), NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7); NCCL user guide, Environment Variables). They apply
+ * to RoCE queue pairs as well: NCCL drives both through its IB verbs transport. */
+#define NCCL_QP_RETRY .nccl_ib_timeout = 20, .nccl_ib_retry_cnt = 7
 
 /* 512 nodes x 8 GPUs, one NIC of `nic` Gb/s per GPU on its rail, 32 nodes under one leaf per rail.
  * Storage: Llama 3's file system (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.1:
@@ -107,8 +112,11 @@ static const model_cfg MODELS[] = {
     .nodes = (n_nodes), .gpus_per_node = 8, .nic_gbps = (nic), .rails = 8, .leaf_down_ports = 32,       \
     .oversubscription = 1.0, .pod_oversubscription = 1.0,                                               \
     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6},               \
-    .storage_GBps = (storage), .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION
+    .storage_GBps = (storage), .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY
 #define EIGHT_RAIL_FABRIC(nic) EIGHT_RAIL_FABRIC_OF(nic, 512, 500)
+/* An InfiniBand fabric (cluster.transport): lossless by credits, a stalled end node's queue discarded
+ * after the subnet manager's leaf head-of-queue lifetime (what the scenario field's followers set) */
+#define INFINIBAND .transport = TRANSPORT_IB, .pfc = 1, .stall_discard_ms = IB_LEAF_HOQ_LIFETIME_MS
 
 /* mem_GiB is the HBM the driver exposes (NVML memory.total, printed by nvidia-smi in MiB) / 1024. The
  * datasheets' "GB" capacities are binary figures rounded, not decimal gigabytes: the driver shows
@@ -140,7 +148,7 @@ static const cluster_cfg CLUSTERS[] = {
      * one of moesim's rails: 64 leaves of 32 down and 32 up ports and 32 spines per plane, non-blocking,
      * 2,048 nodes; planes meet only inside a node (cross-plane traffic forwarded over NVLink, moesim's
      * PXN). Storage: Llama 3's 2 TB/s for 16,384 GPUs (as above). */
-    {.preset = "h800-mpft", EIGHT_RAIL_FABRIC_OF(400, 2048, 2000), .nvlink_GBps = 200,
+    {.preset = "h800-mpft", EIGHT_RAIL_FABRIC_OF(400, 2048, 2000), .nvlink_GBps = 200, INFINIBAND,
      .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
      .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
@@ -189,7 +197,7 @@ static const cluster_cfg CLUSTERS[] = {
     {.preset = "gb200-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 400,
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0, .pod_oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 500,
-     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION,
+     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY,
      .gpu = {.name = "GB200", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000, FLEET_SPEED_CV}},
     /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
@@ -203,7 +211,7 @@ static const cluster_cfg CLUSTERS[] = {
     {.preset = "gb300-nvl72", .nodes = 1008, .gpus_per_node = 4, .nvlink_domain_gpus = 72, .nic_gbps = 800,
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0, .pod_oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 500,
-     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION,
+     .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY,
      .gpu = {.name = "GB300", .sustained = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000, FLEET_SPEED_CV}},
 };

@@ -191,6 +191,10 @@ int scenario_check_cluster(const scenario *s, moe_error *err) {
                  s->cluster.leaf_down_ports);
         return bad_int(s, err, "cluster.pod_nodes", pod, exp);
     }
+    if (s->cluster.transport == TRANSPORT_IB && !s->cluster.pfc)
+        return moe_error_input(err, s->file, "cluster.pfc", "false",
+                               "true, or unset, under cluster.transport \"infiniband\": its credit-based link-level "
+                               "flow control never drops a packet for want of buffer (use \"roce\" for a lossy fabric)");
     double ports = scn_uplink_ports(&s->cluster);
     if (s->cluster.path_selection == PATH_ECMP && (ports < 1 || ports != floor(ports))) {
         char val[96];

@@ -35,6 +35,7 @@ const char *const scn_group_samples_names[] = {"independent", "shared", NULL};
 const char *const scn_nccl_model_names[] = {"tuned", "wire", NULL};
 const char *const scn_retx_names[] = {"go-back-n", "selective", NULL};
 const char *const scn_path_selection_names[] = {"adaptive", "ecmp", NULL};
+const char *const scn_transport_names[] = {"roce", "infiniband", NULL};
 const char *const scn_dtype_names[] = {"fp8", "bf16", "fp16", "fp32", NULL};
 /* precision.compute: the storage types and the compute recipes (index = dtype_kind) */
 const char *const scn_compute_names[] = {"fp8", "bf16", "fp16", "fp32", "fp8-cs", "mxfp8", "nvfp4", "fp8-ds", NULL};
@@ -251,12 +252,48 @@ const scn_field scn_fields[] = {
           "follows cluster.gpus_per_node"),
     F_INT("cluster.leaf_down_ports", cluster.leaf_down_ports, 1, NOMAX, "", "nodes (NICs) under one leaf switch per rail"),
     F_POS("cluster.oversubscription", cluster.oversubscription, "ratio", "leaf downlink to uplink bandwidth ratio (1 = non-blocking)"),
+    F_ENUM("cluster.transport", cluster.transport, scn_transport_names, "",
+           "the fabric's transport: roce = RoCEv2 over Ethernet, lossy unless cluster.pfc (priority flow control on "
+           "one lossless priority), rate-controlled with cluster.ecn (DCQCN); infiniband = credit-based link-level "
+           "flow control, always lossless: a receive buffer out of credits stops its sender on that virtual lane for "
+           "every packet queued behind, the congestion spreading of PFC on one priority (cluster.pfc follows: true; "
+           "false is refused), cluster.ecn its congestion control (FECN/BECN), and a switch port whose head-of-queue "
+           "packet waits past its lifetime discards (cluster.stall_discard_ms follows). Both recover lost packets "
+           "per cluster.retransmission and route per cluster.path_selection (InfiniBand's adaptive routing, "
+           "Spectrum-X's on RoCE)",
+           "roce: every preset but h800-mpft, the fabric as moesim priced it before this field; infiniband: "
+           "InfiniBand Architecture Specification Vol. 1 (credit-based flow control per virtual lane; switch "
+           "head-of-queue lifetime); NCCL puts all its traffic on one service level, one lane (NCCL user guide, "
+           "NCCL_IB_SL, default 0); h800-mpft (DeepSeek's InfiniBand planes)"),
     F_BOOL("cluster.pfc", cluster.pfc, "",
-           "the RoCE fabric is lossless (priority flow control): an incast pauses the switch ports upstream of the hot "
-           "receiver and every flow queued behind them waits too (head-of-line blocking); the step reports the paused "
-           "links and the slowed flows (sim/exec/pfc_spread.h), and the fast executor adds to each all-to-all the pause "
-           "the other EP groups of its stage put on its flows (step.breakdown.pfc_pause_s); --fidelity full has no PFC",
-           "off; seed 000 section 0.2 incident 1: PFC back-pressure spread up the switch tree"),
+           "the fabric is lossless (priority flow control on RoCE; credits on InfiniBand, where it follows "
+           "cluster.transport): an incast pauses the switch ports upstream of the hot receiver and every flow queued "
+           "behind them waits too (head-of-line blocking); the step reports the paused links and the slowed flows "
+           "(sim/exec/pfc_spread.h), and the fast executor adds to each all-to-all the pause the other EP groups of "
+           "its stage put on its flows (step.breakdown.pfc_pause_s); --fidelity full has no PFC",
+           "off on roce; seed 000 section 0.2 incident 1: PFC back-pressure spread up the switch tree; on (follows) "
+           "on infiniband"),
+    F_NONNEG("cluster.stall_discard_ms", cluster.stall_discard_ms, "ms",
+             "on a lossless fabric (cluster.pfc): a switch port that has not sent for this long discards what its "
+             "queue holds and what arrives for it, so a receiver that stops draining holds the ports upstream of it "
+             "this long, not forever: the flows queued behind its traffic finish this much late, and its own flows "
+             "are lost, their senders' queue pairs retrying until they fail (cluster.nccl_ib_timeout, "
+             "nccl_ib_retry_cnt), which fails the step before the NCCL watchdog when that comes first; 0 = never: the "
+             "storm spreads and the step fails at faults.collective_timeout_s",
+             "follows cluster.transport: infiniband 268.435456 ms, the head-of-queue lifetime of a leaf port that "
+             "drives an end node in NVIDIA's subnet manager (leaf_head_of_queue_lifetime 0x10 = 4.096 us x 2^16; UFM "
+             "Subnet Manager default properties; IBA Vol. 1 switch HOQ lifetime); roce 0: no PFC watchdog, the seed "
+             "000 fabric; set it for a RoCE switch's PFC watchdog with its drop action (SONiC pfcwd: a detection time "
+             "of hundreds of milliseconds, 400 ms in its example)"),
+    F_INT("cluster.nccl_ib_timeout", cluster.nccl_ib_timeout, 1, 31, "",
+          "NCCL_IB_TIMEOUT: a queue pair's ACK timeout is 4.096 us x 2^value; a sender whose packets are discarded "
+          "(cluster.stall_discard_ms) fails after (nccl_ib_retry_cnt + 1) such timeouts",
+          "20 (4.29 s): NCCL's default (NVIDIA/nccl src/transport/net_ib.cc, NCCL_PARAM(IbTimeout, \"IB_TIMEOUT\", "
+          "20); NCCL user guide, Environment Variables)"),
+    F_INT("cluster.nccl_ib_retry_cnt", cluster.nccl_ib_retry_cnt, 0, 7, "",
+          "NCCL_IB_RETRY_CNT: how many times a queue pair resends an unacknowledged packet before it fails (the "
+          "InfiniBand transport's 3-bit retry count: at most 7)",
+          "7: NCCL's default (NVIDIA/nccl src/transport/net_ib.cc, NCCL_PARAM(IbRetryCnt, \"IB_RETRY_CNT\", 7))"),
     F_BOOL("cluster.ecn", cluster.ecn, "",
            "with cluster.pfc: switches mark ECN on a queue past a threshold below the pause threshold and the "
            "senders of the marked flows cut their rate (DCQCN on RoCE; InfiniBand's congestion control likewise), "
@@ -734,6 +771,11 @@ static void follow(scenario *s, size_t changed) {
         s->precision.dispatch = preset_dispatch_for(s->precision.compute);
     if (changed == offsetof(scenario, cluster.gpus_per_node) && !scn_path_given(s, "cluster.rails"))
         s->cluster.rails = s->cluster.gpus_per_node;
+    if (changed == offsetof(scenario, cluster.transport)) {
+        int ib = s->cluster.transport == TRANSPORT_IB;
+        if (!scn_path_given(s, "cluster.pfc")) s->cluster.pfc = ib;
+        if (!scn_path_given(s, "cluster.stall_discard_ms")) s->cluster.stall_discard_ms = ib ? IB_LEAF_HOQ_LIFETIME_MS : 0;
+    }
 }
 
 int scn_model_preset_apply(scenario *s, const char *name) {

@@ -91,7 +91,7 @@ extern const int scn_n_fields;
 extern const char *const scn_attention_names[], *const scn_ffn_act_names[], *const scn_schedule_names[],
     *const scn_recompute_names[], *const scn_recompute_module_names[], *const scn_placement_names[],
     *const scn_cp_comm_names[], *const scn_route_names[], *const scn_dispatcher_names[],
-    *const scn_host_framework_names[], *const scn_cuda_graph_scope_names[], *const scn_group_samples_names[], *const scn_nccl_model_names[], *const scn_retx_names[], *const scn_path_selection_names[],
+    *const scn_host_framework_names[], *const scn_cuda_graph_scope_names[], *const scn_group_samples_names[], *const scn_nccl_model_names[], *const scn_retx_names[], *const scn_path_selection_names[], *const scn_transport_names[],
     *const scn_dtype_names[], *const scn_compute_names[], *const scn_failure_dist_names[], *const scn_ckpt_policy_names[],
     *const scn_ckpt_mode_names[], *const scn_spike_action_names[], *const scn_link_kind_names[],
     *const scn_fidelity_names[], *const scn_a2a_impl_names[], *const scn_level_names[], *const scn_failure_class_names[],

@@ -48,6 +48,12 @@ void scn_field_source(const scn_field *f, const cJSON *values, const scenario *s
         snprintf(out->detail, sizeof out->detail, "cluster.gpus_per_node: one rail per GPU");
         return;
     }
+    if ((strcmp(f->path, "cluster.pfc") == 0 || strcmp(f->path, "cluster.stall_discard_ms") == 0) &&
+        scn_path_given(s, "cluster.transport")) {
+        out->origin = SCN_ORIGIN_FOLLOWS;
+        snprintf(out->detail, sizeof out->detail, "cluster.transport \"%s\"", scn_transport_names[s->cluster.transport]);
+        return;
+    }
     const char *preset_path = scn_field_default_preset(f);
     if (!preset_path) {
         if (seed_design(f->path) && (default_model || strcmp(s->model.preset, DEFAULT_MODEL) != 0)) {

@@ -102,6 +102,14 @@ typedef enum { RETX_GO_BACK_N = 0, RETX_SELECTIVE } retx_kind;
  * is one link); static ECMP hashes each queue pair onto one port for its whole life. */
 typedef enum { PATH_ADAPTIVE = 0, PATH_ECMP } path_selection_kind;
 
+/* The fabric's transport: RoCEv2 over Ethernet (lossy, or lossless on one PFC priority) or InfiniBand
+ * (credit-based link-level flow control: always lossless) */
+typedef enum { TRANSPORT_ROCE = 0, TRANSPORT_IB } transport_kind;
+/* The head-of-queue lifetime of a switch port that drives an end node, as NVIDIA's subnet manager sets
+ * it: leaf_head_of_queue_lifetime 0x10, 4.096 us x 2^16 (UFM Subnet Manager default properties; the
+ * IBA Vol. 1 HOQ lifetime): a packet that waits longer at the head of its queue is discarded */
+#define IB_LEAF_HOQ_LIFETIME_MS 268.435456
+
 typedef struct {
     char preset[SCN_NAME_MAX];
     int nodes;
@@ -119,8 +127,15 @@ typedef struct {
     /* GPUs of one NVLink domain (consecutive GPU ids): 0 = "auto" = gpus_per_node; NVL72 racks: 72
      * (or the 64 of them a job uses) over trays of gpus_per_node GPUs, each with its NICs on the rails */
     int nvlink_domain_gpus;
-    int pfc;                 /* bool: the RoCE fabric is lossless (PFC): an incast pauses the ports
-                                upstream of it and stalls every flow behind them (sim/exec/pfc_spread.h) */
+    transport_kind transport; /* roce or infiniband; infiniband is lossless: pfc follows it */
+    int pfc;                 /* bool: the fabric is lossless (PFC on RoCE, credits on InfiniBand): an
+                                incast pauses the ports upstream of it and stalls every flow behind them
+                                (sim/exec/pfc_spread.h) */
+    double stall_discard_ms; /* on a lossless fabric: a switch port that has not sent for this long
+                                discards its queue (InfiniBand's head-of-queue lifetime, a RoCE switch's
+                                PFC watchdog); 0 = never */
+    int nccl_ib_timeout;     /* NCCL_IB_TIMEOUT: a queue pair's ACK timeout is 4.096 us x 2^this */
+    int nccl_ib_retry_cnt;   /* NCCL_IB_RETRY_CNT: retries before a queue pair fails */
     int ecn;                 /* bool: ECN marking with rate control at the senders (DCQCN): a congested
                                 egress slows its own senders before its queue reaches the pause
                                 threshold, so its pause does not spread (sim/exec/pfc_spread.h) */

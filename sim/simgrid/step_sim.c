@@ -294,6 +294,7 @@ static int run_steps(const scenario *s, program *p, const comm_model *comm, cons
             int rc = run_executor(s, p, &eo, &xr, err);
             timed = rc == EXIT_RUNTIME && xr.timeout.found;
             step_s = (timed ? xr.timeout.fired_s : xr.step_time_s) + pause_s;
+            if (timed && !(out->timeout_detect_s > 0)) out->timeout_detect_s = xr.timeout.detect_s;
             wait_s = xr.max_collective_wait_s;
             step_exec_result_free(&xr);
             step_pricing_free(&pricing);
@@ -418,6 +419,7 @@ int step_simulate(const scenario *s, const step_options *opt, step_result *out, 
     if (!trace_failed && rc == EXIT_RUNTIME && xr.timeout.found) {
         out->timed_out = 1;
         out->timeout_fraction = 1.0;
+        out->timeout_detect_s = xr.timeout.detect_s;
         rc = 0;
     }
     if (rc == 0) {
@@ -589,16 +591,20 @@ void step_result_free(step_result *r) {
 
 /* A step's time as the run level takes it: a timed-out step's until its hang began (the watchdog's
  * timeout is the run level's detection delay). */
-static double run_time_of(double step_s, int timed_out, const scenario *s) {
-    return timed_out ? step_s - s->faults.collective_timeout_s : step_s;
+static double run_time_of(const step_result *r, double step_s, int timed_out, const scenario *s) {
+    return timed_out ? step_s - step_result_detect_s(r, s) : step_s;
+}
+
+double step_result_detect_s(const step_result *r, const scenario *s) {
+    return r->timeout_detect_s > 0 ? r->timeout_detect_s : s->faults.collective_timeout_s;
 }
 
 double step_result_run_step_s(const step_result *r, const scenario *s, double *timeout_fraction) {
     if (timeout_fraction) *timeout_fraction = r->timeout_fraction;
     if (r->n_steps > 1 && r->steps_completed_mean_s > 0) return r->steps_completed_mean_s;
-    return run_time_of(r->step_time_s, r->timed_out, s);
+    return run_time_of(r, r->step_time_s, r->timed_out, s);
 }
 
 double step_result_series_run_s(const step_result *r, const scenario *s, int t) {
-    return run_time_of(r->series_step_time_s[t], r->series_timed_out[t], s);
+    return run_time_of(r, r->series_step_time_s[t], r->series_timed_out[t], s);
 }

@@ -19,6 +19,10 @@ typedef struct {
      * collective passed it; step_time_s is then the time until it fired, and no work is counted */
     int timed_out;
     double timeout_fraction;       /* of the simulated steps, those that timed out (the run level's rate) */
+    double timeout_detect_s;       /* how long the hang of a timed-out step lasted before the job failed:
+                                      the watchdog's timeout, or a queue pair's retries running out
+                                      (step_exec.h step_timeout.by_qp_retry); step 0's, else the first
+                                      timed-out step's; 0: none timed out */
     double max_collective_wait_s;  /* the longest wait of a rank inside a completed collective */
     double sim_wall_s;
     /* routing.steps > 1 (routing_drift.h): the other fields are step 0's (its breakdown and trace);
@@ -77,5 +81,8 @@ double step_result_run_step_s(const step_result *r, const scenario *s, double *t
  * less the watchdog's timeout when it timed out (the time until the hang began; the run level adds
  * the timeout as the failure's detection delay). */
 double step_result_series_run_s(const step_result *r, const scenario *s, int t);
+/* The detection delay the run level gives a timed-out step: timeout_detect_s, else (none timed out)
+ * faults.collective_timeout_s. Every timed-out step of a series takes the first one's. */
+double step_result_detect_s(const step_result *r, const scenario *s);
 
 #endif
