@@ -461,6 +461,16 @@ static void test_scenario(void **st) {
     const int leaves = fabric_leaves_per_rail(&s.cluster), up = fabric_uplink_ports(&s.cluster);
     assert_int_equal(s.cluster.rails * (leaves + leaves * up / 64), 768);
     assert_true(s.cluster.leaf_down_ports + up == 64);
+    /* Meta's 24K RoCE cluster (preset h100-meta-24k; Llama 3 paper section 3.3.1): 3,072 servers of 8
+     * H100s, racks of 2 servers, 8 pods of 192 racks, 1:7 between pods, lossless (PFC): a pod's core
+     * uplink on one rail carries 384 NICs x 50 GB/s / 7 */
+    assert_int_equal(preset_cluster("h100-meta-24k", &s.cluster), 0);
+    assert_int_equal(s.cluster.nodes * s.cluster.gpus_per_node, 24576);
+    assert_int_equal(fabric_pods(&s.cluster), 8);
+    assert_int_equal(scn_leaves_per_pod(&s.cluster), 192);
+    assert_int_equal(s.cluster.pfc, 1);
+    faults_cfg nf = {0};
+    assert_true(fabs(fabric_hop_Bps(&s.cluster, &nf, (fabric_hop){FL_POD_UP, 0}) - 384 * 50e9 / 7) < 1e-3);
     /* the plan says where the job went */
     for (int pods = 0; pods < 2; pods++) {
         scenario t;

@@ -15,8 +15,8 @@
 const char *const preset_model_names[] = {"deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama3-405b",
                                           "llama3-8b", "llama3-70b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                                           "gpt-oss-120b", "kimi-k2", "mixtral-8x22b", NULL};
-const char *const preset_cluster_names[] = {"h800-8rail", "h800-mpft", "h100-8rail", "h200-8rail", "b200-8rail", "b300-8rail",
-                                            "gb200-nvl72", "gb300-nvl72", NULL};
+const char *const preset_cluster_names[] = {"h800-8rail", "h800-mpft", "h100-8rail", "h100-meta-24k", "h200-8rail",
+                                            "b200-8rail", "b300-8rail", "gb200-nvl72", "gb300-nvl72", NULL};
 
 /* Llama 3 family ("The Llama 3 Herd of Models", arXiv:2407.21783, Table 3; config.json of
  * meta-llama/Meta-Llama-3-8B, -70B and Llama-3.1-405B): GQA with 8 KV heads of 128, SwiGLU, RMSNorm,
@@ -151,6 +151,22 @@ static const cluster_cfg CLUSTERS[] = {
     {.preset = "h800-mpft", EIGHT_RAIL_FABRIC_OF(400, 2048, 2000), .nvlink_GBps = 200, INFINIBAND,
      .gpu = {.name = "H800", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
+     .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
+    /* Meta's 24K-GPU RoCE cluster that trained Llama 3 405B (Dubey et al., "The Llama 3 Herd of Models",
+     * arXiv:2407.21783, section 3.3.1): 24,576 H100s (700 W, 80 GB HBM3) in Grand Teton servers of 8
+     * GPUs, 400 Gb/s RoCE between GPUs, a three-layer Clos: racks of 16 GPUs (two servers) under one
+     * ToR switch, 192 racks (384 servers, 3,072 GPUs) per pod with full bisection bandwidth, 8 pods under
+     * the aggregation layer at an oversubscription of 1:7; PFC without DCQCN (Gangidi et al., "RDMA over
+     * Ethernet for Distributed AI Training at Meta Scale", SIGCOMM 2024); Tectonic storage at 2 TB/s
+     * sustained. In moesim's rail fabric a rack's ToR is a leaf of 2 nodes on each rail (the same bytes
+     * per port for same-rail traffic; a rack's cross-rail traffic goes through PXN instead of the ToR),
+     * a pod 384 nodes, the core 7:1. Path selection stays "adaptive" (Meta's enhanced ECMP with more
+     * queue pairs per connection is not a mode here: set "ecmp" and qps_per_connection to bracket it).
+     * Host memory and PCIe as the DGX H100 (assumed: Grand Teton's are not in the sources). */
+    {.preset = "h100-meta-24k", .nodes = 3072, .gpus_per_node = 8, .nic_gbps = 400, .rails = 8, .leaf_down_ports = 2,
+     .oversubscription = 1.0, .pod_nodes = 384, .pod_oversubscription = 7, .pfc = 1,
+     .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 2000,
+     .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY, .nvlink_GBps = 450,
      .gpu = {.name = "H100", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
      .gpu = {.name = "H200", .sustained = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
@@ -334,6 +350,7 @@ const char *preset_cluster_calibration(const char *name) {
     static const char *const MODELS[][2] = {
         {"h800-8rail", "calibration/models/h800-published.json"},
         {"h100-8rail", "calibration/models/h100-published.json"},
+        {"h100-meta-24k", "calibration/models/h100-published.json"},
         {"h200-8rail", "calibration/models/h200-published.json"},
         /* Blackwell: fitted on each kind's published measurements (calibration/README.md): GEMMs
          * (XLA's sm_100 table, MAMF, cuBLAS FP4 on B200; MAMF and Azure's cuBLASLt on GB200; MAMF's B300
