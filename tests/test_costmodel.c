@@ -66,6 +66,13 @@ static void test_grouped_gemm_and_hot_expert(void **state) {
     for (int e = 0; e < 4; e++)
         if (tok[e] > 0) body += 2 * tok[e] * F * H / (989e12 * 0.8) + 2 * (tok[e] * H + H * F + tok[e] * F) / (0.9 * 3350e9);
     assert_float_equal(costmodel_grouped_gemm_s(&cm, tok, 4, F, H, DT_BF16), 3e-6 + body, 1e-12 * body);
+    /* cluster.gpu.grouped_gemm_rate r: the body at r of the tables' rate, the one launch as it was; a
+     * dense GEMM does not move */
+    double dense = costmodel_gemm_s(&cm, 300, F, H, DT_BF16);
+    cm.grouped_rate = 0.5;
+    assert_float_equal(costmodel_grouped_gemm_s(&cm, tok, 4, F, H, DT_BF16), 3e-6 + body / 0.5, 1e-12 * body);
+    assert_float_equal(costmodel_gemm_s(&cm, 300, F, H, DT_BF16), dense, 0);
+    cm.grouped_rate = 0;
     /* a rank whose one expert is hot (60% of 8 x 4096 tokens, seed 000's incident) is slower than a
      * rank with uniform load on the same experts */
     double hot[8], uni[8], total = 8 * 4096;

@@ -269,8 +269,37 @@ static void test_fit_file_errors_name_the_path(void **state) {
     cJSON_Delete(d);
 }
 
+/* Each registry row's scope: the GPU kind (an H800 is an H100), the framework, and Blackwell (a GPU
+ * with FP4 tensor cores) for the grouped GEMM rate, which does not apply to Hopper. */
+static void test_scopes(void **state) {
+    (void)state;
+    int n;
+    const global_param *g = global_params(&n);
+    const global_param *grouped = NULL, *sustained = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(g[i].path, "cluster.gpu.grouped_gemm_rate")) grouped = &g[i];
+        if (!strcmp(g[i].path, "cluster.gpu.sustained")) sustained = &g[i];
+    }
+    assert_non_null(grouped);
+    assert_non_null(sustained);
+    scenario s;
+    memset(&s, 0, sizeof s);
+    char out[64];
+    snprintf(s.cluster.gpu.name, sizeof s.cluster.gpu.name, "H800");
+    assert_int_equal(global_param_scope(grouped, &s, out, sizeof out), -1);
+    assert_int_equal(global_param_scope(sustained, &s, out, sizeof out), 0);
+    assert_string_equal(out, "H100");
+    snprintf(s.cluster.gpu.name, sizeof s.cluster.gpu.name, "GB300");
+    s.cluster.gpu.fp4_tflops = 15000;
+    assert_int_equal(global_param_scope(grouped, &s, out, sizeof out), 0);
+    assert_string_equal(out, "Blackwell");
+    assert_int_equal(global_param_scope(sustained, &s, out, sizeof out), 0);
+    assert_string_equal(out, "GB300");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scopes),
         cmocka_unit_test(test_fit_recovers_known_parameters),
         cmocka_unit_test(test_intervals_cover_the_truth),
         cmocka_unit_test(test_loo_equals_exact_refit_when_linear),

@@ -16,7 +16,7 @@ columns=(
   "GPU speed spread|cluster.gpu.speed_cv=0"
   "NCCL rings/tree|cluster.nccl_model=wire"
   "bucketed DP reduce|layout.overlap_grad_reduce=false"
-  "joint fit|cluster.gpu.sustained=1 host.call_us=12"
+  "joint fit|cluster.gpu.sustained=1 host.call_us=12 cluster.gpu.grouped_gemm_rate=1"
 )
 i=0
 for col in "${columns[@]}"; do

@@ -173,7 +173,7 @@ double costmodel_grouped_gemm_s(const costmodel *cm, const double *tokens, int n
     }
     if (!any) return 0.0;
     if (tiled(cm, g)) body = tiled_body_s(cm, g, tokens, n_experts, n, k, bytes, dt);
-    return g->launch_s + body;
+    return g->launch_s + body / (cm->grouped_rate > 0 ? cm->grouped_rate : 1.0);
 }
 
 /* The cost model's parameters of a quantize kernel class: its own per-kernel fit, else the cast's
@@ -619,6 +619,8 @@ static void set_from_scenario(const scenario *s, costmodel *cm) {
         cm->sustained = v;
         snprintf(cm->sustained_from, sizeof cm->sustained_from, "global fit");
     }
+    if (s->cluster.gpu.grouped_gemm_rate > 0) cm->grouped_rate = s->cluster.gpu.grouped_gemm_rate;
+    else if (global_param_value(s, "cluster.gpu.grouped_gemm_rate", &v, NULL) == 0) cm->grouped_rate = v;
 }
 
 int costmodel_for_scenario(const scenario *s, costmodel *out, moe_error *err) {

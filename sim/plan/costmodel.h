@@ -163,6 +163,8 @@ typedef struct costmodel {
                                     (fp8-cs, mxfp8, nvfp4) run at these peaks times their rates
                                     (sim/plan/recipes.h) */
     double sustained;            /* sustained / burst SM clock (see above); <= 0 is taken as 1 */
+    double grouped_rate;         /* grouped GEMMs' rate against the GEMM tables (cluster.gpu.grouped_gemm_rate);
+                                    <= 0 is taken as 1 */
     int quantization_free;       /* bool: costmodel_quant_s is 0 (precision.quantization_free) */
     char sustained_from[16];     /* "scenario" (cluster.gpu.sustained), "global fit" (its auto value:
                                     sim/plan/global_params.h) or "" (the model's own) */

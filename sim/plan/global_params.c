@@ -18,6 +18,7 @@
 static const global_param PARAMS[] = {
     {.path = "cluster.gpu.sustained", .scope = GP_SCOPE_GPU, .prior = 1.0, .lo = 0.4, .hi = 1.2, .unit = ""},
     {.path = "host.call_us", .scope = GP_SCOPE_FRAMEWORK, .prior = 12.0, .lo = 3.0, .hi = 60.0, .unit = "us"},
+    {.path = "cluster.gpu.grouped_gemm_rate", .scope = GP_SCOPE_BLACKWELL, .prior = 1.0, .lo = 0.3, .hi = 1.5, .unit = ""},
 };
 #define N_PARAMS (int)(sizeof PARAMS / sizeof PARAMS[0])
 
@@ -27,6 +28,11 @@ const global_param *global_params(int *n) {
 }
 
 int global_param_scope(const global_param *p, const scenario *s, char *out, size_t cap) {
+    if (p->scope == GP_SCOPE_BLACKWELL) {
+        if (!(s->cluster.gpu.fp4_tflops > 0)) return -1;   /* block-scaled tensor cores: Blackwell */
+        snprintf(out, cap, "Blackwell");
+        return 0;
+    }
     if (p->scope == GP_SCOPE_FRAMEWORK) {
         if (s->host.framework == HOST_NONE) return -1;
         snprintf(out, cap, "%s", scn_host_framework_names[s->host.framework]);
@@ -73,7 +79,7 @@ cJSON *global_fit_load(const char *path, moe_error *err) {
             char key[64];
             snprintf(key, sizeof key, "%s.path", at);
             rc = json_bad(&r, key, json_member(row, "path"), "a parameter of the registry (sim/plan/global_params.c: "
-                          "cluster.gpu.sustained, host.call_us)");
+                          "cluster.gpu.sustained, host.call_us, cluster.gpu.grouped_gemm_rate)");
         }
         if (!rc) rc = json_get_number(&r, row, at, "value", JSON_REQUIRED, g->lo, g->hi, &v);
     }

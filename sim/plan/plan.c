@@ -584,7 +584,7 @@ typedef struct {
     char calibration[SCN_PATH_MAX];
     char gpu_name[SCN_NAME_MAX];
     double bf16_tflops, fp8_tflops, fp4_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
-    double sustained;
+    double sustained, grouped_gemm_rate;
     int quantization_free;
 } costmodel_key;
 
@@ -603,6 +603,7 @@ static costmodel_key key_of(const scenario *s) {
     k.lat_nvlink = s->cluster.latency_us.nvlink;
     k.lat_leaf = s->cluster.latency_us.same_leaf;
     k.sustained = s->cluster.gpu.sustained;
+    k.grouped_gemm_rate = s->cluster.gpu.grouped_gemm_rate;
     k.quantization_free = s->precision.quantization_free;
     return k;
 }

@@ -225,6 +225,12 @@ const scn_field scn_fields[] = {
           "program does not model on that kind), else the cost model's \"sustained\"",
           "the joint fit (H100 and H800, B200, B300, GB200, GB300); H200 (700 W): 668 / 795 TFLOP/s = 0.84, 60 s of "
           "back-to-back 8192^3 BF16 GEMMs vs cool-GPU bursts (moesim research note kernels-scale.md §4.2); 1 elsewhere")},
+    {.path = "cluster.gpu.grouped_gemm_rate", .type = SF_AUTO, .offset = OFF(cluster.gpu.grouped_gemm_rate), .min = 0,
+     .max = 2, .flags = SCN_MIN_OPEN, DOC("ratio",
+          "rate of the routed experts' grouped GEMMs (TransformerEngine's one cuBLAS launch per local expert) against "
+          "the cost model's GEMM tables, which hold dense GEMMs on Blackwell; auto = the joint fit's value for the "
+          "architecture (Blackwell), else 1",
+          "the joint fit over the Blackwell MoE rows; 1 on Hopper (its tables fit DeepGEMM's grouped kernels)")},
     F_DBL("cluster.gpu.speed_cv", cluster.gpu.speed_cv, 0, 0.5, 0, "fraction",
           "coefficient of variation of the GPUs' persistent compute speed: each GPU's compute takes a factor drawn once "
           "from the scenario seed, lognormal with median 1 (the cost model prices the median GPU), slower and faster; "

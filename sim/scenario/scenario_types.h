@@ -77,6 +77,8 @@ typedef struct {
     double fp4_tflops;   /* dense FP4 peak (Blackwell); 0 = no FP4 / block-scaled tensor cores */
     double sustained;    /* tensor-core rate sustained on back-to-back GEMMs / the burst rate the
                             published tables give; <= 0: "auto" = the cost model's (costmodel.h) */
+    double grouped_gemm_rate; /* the routed experts' grouped GEMMs' rate against the model's GEMM
+                            tables; <= 0: "auto" = the joint fit's for the architecture, else 1 */
     double speed_cv;     /* coefficient of variation of the GPUs' persistent compute speed (each GPU's
                             factor drawn from the seed: sim/program/faults.h); 0 = identical GPUs */
 } gpu_cfg;
