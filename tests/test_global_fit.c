@@ -269,6 +269,47 @@ static void test_fit_file_errors_name_the_path(void **state) {
     cJSON_Delete(d);
 }
 
+/* A log-normal prior (global_fit.h "Priors"), by hand: one parameter theta, three cases whose log
+ * prediction is log theta + a_i, plain least squares (c = 0, so the prior's residual is
+ * (log theta - m) / sd). The loss sum (log theta + a_i - y_i)^2 + ((log theta - m) / sd)^2 is least at
+ * log theta = (sum (y_i - a_i) + m / sd^2) / (n + 1 / sd^2); leaving case k out, the same over the
+ * other two. */
+static const double PA[3] = {0.1, -0.2, 0.05}, PY[3] = {0.0, -0.5, 0.2};
+static int eval_prior(void *ctx, int n, const int *cases, const double *theta, int stride, double *log_pred,
+                      moe_error *err) {
+    (void)ctx, (void)err;
+    for (int k = 0; k < n; k++) log_pred[k] = log(theta[(size_t)k * stride]) + PA[cases[k]];
+    return 0;
+}
+
+static void test_prior_by_hand(void **state) {
+    (void)state;
+    const unsigned char dep[3] = {1, 1, 1};
+    const int group[1] = {0};
+    const double lo[1] = {0.2}, hi[1] = {2.0}, start[1] = {1.0}, m[1] = {log(0.84)}, sd[1] = {0.5};
+    gfit_problem pr = {.n = 3, .p = 1, .y = PY, .dep = dep, .group = group, .lo = lo, .hi = hi, .start = start,
+                       .robust_scale = 0, .prior_log_mean = m, .prior_log_sd = sd};
+    gfit_result r;
+    gfit_result_init(&r, 3, 1);
+    moe_error err = {0};
+    assert_int_equal(gfit_fit(&pr, eval_prior, NULL, 100, &r, &err), 0);
+    double sum = 0;
+    for (int i = 0; i < 3; i++) sum += PY[i] - PA[i];
+    double want = (sum + m[0] / (sd[0] * sd[0])) / (3 + 1 / (sd[0] * sd[0]));
+    /* to the solver's stopping rule (steps under 1e-3 in u, forward-difference Jacobian): 1e-4 in log */
+    assert_true(fabs(log(r.theta[0]) - want) < 1e-4);
+    /* the prior's pull: without it the fit is the plain mean of the cases */
+    assert_true(fabs(log(r.theta[0]) - sum / 3) > 0.05);
+    /* leave-one-out: residuals linear in log theta, not in the solver's u, so the linearized refit is
+     * first-order; within 1e-3 of the exact refit over the other two */
+    assert_int_equal(gfit_loo(&pr, eval_prior, NULL, &r, &err), 0);
+    for (int k = 0; k < 3; k++) {
+        double sk = sum - (PY[k] - PA[k]), wk = (sk + m[0] / (sd[0] * sd[0])) / (2 + 1 / (sd[0] * sd[0]));
+        assert_true(fabs(log(r.loo_theta[k]) - wk) < 1e-3);
+    }
+    gfit_result_free(&r);
+}
+
 /* Each registry row's scope: the GPU kind (an H800 is an H100), the framework, and Blackwell (a GPU
  * with FP4 tensor cores) for the grouped GEMM rate, which does not apply to Hopper. */
 static void test_scopes(void **state) {
@@ -300,6 +341,7 @@ static void test_scopes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scopes),
+        cmocka_unit_test(test_prior_by_hand),
         cmocka_unit_test(test_fit_recovers_known_parameters),
         cmocka_unit_test(test_intervals_cover_the_truth),
         cmocka_unit_test(test_loo_equals_exact_refit_when_linear),

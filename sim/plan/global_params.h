@@ -39,6 +39,9 @@ typedef struct {
     double prior;       /* the fit's start; also the value of a scope with no fitted value */
     double lo, hi;      /* the fit keeps the value inside [lo, hi] */
     const char *unit;
+    /* a log-normal prior in the fit (global_fit.h "Priors"): the median and the sd of the log; sd 0:
+     * none */
+    double prior_median, prior_sd_log;
 } global_param;
 
 /* The registry (n rows). */

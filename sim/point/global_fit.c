@@ -27,6 +27,27 @@ static double theta_of(const gfit_problem *pr, int j, double u) {
     return pr->lo[j] + (pr->hi[j] - pr->lo[j]) / (1.0 + exp(-u));
 }
 
+/* ---- priors: one extra residual per parameter that has one ---------------------------------------- */
+
+static int has_prior(const gfit_problem *pr, int j) { return pr->prior_log_sd && pr->prior_log_sd[j] > 0; }
+
+static int n_priors(const gfit_problem *pr) {
+    int m = 0;
+    for (int j = 0; j < pr->p; j++) m += has_prior(pr, j);
+    return m;
+}
+
+static double prior_weight(const gfit_problem *pr, int j) {
+    return (pr->robust_scale > 0 ? pr->robust_scale : 1.0) / pr->prior_log_sd[j];
+}
+
+/* the prior residual of parameter j at u, and its derivative in u */
+static double prior_residual(const gfit_problem *pr, int j, double u, double *d_du) {
+    double th = theta_of(pr, j, u), s = 1.0 / (1.0 + exp(-u)), w = prior_weight(pr, j);
+    if (d_du) *d_du = w * (pr->hi[j] - pr->lo[j]) * s * (1.0 - s) / th;
+    return w * (log(th) - pr->prior_log_mean[j]);
+}
+
 static double u_of(const gfit_problem *pr, int j, double theta) {
     double f = (theta - pr->lo[j]) / (pr->hi[j] - pr->lo[j]);
     f = fmin(fmax(f, 1e-9), 1.0 - 1e-9);
@@ -125,17 +146,27 @@ static int f_cb(const gsl_vector *x, void *vst, gsl_vector *f) {
     double *raw = moe_xcalloc((size_t)pr->n, sizeof(double));
     int rc = residuals_at(st, x->data, raw);
     for (int i = 0; i < pr->n && !rc; i++) gsl_vector_set(f, (size_t)i, robust_residual(raw[i], pr->robust_scale));
+    for (int j = 0, row = pr->n; j < pr->p && !rc; j++)
+        if (has_prior(pr, j)) gsl_vector_set(f, (size_t)row++, prior_residual(pr, j, x->data[j], NULL));
     free(raw);
     if (rc) st->failed = 1;
     return rc ? GSL_EFAILED : GSL_SUCCESS;
 }
 
-/* the Jacobian of the transformed residuals: the raw one scaled by d rho-residual / d r */
-static void robust_jacobian(const fit_state *st, const double *raw, gsl_matrix *J) {
+/* the Jacobian of the transformed residuals: the raw one scaled by d rho-residual / d r; then the
+ * priors' rows (at u) */
+static void robust_jacobian(const fit_state *st, const double *raw, const double *u, gsl_matrix *J) {
     const gfit_problem *pr = st->pr;
     for (int i = 0; i < pr->n; i++) {
         double s = robust_slope(raw[i], pr->robust_scale);
         for (int j = 0; j < pr->p; j++) gsl_matrix_set(J, (size_t)i, (size_t)j, s * st->jac[(size_t)i * pr->p + j]);
+    }
+    for (int j = 0, row = pr->n; j < pr->p; j++) {
+        if (!has_prior(pr, j)) continue;
+        for (int a = 0; a < pr->p; a++) gsl_matrix_set(J, (size_t)row, (size_t)a, 0.0);
+        double d;
+        prior_residual(pr, j, u[j], &d);
+        gsl_matrix_set(J, (size_t)row++, (size_t)j, d);
     }
 }
 
@@ -145,7 +176,7 @@ static int df_cb(const gsl_vector *x, void *vst, gsl_matrix *J) {
     double *raw = moe_xcalloc((size_t)pr->n, sizeof(double));
     int rc = jacobian(st, x->data);
     if (!rc) rc = residuals_at(st, x->data, raw);
-    if (!rc) robust_jacobian(st, raw, J);
+    if (!rc) robust_jacobian(st, raw, x->data, J);
     free(raw);
     if (rc) st->failed = 1;
     return rc ? GSL_EFAILED : GSL_SUCCESS;
@@ -174,13 +205,16 @@ static int finish_at(fit_state *st, const double *u, gfit_result *r) {
         r->log_pred[i] = raw[i] + pr->y[i];
         r->loss += gfit_rho(raw[i], pr->robust_scale);
     }
+    for (int j = 0; j < p; j++)
+        if (has_prior(pr, j)) { double e = prior_residual(pr, j, u[j], NULL); r->loss += e * e; }
+    const int rows = n + n_priors(pr);
     for (int j = 0; j < p; j++) {
         r->theta[j] = theta_of(pr, j, u[j]);
         r->cases_of[j] = 0;
         for (int i = 0; i < n; i++) r->cases_of[j] += pr->dep[(size_t)i * p + j];
     }
-    gsl_matrix *J = gsl_matrix_alloc((size_t)n, (size_t)p), *C = gsl_matrix_alloc((size_t)p, (size_t)p);
-    robust_jacobian(st, raw, J);
+    gsl_matrix *J = gsl_matrix_alloc((size_t)rows, (size_t)p), *C = gsl_matrix_alloc((size_t)p, (size_t)p);
+    robust_jacobian(st, raw, u, J);
     gsl_multifit_nlinear_covar(J, 0.0, C);
     /* s2: the residual variance, the sum of the squared transformed residuals (the loss) / (n - p) */
     double dof = n > p ? n - p : 1, s2 = r->loss / dof, t = gsl_cdf_tdist_Pinv(0.975, dof);
@@ -204,10 +238,9 @@ int gfit_fit(const gfit_problem *pr, gfit_eval_fn eval, void *ctx, int max_iter,
     state_init(&st, pr, eval, ctx, jac, err);
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
-    gsl_multifit_nlinear_workspace *w =
-        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, (size_t)pr->n, (size_t)pr->p);
-    gsl_multifit_nlinear_fdf fdf = {.f = f_cb, .df = df_cb, .fvv = NULL, .n = (size_t)pr->n, .p = (size_t)pr->p,
-                                    .params = &st};
+    const size_t rows = (size_t)(pr->n + n_priors(pr));
+    gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, rows, (size_t)pr->p);
+    gsl_multifit_nlinear_fdf fdf = {.f = f_cb, .df = df_cb, .fvv = NULL, .n = rows, .p = (size_t)pr->p, .params = &st};
     gsl_vector *x = gsl_vector_alloc((size_t)pr->p);
     for (int j = 0; j < pr->p; j++) gsl_vector_set(x, (size_t)j, u_of(pr, j, pr->start[j]));
     int status = gsl_multifit_nlinear_init(x, &fdf, w), it = 0;
@@ -267,10 +300,14 @@ static void refit_without(const gfit_problem *pr, const double *raw, const doubl
         if (m) free_col[q++] = j;
         else fixed[j] = 1, du[j] = u_of(pr, j, pr->start[j]) - u0[j];
     }
-    if (q == 0 || n - 1 < q) { free(free_col), free(fixed); return; }
-    gsl_matrix *X = gsl_matrix_alloc((size_t)(n - 1), (size_t)q), *cov = gsl_matrix_alloc((size_t)q, (size_t)q);
-    gsl_vector *yv = gsl_vector_alloc((size_t)(n - 1)), *w = gsl_vector_alloc((size_t)(n - 1)), *c = gsl_vector_alloc((size_t)q);
-    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)(n - 1), (size_t)q);
+    /* the free columns' priors: one linearized row each */
+    int np = 0;
+    for (int a = 0; a < q; a++) np += has_prior(pr, free_col[a]);
+    const size_t rows = (size_t)(n - 1 + np);
+    if (q == 0 || (int)rows < q) { free(free_col), free(fixed); return; }
+    gsl_matrix *X = gsl_matrix_alloc(rows, (size_t)q), *cov = gsl_matrix_alloc((size_t)q, (size_t)q);
+    gsl_vector *yv = gsl_vector_alloc(rows), *w = gsl_vector_alloc(rows), *c = gsl_vector_alloc((size_t)q);
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(rows, (size_t)q);
     for (int iter = 0; iter < 50; iter++) {
         size_t row = 0;
         double moved = 0;
@@ -287,6 +324,15 @@ static void refit_without(const gfit_problem *pr, const double *raw, const doubl
             for (int j = 0; j < p; j++)
                 if (fixed[j]) yi -= jac[(size_t)i * p + j] * du[j];
             gsl_vector_set(yv, row, yi);
+            row++;
+        }
+        for (int a = 0; a < q; a++) {   /* prior row: e0 + g du_j, weight 1 */
+            int j = free_col[a];
+            if (!has_prior(pr, j)) continue;
+            double g, e0 = prior_residual(pr, j, u0[j], &g);
+            for (int b = 0; b < q; b++) gsl_matrix_set(X, row, (size_t)b, b == a ? g : 0.0);
+            gsl_vector_set(yv, row, -e0);
+            gsl_vector_set(w, row, 1.0);
             row++;
         }
         double chisq;

@@ -24,7 +24,13 @@
  * minimizes the same loss over the other cases on the residuals linearized at the full fit (r_i +
  * J_i du, J from the full fit; iteratively reweighted least squares for the Cauchy loss), which is
  * exact for residuals linear in u and, for the small moves one case causes, the first-order
- * case-deletion refit. A parameter left with no case returns to its start value (its prior). */
+ * case-deletion refit. A parameter left with no case returns to its start value (its prior).
+ *
+ * Priors. A parameter with a prior (prior_log_sd > 0) has one more residual, c (log theta - m) / sd,
+ * not robust (Gaussian), in the fit, its Jacobian, its intervals and every leave-one-out refit: the
+ * maximum a posteriori estimate under a log-normal prior. It keeps a scope with few cases from being
+ * moved by the one that misses most (a GPU kind with four rows, two of them off in opposite
+ * directions) and shrinks it toward a measured value, where the cases leave it free. */
 #ifndef MOESIM_GLOBAL_FIT_H
 #define MOESIM_GLOBAL_FIT_H
 
@@ -39,6 +45,11 @@ typedef struct {
     const int *group;              /* p: the registry row of each parameter */
     const double *lo, *hi, *start; /* p */
     double robust_scale;           /* c of the Cauchy loss; 0: plain least squares */
+    /* p, or NULL: a Gaussian prior on log theta_j, mean prior_log_mean[j] and standard deviation
+     * prior_log_sd[j] (<= 0: none), added to the loss as the squared residual
+     * c (log theta_j - mean) / sd (c = robust_scale, 1 when 0): a deviation of one sd weighs what a
+     * case missing by c does near zero (below) */
+    const double *prior_log_mean, *prior_log_sd;
 } gfit_problem;
 
 /* The log of the predicted rate of cases[k] (k < n_cases) with parameters theta + k * stride (stride 0:

@@ -684,6 +684,7 @@ typedef struct {
     int *group;                /* p: registry row */
     char (*scope)[SCN_NAME_MAX];
     double *lo, *hi, *prior, *committed;  /* p */
+    double *prior_log_mean, *prior_log_sd; /* p: the registry's log-normal prior (sd 0: none) */
     double *over_val;          /* cases x n_rows */
     cJSON **results;           /* by case id: the document's results (at the committed or fitted values) */
     cJSON **trial;             /* by case id: the latest trial pass's (Jacobian steps, left-out refits) */
@@ -692,6 +693,7 @@ typedef struct {
 static void fit_ctx_free(fit_ctx *f) {
     free(f->case_id), free(f->sign), free(f->y), free(f->dep), free(f->group), free(f->scope);
     free(f->lo), free(f->hi), free(f->prior), free(f->committed), free(f->over_val);
+    free(f->prior_log_mean), free(f->prior_log_sd);
     for (int id = 0; f->trial && id < f->x->cs->n; id++) cJSON_Delete(f->trial[id]);
     free(f->trial);
 }
@@ -748,6 +750,7 @@ static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
     f->scope = moe_xcalloc((size_t)cap, sizeof *f->scope);
     f->lo = moe_xcalloc((size_t)cap, sizeof(double)), f->hi = moe_xcalloc((size_t)cap, sizeof(double));
     f->prior = moe_xcalloc((size_t)cap, sizeof(double)), f->committed = moe_xcalloc((size_t)cap, sizeof(double));
+    f->prior_log_mean = moe_xcalloc((size_t)cap, sizeof(double)), f->prior_log_sd = moe_xcalloc((size_t)cap, sizeof(double));
     f->over_val = moe_xcalloc((size_t)cs->n * (size_t)f->n_rows + 1, sizeof(double));
     f->results = results;
     f->trial = moe_xcalloc((size_t)cs->n + 1, sizeof(cJSON *));
@@ -773,6 +776,8 @@ static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
                 f->group[j] = r;
                 snprintf(f->scope[j], sizeof f->scope[j], "%s", key);
                 f->lo[j] = f->rows[r].lo, f->hi[j] = f->rows[r].hi, f->prior[j] = f->rows[r].prior;
+                f->prior_log_sd[j] = f->rows[r].prior_sd_log;
+                f->prior_log_mean[j] = f->rows[r].prior_median > 0 ? log(f->rows[r].prior_median) : 0;
                 double cv;
                 f->committed[j] = global_param_value(&s, f->rows[r].path, &cv, NULL) == 0 ? cv : f->prior[j];
             }
@@ -789,7 +794,8 @@ static int fit_problem(fit_ctx *f, cJSON **results, moe_error *err) {
 
 static gfit_problem problem_of(const fit_ctx *f, const double *start) {
     return (gfit_problem){.n = f->n, .p = f->p, .y = f->y, .dep = f->dep, .group = f->group, .lo = f->lo, .hi = f->hi,
-                          .start = start, .robust_scale = FIT_ROBUST_SCALE};
+                          .start = start, .robust_scale = FIT_ROBUST_SCALE, .prior_log_mean = f->prior_log_mean,
+                          .prior_log_sd = f->prior_log_sd};
 }
 
 static double pct_of(const fit_ctx *f, int i, double log_pred) {
