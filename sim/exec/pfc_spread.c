@@ -2,6 +2,7 @@
 #include "sim/exec/pfc_spread.h"
 #include "sim/base/alloc.h"
 #include "sim/exec/deepep_flows.h"
+#include "sim/scenario/link_loss.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ int pfc_spread(const cluster_cfg *c, const faults_cfg *f, const gpu_flow *v, siz
      * (cluster.stall_discard_ms: InfiniBand's head-of-queue lifetime, a PFC watchdog), after which what
      * was queued behind it moves on and what was bound for it is lost */
     fabric_hop stall_root = {FL_NIC_DOWN, stalled};
-    double discard_s = c->stall_discard_ms > 0 ? c->stall_discard_ms * 1e-3 : INFINITY;
+    double discard_s = link_stall_discard_s(c);
     if (stalled >= 0 && *slot(t.drain, stall_root) > 0) {
         *slot(t.held, stall_root) = discard_s;
         *slot(t.stop, stall_root) = discard_s;

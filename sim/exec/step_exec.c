@@ -526,7 +526,7 @@ static int fires_first(const step_timeout *t, double fired, int rank, const prog
 static int sends_into_discard(const exec_ctx *x, const rank_state *r, const program_op *o) {
     const program *p = x->p;
     const cluster_cfg *c = &p->scn->cluster;
-    if (!c->pfc || !(c->stall_discard_ms > 0) || o->group < 0) return 0;
+    if (!c->pfc || isinf(link_stall_discard_s(c)) || o->group < 0) return 0;
     const program_group *G = &p->groups[o->group];
     int dom = fabric_domain_of(c, program_gpu_of_rank(p, r->rank));
     for (int k = 0; k < G->n; k++)
@@ -893,7 +893,7 @@ static int timeout_message(const program *p, const step_timeout *t, moe_error *e
                              "nccl_ib_timeout), before faults.collective_timeout_s = %g s; the step fails at t = %.3f s",
                              t->rank, gpu / gpn, gpu % gpn, p->scn->cluster.stall_discard_ms, op_kind_label(t->op),
                              t->layer, t->mb, group_kind_name(t->group_kind), t->group, p->scn->cluster.nccl_ib_retry_cnt,
-                             4.096e-6 * ldexp(1.0, p->scn->cluster.nccl_ib_timeout),
+                             link_qp_ack_timeout_s(&p->scn->cluster),
                              p->scn->faults.collective_timeout_s, t->fired_s);
     return moe_error_set(err, EXIT_RUNTIME,
                          "collective timeout: rank %d (node %d GPU %d) waited %s in %s layer %d mb %d of %s group %d, "

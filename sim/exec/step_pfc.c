@@ -2,6 +2,7 @@
 #include "sim/exec/step_pfc.h"
 #include "sim/base/alloc.h"
 #include "sim/exec/pfc_spread.h"
+#include "sim/scenario/link_loss.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -54,7 +55,7 @@ static cJSON *report_json(const program *p, int pattern, int g, int stalled_gpu,
     /* what holds the ports: PFC pauses (RoCE) or credits (InfiniBand), and when a stalled receiver's
      * queue is discarded (cluster.stall_discard_ms; null: never) */
     cJSON_AddStringToObject(o, "flow_control", c->transport == TRANSPORT_IB ? "credits" : "pfc");
-    add_time(o, "stall_discard_s", c->stall_discard_ms > 0 ? c->stall_discard_ms * 1e-3 : INFINITY);
+    add_time(o, "stall_discard_s", link_stall_discard_s(c));
     cJSON_AddNumberToObject(o, "paused_links_count", r->n_paused);
     qsort(r->paused, (size_t)r->n_paused, sizeof *r->paused, by_extra_hold);
     cJSON *pl = cJSON_AddArrayToObject(o, "paused_links");

@@ -76,6 +76,8 @@ int faults_any_lossy(const faults_cfg *f) {
     return 0;
 }
 
-double link_qp_retry_exhausted_s(const cluster_cfg *c) {
-    return (c->nccl_ib_retry_cnt + 1) * 4.096e-6 * ldexp(1.0, c->nccl_ib_timeout);
-}
+double link_qp_ack_timeout_s(const cluster_cfg *c) { return 4.096e-6 * ldexp(1.0, c->nccl_ib_timeout); }
+
+double link_qp_retry_exhausted_s(const cluster_cfg *c) { return (c->nccl_ib_retry_cnt + 1) * link_qp_ack_timeout_s(c); }
+
+double link_stall_discard_s(const cluster_cfg *c) { return c->stall_discard_ms > 0 ? c->stall_discard_ms * 1e-3 : INFINITY; }

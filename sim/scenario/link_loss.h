@@ -78,6 +78,11 @@ double link_rtt_s(const cluster_cfg *c);
  * Timeout and Retry Count; NCCL sets both from NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT): NCCL's
  * defaults 20 and 7 give 8 x 4.295 s = 34.36 s. Seconds. */
 double link_qp_retry_exhausted_s(const cluster_cfg *c);
+/* One of those ACK timeouts: 4.096 us x 2^nccl_ib_timeout. Seconds. */
+double link_qp_ack_timeout_s(const cluster_cfg *c);
+/* When a lossless fabric discards a stalled receiver's queue (cluster.stall_discard_ms), in seconds;
+ * INFINITY: never. */
+double link_stall_discard_s(const cluster_cfg *c);
 
 /* What one GPU's link runs at under faults.links, for a report. */
 typedef struct {
