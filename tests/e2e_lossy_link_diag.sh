@@ -4,7 +4,9 @@
 # healthy and with GPU 99's NIC (node 12 GPU 3) losing 1e-2 of its packets under go-back-N (0.5426 of
 # its bandwidth). simdiag check on the lossy point's trace flags exactly one EP group, the one holding
 # that NIC (ranks 96..111, nodes 12-13), as slow in its all-to-alls against the other groups of its
-# stage; on the healthy point's trace it flags none.
+# stage; on the healthy point's trace it flags none. The scenario keeps the GEMM tables' own rate for
+# its experts (cluster.gpu.grouped_gemm_rate 1): at the fitted Hopper rate their compute triples and the
+# uniform routing's load spread alone makes two ranks per stage stragglers by simdiag's rule (+7-8%).
 set -euo pipefail
 bin=${MOESIM_BIN:-build/tools}
 out=$(mktemp -d)

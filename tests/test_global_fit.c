@@ -310,8 +310,9 @@ static void test_prior_by_hand(void **state) {
     gfit_result_free(&r);
 }
 
-/* Each registry row's scope: the GPU kind (an H800 is an H100), the framework, and Blackwell (a GPU
- * with FP4 tensor cores) for the grouped GEMM rate, which does not apply to Hopper. */
+/* Each registry row's scope: the GPU kind (an H800 is an H100), the framework, and the architecture for
+ * the grouped GEMM rate (TransformerEngine's grouped GEMMs), which does not apply to DeepSeek's blockwise
+ * FP8 on Hopper (DeepGEMM's grouped kernels) but does on Blackwell. */
 static void test_scopes(void **state) {
     (void)state;
     int n;
@@ -327,11 +328,16 @@ static void test_scopes(void **state) {
     memset(&s, 0, sizeof s);
     char out[64];
     snprintf(s.cluster.gpu.name, sizeof s.cluster.gpu.name, "H800");
+    s.precision.compute = DT_FP8;
     assert_int_equal(global_param_scope(grouped, &s, out, sizeof out), -1);
+    s.precision.compute = DT_BF16;
+    assert_int_equal(global_param_scope(grouped, &s, out, sizeof out), 0);
+    assert_string_equal(out, "Hopper");
     assert_int_equal(global_param_scope(sustained, &s, out, sizeof out), 0);
     assert_string_equal(out, "H100");
     snprintf(s.cluster.gpu.name, sizeof s.cluster.gpu.name, "GB300");
     s.cluster.gpu.fp4_tflops = 15000;
+    s.precision.compute = DT_FP8;
     assert_int_equal(global_param_scope(grouped, &s, out, sizeof out), 0);
     assert_string_equal(out, "Blackwell");
     assert_int_equal(global_param_scope(sustained, &s, out, sizeof out), 0);

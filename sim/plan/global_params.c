@@ -19,13 +19,14 @@
  * 0.2 in the log (the fraction a power-capped datacenter GPU keeps is not known per kind to better
  * than about 20%); a framework call around the measured autograd-recorded op, 12.0 us, sd 0.5 in the
  * log (the counted calls mix entry points from 8.9 to 27.3 us); the grouped rate has none (nothing
- * measured). */
+ * measured). Grouped rate bounds: 0.1 (an expert's GEMMs ten times slower than the dense GEMM of
+ * their shape) to 1.5 (a grouped kernel well above the dense tables' fitted ceiling). */
 static const global_param PARAMS[] = {
     {.path = "cluster.gpu.sustained", .scope = GP_SCOPE_GPU, .prior = 1.0, .lo = 0.4, .hi = 1.2, .unit = "",
      .prior_median = 0.84, .prior_sd_log = 0.2},
     {.path = "host.call_us", .scope = GP_SCOPE_FRAMEWORK, .prior = 12.0, .lo = 3.0, .hi = 60.0, .unit = "us",
      .prior_median = 12.0, .prior_sd_log = 0.5},
-    {.path = "cluster.gpu.grouped_gemm_rate", .scope = GP_SCOPE_BLACKWELL, .prior = 1.0, .lo = 0.3, .hi = 1.5, .unit = ""},
+    {.path = "cluster.gpu.grouped_gemm_rate", .scope = GP_SCOPE_TE_GROUPED, .prior = 1.0, .lo = 0.1, .hi = 1.5, .unit = ""},
 };
 #define N_PARAMS (int)(sizeof PARAMS / sizeof PARAMS[0])
 
@@ -35,9 +36,12 @@ const global_param *global_params(int *n) {
 }
 
 int global_param_scope(const global_param *p, const scenario *s, char *out, size_t cap) {
-    if (p->scope == GP_SCOPE_BLACKWELL) {
-        if (!(s->cluster.gpu.fp4_tflops > 0)) return -1;   /* block-scaled tensor cores: Blackwell */
-        snprintf(out, cap, "Blackwell");
+    if (p->scope == GP_SCOPE_TE_GROUPED) {
+        /* DeepSeek's blockwise FP8 on Hopper: DeepGEMM's grouped kernels, the table's own measurements
+         * (calibration/traces/published-deepgemm-h800-*.json) */
+        if (s->precision.compute == DT_FP8 && !(s->cluster.gpu.fp4_tflops > 0)) return -1;
+        /* per architecture: the GEMM tables and cuBLAS's kernels are each architecture's own */
+        snprintf(out, cap, "%s", s->cluster.gpu.fp4_tflops > 0 ? "Blackwell" : "Hopper");
         return 0;
     }
     if (p->scope == GP_SCOPE_FRAMEWORK) {

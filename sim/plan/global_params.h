@@ -7,10 +7,12 @@
  *                          takes the H100's value); unitless, the fraction of the burst tensor-core
  *                          rate that SM-clocked kernels sustain over a step.
  *   host.call_us           per framework (host.framework); microseconds per framework call.
- *   cluster.gpu.grouped_gemm_rate  one value for every Blackwell kind (a GPU with FP4 tensor cores);
- *                          unitless, the rate of the routed experts' grouped GEMMs against the cost
- *                          model's GEMM tables (dense GEMMs on Blackwell); Hopper's tables fit
- *                          DeepGEMM's grouped kernels and keep 1.
+ *   cluster.gpu.grouped_gemm_rate  per architecture (Hopper, Blackwell: a GPU with FP4 tensor cores),
+ *                          for the grouped GEMMs TransformerEngine runs (one cuBLAS GEMM per local
+ *                          expert on its GEMM streams); unitless, the rate of the routed experts'
+ *                          grouped GEMMs against the cost model's GEMM tables, which hold dense GEMMs.
+ *                          DeepSeek's blockwise FP8 on Hopper (precision.compute "fp8") runs DeepGEMM's
+ *                          grouped kernels, which its table is fitted to: out of scope, 1.
  * A scenario that sets the field itself keeps its value. A scope the fit has no case for (an H200,
  * a GPU named in no published row) keeps the value its own cost model or the built-in measurement
  * gives: the registry's `prior`, never a value borrowed from another kind.
@@ -31,7 +33,7 @@
 /* the committed fit, resolved as a scenario's relative paths are (scenario_paths.h) */
 #define GLOBAL_FIT_FILE "calibration/models/global.json"
 
-typedef enum { GP_SCOPE_GPU = 0, GP_SCOPE_FRAMEWORK, GP_SCOPE_BLACKWELL } gp_scope;
+typedef enum { GP_SCOPE_GPU = 0, GP_SCOPE_FRAMEWORK, GP_SCOPE_TE_GROUPED } gp_scope;
 
 typedef struct {
     const char *path;   /* the scenario field (an "auto" field) */

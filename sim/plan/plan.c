@@ -586,6 +586,7 @@ typedef struct {
     double bf16_tflops, fp8_tflops, fp4_tflops, hbm_GBps, nvlink_GBps, nic_gbps, pcie_GBps, lat_nvlink, lat_leaf;
     double sustained, grouped_gemm_rate;
     int quantization_free;
+    int compute;   /* precision.compute: the grouped GEMM rate's scope (global_params.h) reads it */
 } costmodel_key;
 
 static costmodel_key key_of(const scenario *s) {
@@ -605,6 +606,7 @@ static costmodel_key key_of(const scenario *s) {
     k.sustained = s->cluster.gpu.sustained;
     k.grouped_gemm_rate = s->cluster.gpu.grouped_gemm_rate;
     k.quantization_free = s->precision.quantization_free;
+    k.compute = (int)s->precision.compute;
     return k;
 }
 

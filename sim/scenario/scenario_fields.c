@@ -228,9 +228,11 @@ const scn_field scn_fields[] = {
     {.path = "cluster.gpu.grouped_gemm_rate", .type = SF_AUTO, .offset = OFF(cluster.gpu.grouped_gemm_rate), .min = 0,
      .max = 2, .flags = SCN_MIN_OPEN, DOC("ratio",
           "rate of the routed experts' grouped GEMMs (TransformerEngine's one cuBLAS launch per local expert) against "
-          "the cost model's GEMM tables, which hold dense GEMMs on Blackwell; auto = the joint fit's value for the "
-          "architecture (Blackwell), else 1",
-          "the joint fit over the Blackwell MoE rows; 1 on Hopper (its tables fit DeepGEMM's grouped kernels)")},
+          "the cost model's GEMM tables, which hold dense GEMMs; auto = the joint fit's value for the architecture "
+          "(Hopper, Blackwell), else 1; DeepSeek's blockwise FP8 (precision.compute fp8) on Hopper runs DeepGEMM's "
+          "grouped kernels, which its GEMM table is fitted to: 1",
+          "the joint fit over the MoE rows of each architecture (Hopper: the H100 rows in BF16 and FP8 current "
+          "scaling; Blackwell: every B200, B300, GB200 and GB300 MoE row)")},
     F_DBL("cluster.gpu.speed_cv", cluster.gpu.speed_cv, 0, 0.5, 0, "fraction",
           "coefficient of variation of the GPUs' persistent compute speed: each GPU's compute takes a factor drawn once "
           "from the scenario seed, lognormal with median 1 (the cost model prices the median GPU), slower and faster; "
