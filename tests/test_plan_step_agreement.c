@@ -1,5 +1,6 @@
 /* test_plan_step_agreement.c — the plan's closed-form step time stays within 10% of the simulated
- * step over a spread of layouts.
+ * step over a spread of layouts; and the plan's cached cost model follows what the fitted parameters'
+ * scopes read (test_plan_costmodel_follows_precision).
  *
  * The two levels are independent computations of the same step: the plan sums per-micro-batch
  * prices and first-order overlap rules (sim/plan/plan.c); the step executes every op of every rank
@@ -28,6 +29,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "sim/plan/costmodel.h"
+#include "sim/plan/global_params.h"
 #include "sim/plan/plan.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_load.h"
@@ -94,7 +97,44 @@ static void test_plan_within_10pct_of_step(void **state) {
     print_message("worst |plan / step - 1| = %.1f%%\n", 100.0 * worst);
 }
 
+/* The plan keeps its last cost model while the scenario's key is the same; the grouped GEMM rate's
+ * scope reads precision.compute (global_params.h: DeepSeek's blockwise FP8 on Hopper is out of it), so a
+ * sweep over the precision on one GPU must get the fitted rate, then the tables' own, then the fitted
+ * one again, not the first point's model three times. */
+static void test_plan_costmodel_follows_precision(void **state) {
+    (void)state;
+    static const char *const COMPUTE[] = {"bf16", "fp8", "bf16"};
+    for (int i = 0; i < 3; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "{\"format\": \"moesim-scenario/1\", \"name\": \"plan-costmodel-precision\","
+                 " \"model\": {\"preset\": \"qwen3-30b-a3b\", \"seq_len\": 4096},"
+                 " \"cluster\": {\"preset\": \"h100-8rail\", \"nodes\": 4, \"gpus_per_node\": 8},"
+                 " \"layout\": {\"tp\": 1, \"pp\": 1, \"ep\": 8, \"dp\": 4, \"micro_batch\": 1, \"global_batch\": 256},"
+                 " \"precision\": {\"compute\": \"%s\"}}",
+                 COMPUTE[i]);
+        scenario s;
+        moe_error err = {0};
+        if (scenario_parse("plan-costmodel-precision.json", text, &s, NULL, &err)) fail_msg("scenario: %s", err.msg);
+        const costmodel *cm = NULL;
+        if (plan_costmodel(&s, &cm, &err)) fail_msg("cost model: %s", err.msg);
+        double fitted;
+        int in_scope = global_param_value(&s, "cluster.gpu.grouped_gemm_rate", &fitted, NULL) == 0;
+        double rate = cm->grouped_rate > 0 ? cm->grouped_rate : 1.0;
+        print_message("compute %-5s grouped rate %.4f (%s)\n", COMPUTE[i], rate, in_scope ? "fitted" : "tables' own");
+        if (i == 1) {
+            assert_false(in_scope);
+            assert_true(rate == 1.0);
+        } else {
+            assert_true(in_scope);
+            assert_true(fitted != 1.0);   /* the committed fit moved it: a cache miss would show */
+            assert_true(rate == fitted);
+        }
+    }
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_plan_within_10pct_of_step)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_plan_costmodel_follows_precision),
+                                       cmocka_unit_test(test_plan_within_10pct_of_step)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
