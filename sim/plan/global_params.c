@@ -7,14 +7,15 @@
 #include <string.h>
 
 #include "sim/base/json_read.h"
+#include "sim/plan/recipes.h"
 #include "sim/scenario/scenario_fields.h"
 #include "sim/scenario/scenario_paths.h"
 
 /* Bounds: sustained below 0.4 or above 1.2 of the burst rate is no clock a datacenter GPU runs at
  * (the H200's measured 0.84: costmodel.h); a framework call below 3 us is below a bare CUDA launch
  * (host_costs.c: 3.7 us measured), above 60 us is five times PyTorch's slowest measured entry point
- * (nn.Linear's module call, 27.3 us). Priors: sustained 1 (the published tables are fitted at 1,
- * costmodel.h), call 12.0 us (an autograd-recorded op, host_costs.c). */
+ * (nn.Linear's module call, 27.3 us). Start values (`prior`): sustained 1 (the published tables are
+ * fitted at 1, costmodel.h), call 12.0 us (an autograd-recorded op, host_costs.c), grouped rate 1. */
 /* Priors in the fit: sustained log-normal around the H200's measured 0.84 (costmodel.h) with a sd of
  * 0.2 in the log (the fraction a power-capped datacenter GPU keeps is not known per kind to better
  * than about 20%); a framework call around the measured autograd-recorded op, 12.0 us, sd 0.5 in the
@@ -39,9 +40,10 @@ int global_param_scope(const global_param *p, const scenario *s, char *out, size
     if (p->scope == GP_SCOPE_TE_GROUPED) {
         /* DeepSeek's blockwise FP8 on Hopper: DeepGEMM's grouped kernels, the table's own measurements
          * (calibration/traces/published-deepgemm-h800-*.json) */
-        if (s->precision.compute == DT_FP8 && !(s->cluster.gpu.fp4_tflops > 0)) return -1;
+        gpu_arch a = gpu_arch_of(&s->cluster.gpu);
+        if (s->precision.compute == DT_FP8 && a == GPU_HOPPER) return -1;
         /* per architecture: the GEMM tables and cuBLAS's kernels are each architecture's own */
-        snprintf(out, cap, "%s", s->cluster.gpu.fp4_tflops > 0 ? "Blackwell" : "Hopper");
+        snprintf(out, cap, "%s", gpu_arch_name(a));
         return 0;
     }
     if (p->scope == GP_SCOPE_FRAMEWORK) {

@@ -83,6 +83,10 @@
 #include "sim/scenario/scenario_types.h"
 
 typedef enum { GPU_HOPPER = 0, GPU_BLACKWELL, GPU_NARCH } gpu_arch;
+/* A GPU's architecture as the recipes and the fitted parameters' scopes tell them apart: block-scaled
+ * (FP4) tensor cores make it Blackwell. */
+static inline gpu_arch gpu_arch_of(const gpu_cfg *g) { return g->fp4_tflops > 0 ? GPU_BLACKWELL : GPU_HOPPER; }
+static inline const char *gpu_arch_name(gpu_arch a) { return a == GPU_BLACKWELL ? "Blackwell" : "Hopper"; }
 typedef enum { QK_CAST = 0, QK_AMAX, QK_RHT_SR, QK_NKINDS } quant_kernel;
 typedef enum { QR_INPUT = 0, QR_GRAD, QR_WEIGHT, QR_WEIGHT_USE, QR_NROLES } quant_role;
 

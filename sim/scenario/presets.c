@@ -133,6 +133,9 @@ static const model_cfg MODELS[] = {
  * quantities (Sinha et al., SC'22: 8% max-to-min on V100 and MI60 clusters; ml-engineering: "5% and
  * higher" matmul-benchmark spread in one node; Llama 3: a 1-2% diurnal swing of the whole job). */
 #define FLEET_SPEED_CV .speed_cv = 0.0032
+/* The GPU fields the joint calibration fits, left "auto" (sim/plan/global_params.h): the committed fit's
+ * value for the GPU's scope, else the cost model's own. */
+#define GPU_FITTED_AUTO .sustained = -1, .grouped_gemm_rate = -1
 
 static const cluster_cfg CLUSTERS[] = {
     /* NVLink line rates per direction: H800 400 GB/s bidirectional (DeepSeek-V3 report section 3.1),
@@ -140,7 +143,7 @@ static const cluster_cfg CLUSTERS[] = {
      * is 143,771 MiB = 140.40 GiB as the driver reports it (Modal's table of NVML capacities,
      * thundergolfer.com/blog/nvidia-gpu-memory-capacity: "H200 141 GB 143,771 MiB 140.40 GiB"). */
     {.preset = "h800-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 200,
-     .gpu = {.name = "H800", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
+     .gpu = {.name = "H800", GPU_FITTED_AUTO, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     /* DeepSeek's multi-plane fat tree (MPFT): 8 planes, one per GPU-NIC pair (ConnectX-7, 400 Gb/s
      * InfiniBand), each a two-layer fat tree of 64-port switches, 16,384 GPUs in all with 768 switches
      * (Zhao et al., "Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI
@@ -149,9 +152,9 @@ static const cluster_cfg CLUSTERS[] = {
      * 2,048 nodes; planes meet only inside a node (cross-plane traffic forwarded over NVLink, moesim's
      * PXN). Storage: Llama 3's 2 TB/s for 16,384 GPUs (as above). */
     {.preset = "h800-mpft", EIGHT_RAIL_FABRIC_OF(400, 2048, 2000), .nvlink_GBps = 200, INFINIBAND,
-     .gpu = {.name = "H800", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
+     .gpu = {.name = "H800", GPU_FITTED_AUTO, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h100-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
-     .gpu = {.name = "H100", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
+     .gpu = {.name = "H100", GPU_FITTED_AUTO, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     /* Meta's 24K-GPU RoCE cluster that trained Llama 3 405B (Dubey et al., "The Llama 3 Herd of Models",
      * arXiv:2407.21783, section 3.3.1): 24,576 H100s (700 W, 80 GB HBM3) in Grand Teton servers of 8
      * GPUs, 400 Gb/s RoCE between GPUs, a three-layer Clos: racks of 16 GPUs (two servers) under one
@@ -167,9 +170,9 @@ static const cluster_cfg CLUSTERS[] = {
      .oversubscription = 1.0, .pod_nodes = 384, .pod_oversubscription = 7, .pfc = 1,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 2000,
      .host_mem_GiB = 2048, .pcie_GBps = 64, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY, .nvlink_GBps = 450,
-     .gpu = {.name = "H100", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
+     .gpu = {.name = "H100", GPU_FITTED_AUTO, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 3350, .mem_GiB = 80, FLEET_SPEED_CV}},
     {.preset = "h200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 450,
-     .gpu = {.name = "H200", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
+     .gpu = {.name = "H200", GPU_FITTED_AUTO, .bf16_tflops = 989, .fp8_tflops = 1979, .hbm_GBps = 4800,
              .mem_GiB = 143771 / 1024.0, FLEET_SPEED_CV}},
     /* HGX / DGX B200 (1000 W): dense BF16 2.25 PF, FP8 4.5 PF, FP4 9 PF per GPU (NVIDIA Blackwell
      * technical brief, as tabulated at glennklockwood.com/garden/processors/B200; the DGX B200
@@ -181,7 +184,7 @@ static const cluster_cfg CLUSTERS[] = {
      * B200 user guide: "8 x NVIDIA ConnectX-7 Single Port Cards, InfiniBand up to 400Gbps"); 2 TB system
      * memory, PCIe 5.0 x16. */
     {.preset = "b200-8rail", EIGHT_RAIL_FABRIC(400), .nvlink_GBps = 900,
-     .gpu = {.name = "B200", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
+     .gpu = {.name = "B200", GPU_FITTED_AUTO, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
              .mem_GiB = 183359 / 1024.0, .fp4_tflops = 9000, FLEET_SPEED_CV}},
     /* HGX / DGX B300 (Blackwell Ultra B300 SXM6, 1100 W), 8 GPUs per node (aiwiki.ai/wiki/nvidia_dgx_b300:
      * "eight B300 SXM GPUs", 2 x Xeon 6776P; Megatron-Bridge v0.4.2 scripts/performance/argument_parser.py
@@ -198,7 +201,7 @@ static const cluster_cfg CLUSTERS[] = {
      * intra-node 900 GB/s, "1:1 CX8 XDR 800Gb/s"). GPU to host at PCIe 5.0 x16 (the GPU has Gen6; the Xeon
      * 6 host has PCIe 5.0: inferred); host memory and storage as the other 8-GPU presets. */
     {.preset = "b300-8rail", EIGHT_RAIL_FABRIC(800), .nvlink_GBps = 900,
-     .gpu = {.name = "B300", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
+     .gpu = {.name = "B300", GPU_FITTED_AUTO, .bf16_tflops = 2250, .fp8_tflops = 4500, .hbm_GBps = 8000,
              .mem_GiB = 275040 / 1024.0, .fp4_tflops = 14000, FLEET_SPEED_CV}},
     /* GB200 NVL72: 72 B200 (1200 W: dense BF16 2.5 PF, FP8 5 PF, FP4 10 PF; the NVL72 page's 720 PF FP8
      * and 1.44 EF FP4 per rack are sparse: / 72 / 2) in one NVLink domain of 130 TB/s (1.8 TB/s per
@@ -214,7 +217,7 @@ static const cluster_cfg CLUSTERS[] = {
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0, .pod_oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY,
-     .gpu = {.name = "GB200", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
+     .gpu = {.name = "GB200", GPU_FITTED_AUTO, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 189471 / 1024.0, .fp4_tflops = 10000, FLEET_SPEED_CV}},
     /* GB300 NVL72: 72 Blackwell Ultra B300 (1400 W: dense BF16 2.5 PF, FP8 5 PF, FP4 15 PF: 1.1 EF
      * dense FP4 and 360 PF dense FP8 per rack, NVIDIA GTC 2025, as tabulated at
@@ -228,7 +231,7 @@ static const cluster_cfg CLUSTERS[] = {
      .rails = 4, .leaf_down_ports = 32, .oversubscription = 1.0, .pod_oversubscription = 1.0,
      .latency_us = {.nvlink = 3.3, .same_leaf = 2.8, .cross_leaf = 3.7, .cross_pod = 4.6}, .storage_GBps = 500,
      .host_mem_GiB = 960, .pcie_GBps = 225, .nvlink_GBps = 900, .qps_per_connection = NCCL_QPS_PER_CONNECTION, NCCL_QP_RETRY,
-     .gpu = {.name = "GB300", .sustained = -1, .grouped_gemm_rate = -1, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
+     .gpu = {.name = "GB300", GPU_FITTED_AUTO, .bf16_tflops = 2500, .fp8_tflops = 5000, .hbm_GBps = 8000,
              .mem_GiB = 284208 / 1024.0, .fp4_tflops = 15000, FLEET_SPEED_CV}},
 };
 
